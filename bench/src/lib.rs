@@ -1,0 +1,1 @@
+//! perftest-compatible benchmark engine.

@@ -1,0 +1,1 @@
+//! mlx5 (ConnectX) provider.

@@ -1,0 +1,1 @@
+//! rxe (Soft-RoCE) provider.

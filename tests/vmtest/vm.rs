@@ -1,0 +1,2 @@
+//! Placeholder: the VM suite harness lands with the test bed.
+fn main() {}

@@ -1,0 +1,19 @@
+//! `uverbs`: the Linux kernel verbs ABI spoken directly, with no libibverbs.
+//!
+//! Layers, bottom to top (see `docs/architecture.md`):
+//! - [`sys`]: raw `#[repr(C)]` ABI structs and constants, hand-written, no logic.
+//! - `cmd`: one function per kernel command (legacy `write()` framing and `RDMA_VERBS_IOCTL`),
+//!   errors carrying the command, the errno and a hint.
+//! - `discovery`: devices, ports, GIDs from netlink and sysfs.
+//! - verbs objects with RAII (Context, Pd, Mr, Cq, Qp, Srq, Ah, CompChannel).
+//! - [`provider`]: the boundary every userspace provider (rxe, mlx5) implements, and the
+//!   data-path types shared by all of them ([`wr`]).
+//!
+//! `unsafe` is allowed only in the modules that touch the kernel or mapped memory.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod error;
+pub mod provider;
+pub mod wr;
+
+pub use error::{Error, Result};

@@ -1,0 +1,230 @@
+//! The provider boundary: what a userspace provider (rxe, mlx5) supplies to the verbs layer.
+//!
+//! The verbs layer (`uverbs`) owns every kernel command and every object's lifetime; a provider
+//! owns the driver ("udata") bytes appended to those commands and the data path over the queues
+//! it shares with the hardware or the kernel. Creation is two-phase because the providers differ
+//! in *when* their memory exists:
+//!
+//! - mlx5 allocates the CQ/QP buffers and doorbell records *before* the command and passes their
+//!   addresses in the driver request (`prepare_*`), then learns the CQN/bfreg from the response;
+//! - rxe sends no driver request and *maps* the kernel's rings *after* the command from the
+//!   `mminfo` the response carries (`finish_*`).
+//!
+//! So each object goes `prepare_*` → kernel create (by `uverbs`) → `finish_*`. If the kernel
+//! refuses, the `Prep` value is dropped and frees whatever `prepare_*` allocated. On destroy,
+//! `uverbs` issues the kernel destroy first and drops the provider object afterwards, so rings
+//! are unmapped and buffers freed only once the kernel no longer uses them.
+//!
+//! The data path takes the provider context by shared reference and the queue by exclusive
+//! reference: one thread drives a QP, and no call allocates or dispatches dynamically. The engine
+//! is generic over `P: Provider` and chooses the provider once, at the top.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::wr::{RecvWr, SendWr, WorkCompletion};
+
+/// The opened `/dev/infiniband/uverbsN`, shared by the context and every object that must keep
+/// it alive (rings are mmap'd from it; rxe rings its doorbell through it).
+pub type SharedFd = Arc<OwnedFd>;
+
+/// Driver data for one command: bytes appended to the core request, and how many bytes of
+/// driver response to make room for after the core response.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Udata {
+    pub req: Vec<u8>,
+    pub resp_len: usize,
+}
+
+impl Udata {
+    pub fn none() -> Self {
+        Udata::default()
+    }
+}
+
+/// QP transport types (values of `enum ib_uverbs_qp_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum QpType {
+    Rc = 2,
+    Uc = 3,
+    Ud = 4,
+}
+
+impl QpType {
+    pub fn name(self) -> &'static str {
+        match self {
+            QpType::Rc => "RC",
+            QpType::Uc => "UC",
+            QpType::Ud => "UD",
+        }
+    }
+}
+
+/// QP capacities, asked for at create time and reported back (possibly larger) by the kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpCaps {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+}
+
+/// What the provider needs to know to size a QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpInitAttr {
+    pub qp_type: QpType,
+    pub caps: QpCaps,
+    /// Every send generates a completion (`sq_sig_all`).
+    pub sq_sig_all: bool,
+    /// Receives come from an SRQ: the QP has no receive queue of its own.
+    pub uses_srq: bool,
+}
+
+/// The kernel's answer to CREATE_CQ (core part).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqCreated {
+    pub handle: u32,
+    /// Capacity the kernel granted.
+    pub cqe: u32,
+}
+
+/// The kernel's answer to CREATE_QP (core part).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpCreated {
+    pub handle: u32,
+    pub qpn: u32,
+    pub caps: QpCaps,
+}
+
+/// The kernel's answer to CREATE_SRQ (core part).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrqCreated {
+    pub handle: u32,
+    pub max_wr: u32,
+    pub max_sge: u32,
+    pub srqn: u32,
+}
+
+/// Address-handle attributes as the provider needs them (RoCE: the GRH fields).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AhAttr {
+    pub dgid: [u8; 16],
+    pub flow_label: u32,
+    pub sgid_index: u8,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+    pub is_global: bool,
+    pub dlid: u16,
+    pub sl: u8,
+    pub port_num: u8,
+}
+
+/// The kernel's answer to CREATE_AH (core part).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AhCreated {
+    pub handle: u32,
+}
+
+/// QP states (values of `enum ib_qp_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum QpState {
+    Reset = 0,
+    Init = 1,
+    Rtr = 2,
+    Rts = 3,
+    Sqd = 4,
+    Sqe = 5,
+    Err = 6,
+}
+
+/// A post that stopped part-way: requests before `index` were posted, the one at `index` and
+/// after were not (the meaning of `bad_wr` in verbs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostError {
+    pub index: usize,
+    pub error: Error,
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "work request #{}: {}", self.index, self.error)
+    }
+}
+
+impl std::error::Error for PostError {}
+
+/// What the verbs layer knows about the device when it opens a provider context.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceDesc {
+    /// IB device name (`rxe0`, `mlx5_0`).
+    pub ibdev: String,
+    /// Character device name (`uverbs0`).
+    pub uverbs: String,
+    /// `enum rdma_driver_id` value (rxe 14, mlx5 1).
+    pub driver_id: u32,
+    /// The per-device driver ABI version (`/sys/class/infiniband_verbs/uverbsN/abi_version`).
+    pub driver_abi: u32,
+}
+
+/// A userspace provider. See the module documentation for the creation protocol.
+pub trait Provider: Sized + Send + Sync + 'static {
+    /// Short name used in messages and `devinfo` (`"rxe"`, `"mlx5"`).
+    const NAME: &'static str;
+    /// The `enum rdma_driver_id` this provider serves.
+    const DRIVER_ID: u32;
+    /// Driver ABI versions (`uverbsN/abi_version`) this provider speaks.
+    const ABI_RANGE: (u32, u32);
+
+    type CqPrep;
+    type Cq: Send;
+    type QpPrep;
+    type Qp: Send;
+    type SrqPrep;
+    type Srq: Send;
+    type AhPrep;
+    type Ah: Send;
+
+    // ---- context --------------------------------------------------------------------------
+    /// Driver data for GET_CONTEXT.
+    fn context_udata(dev: &DeviceDesc) -> Udata;
+    /// Build the provider context from GET_CONTEXT's driver response (map UARs etc.).
+    fn new_context(fd: SharedFd, dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self>;
+
+    // ---- objects --------------------------------------------------------------------------
+    /// Prepare a CQ of at least `entries` completions. Returns the `cqe` value to ask the
+    /// kernel for (providers round differently), the driver data, and state for `finish_cq`.
+    fn prepare_cq(&self, entries: u32) -> Result<(Self::CqPrep, u32, Udata)>;
+    fn finish_cq(&self, prep: Self::CqPrep, core: &CqCreated, drv_resp: &[u8]) -> Result<Self::Cq>;
+
+    fn prepare_qp(&self, attr: &QpInitAttr) -> Result<(Self::QpPrep, Udata)>;
+    fn finish_qp(&self, prep: Self::QpPrep, attr: &QpInitAttr, core: &QpCreated, drv_resp: &[u8])
+        -> Result<Self::Qp>;
+
+    fn prepare_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Self::SrqPrep, Udata)>;
+    fn finish_srq(&self, prep: Self::SrqPrep, core: &SrqCreated, drv_resp: &[u8]) -> Result<Self::Srq>;
+
+    fn prepare_ah(&self, attr: &AhAttr) -> Result<(Self::AhPrep, Udata)>;
+    fn finish_ah(&self, prep: Self::AhPrep, attr: &AhAttr, core: &AhCreated, drv_resp: &[u8])
+        -> Result<Self::Ah>;
+    /// The number a UD send names this AH by (`UdDest::ah`).
+    fn ah_number(&self, ah: &Self::Ah) -> u32;
+
+    /// Called after a successful MODIFY_QP (mlx5 resets its indices on RESET; rxe needs nothing).
+    fn qp_state_changed(&self, qp: &mut Self::Qp, state: QpState);
+
+    // ---- data path ------------------------------------------------------------------------
+    fn post_send(&self, qp: &mut Self::Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
+    fn post_recv(&self, qp: &mut Self::Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+    fn post_srq_recv(&self, srq: &mut Self::Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+    /// Fill `out` with up to `out.len()` completions; returns how many.
+    fn poll_cq(&self, cq: &mut Self::Cq, out: &mut [WorkCompletion]) -> Result<usize>;
+    /// Request an event on the CQ's completion channel for the next (or next solicited)
+    /// completion. The caller polls again after arming to close the arm/complete race.
+    fn arm_cq(&self, cq: &mut Self::Cq, solicited_only: bool) -> Result<()>;
+    /// Called once per completion event read from the channel for this CQ.
+    fn cq_event(&self, cq: &mut Self::Cq);
+}
