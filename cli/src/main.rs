@@ -1,6 +1,76 @@
-//! `rperftest`: argv[0] (`ib_write_bw` …) or the first argument selects the tool.
-fn main() {
+//! `rperftest`: one static binary for every tool. argv[0] (`ib_write_bw` …, busybox style) or
+//! the first argument selects the tool; `devices`, `devinfo` and `selftest` are our own.
+
+use std::process::ExitCode;
+
+const TOOLS: [&str; 8] = [
+    "ib_write_bw",
+    "ib_write_lat",
+    "ib_read_bw",
+    "ib_read_lat",
+    "ib_send_bw",
+    "ib_send_lat",
+    "ib_atomic_bw",
+    "ib_atomic_lat",
+];
+
+fn usage() -> String {
+    format!(
+        "usage: rperftest <command> [options]\n\
+         \n\
+         perftest tools (same flags, output and wire protocol as perftest; also run as a link named\n\
+         after the tool):\n  {}\n\
+         \n\
+         own commands:\n  \
+         devices            list RDMA devices (like ibv_devices)\n  \
+         devinfo            device and port attributes (like ibv_devinfo)\n  \
+         selftest           exercise every verb between two QPs on one device\n\
+         \n\
+         rperftest --version prints the version.\n",
+        TOOLS.join("\n  ")
+    )
+}
+
+fn basename(s: &str) -> &str {
+    s.rsplit('/').next().unwrap_or(s)
+}
+
+fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    eprintln!("rperftest: not yet implemented ({args:?})");
-    std::process::exit(1);
+    let argv0 = args.first().map(|s| basename(s)).unwrap_or("rperftest");
+    let (cmd, rest): (&str, &[String]) = if TOOLS.contains(&argv0) {
+        (argv0, &args[1..])
+    } else if args.len() >= 2 {
+        (args[1].as_str(), &args[2..])
+    } else {
+        eprint!("{}", usage());
+        return ExitCode::from(2);
+    };
+    let code = run(cmd, rest);
+    ExitCode::from(code)
+}
+
+fn run(cmd: &str, _rest: &[String]) -> u8 {
+    match cmd {
+        "-V" | "--version" | "version" => {
+            println!("rperftest {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        "-h" | "--help" | "help" => {
+            print!("{}", usage());
+            0
+        }
+        c if TOOLS.contains(&c) => {
+            eprintln!("rperftest: {c} is not implemented yet in this build");
+            1
+        }
+        "devices" | "devinfo" | "selftest" => {
+            eprintln!("rperftest: {cmd} is not implemented yet in this build");
+            1
+        }
+        other => {
+            eprintln!("rperftest: unknown command '{other}'; run 'rperftest --help' for the list");
+            2
+        }
+    }
 }

@@ -1,0 +1,571 @@
+//! Bandwidth loops: the sender (`run_iter_bw`), the receiving server of send tests, and the
+//! duration (`-D`) window.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, UdDest, WorkCompletion, WrOpcode};
+
+use super::addr::AddrCycle;
+use super::clock::{self, TICKS_PER_SEC};
+use super::{check_wc, make_wr_id, CqKind, Endpoint, EngineError, WaitMode};
+
+/// Everything the BW loops need, already derived (perftest's §1.3 rules applied by the caller).
+#[derive(Clone, Debug)]
+pub struct BwConfig {
+    /// Iterations per QP (iteration mode); ignored in duration mode.
+    pub iters: u64,
+    pub tx_depth: u32,
+    pub rx_depth: u32,
+    pub cq_mod: u32,
+    pub post_list: u32,
+    pub size: u32,
+    pub opcode: WrOpcode,
+    /// Post inline (size <= inline size).
+    pub inline: bool,
+    pub wait: WaitMode,
+    /// Record a timestamp per post and per completion (needed for BW peak).
+    pub record_peak: bool,
+    /// Duration mode (`-D`): total seconds and the margin at each end.
+    pub duration: Option<DurationWindow>,
+    /// Give up when no completion arrives for this long.
+    pub stall_timeout: Duration,
+    /// Cycle buffer and cache line for address cycling.
+    pub cycle_buffer: u64,
+    pub cache_line: u64,
+    /// Atomics: compare/add and swap operands.
+    pub compare_add: u64,
+    pub swap: u64,
+}
+
+/// `-D`: run `total` seconds, measure only between `margin` after the start and `margin` before
+/// the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DurationWindow {
+    pub total: Duration,
+    pub margin: Duration,
+}
+
+impl DurationWindow {
+    fn ticks(d: Duration) -> u64 {
+        d.as_nanos() as u64 * TICKS_PER_SEC / 1_000_000_000
+    }
+}
+
+/// Where one QP's messages go.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpTarget {
+    pub lkey: u32,
+    /// Start of this QP's send area (local).
+    pub local_addr: u64,
+    /// Start of this QP's receive area (local), for posted receives.
+    pub recv_addr: u64,
+    /// The peer's advertised VAddr and rkey for this QP.
+    pub remote: RemoteAddr,
+    /// UD only.
+    pub ud: Option<UdDest>,
+}
+
+/// What a BW loop measured: timestamps (ticks) and the message count.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BwSamples {
+    /// `tposted[k]`: just before the k-th post (only the first entry without peak).
+    pub tposted: Vec<u64>,
+    /// `tcompleted[k]`: when completion number k+1 was seen (stamped at moderation boundaries;
+    /// only the first entry without peak).
+    pub tcompleted: Vec<u64>,
+    /// Messages counted (iters × QPs, or completions in the sample window with `-D`).
+    pub messages: u64,
+    /// For duration mode and servers: start and end of the measured window.
+    pub window: Option<(u64, u64)>,
+}
+
+impl BwSamples {
+    /// Ticks between the first post and the last completion (the BW average's denominator).
+    pub fn elapsed(&self) -> u64 {
+        if let Some((a, b)) = self.window {
+            return b.saturating_sub(a);
+        }
+        let first = self.tposted.first().copied().unwrap_or(0);
+        let last = self.tcompleted.iter().rev().find(|&&t| t != 0).copied().unwrap_or(first);
+        last.saturating_sub(first)
+    }
+}
+
+const POLL_BATCH: usize = 16;
+/// How many empty polls between clock reads (keeps the stall check off the hot path).
+const POLLS_PER_CLOCK_CHECK: u32 = 1024;
+/// Most WRs built on the stack for one post call; longer post lists ring one doorbell per chunk.
+const CHAIN_MAX: usize = 32;
+
+/// The client side of every BW test (and both sides with `-b` for write/read/atomic).
+pub fn run_sender<E: Endpoint>(
+    ep: &mut E,
+    cfg: &BwConfig,
+    targets: &[QpTarget],
+    stop: &AtomicBool,
+) -> Result<BwSamples, EngineError> {
+    let nq = targets.len();
+    if nq == 0 || nq != ep.num_qps() {
+        return Err(EngineError::Verbs(format!("BW sender: {} targets for {} QPs", nq, ep.num_qps())));
+    }
+    let tx_depth = cfg.tx_depth.max(1) as u64;
+    // A moderation group or post list larger than the send queue would never be signaled:
+    // perftest clamps these while parsing; the engine refuses to deadlock regardless.
+    let cq_mod = (cfg.cq_mod.max(1) as u64).min(tx_depth);
+    let post_list = (cfg.post_list.max(1) as u64).min(tx_depth);
+    let duration = cfg.duration;
+    let iters = if duration.is_some() { u64::MAX } else { cfg.iters };
+    let total = if duration.is_some() { u64::MAX } else { cfg.iters.saturating_mul(nq as u64) };
+    let peak = cfg.record_peak && duration.is_none();
+
+    let mut samples = BwSamples::default();
+    if peak {
+        samples.tposted = vec![0; total as usize];
+        samples.tcompleted = vec![0; total as usize];
+    } else {
+        samples.tposted = vec![0; 1];
+        samples.tcompleted = vec![0; 1];
+    }
+
+    let mut scnt = vec![0u64; nq];
+    let mut ccnt = vec![0u64; nq];
+    let mut cycles: Vec<AddrCycle> = targets
+        .iter()
+        .map(|t| AddrCycle::new(t.local_addr, t.remote.addr, cfg.size as u64, cfg.cycle_buffer, cfg.cache_line))
+        .collect();
+    let mut tot_scnt = 0u64;
+    let mut tot_ccnt = 0u64;
+    let mut wcs = [WorkCompletion::default(); POLL_BATCH];
+    let mut sges = [Sge::default(); CHAIN_MAX];
+    let base_flags = if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
+
+    let start = clock::now();
+    let (sample_begin, sample_end, end) = match duration {
+        Some(d) => {
+            let m = DurationWindow::ticks(d.margin);
+            let t = DurationWindow::ticks(d.total);
+            (start + m, start + t.saturating_sub(m), start + t)
+        }
+        None => (0, 0, u64::MAX),
+    };
+    let mut in_sample = false;
+    let mut sampled = 0u64;
+    if duration.is_none() && !peak {
+        samples.tposted[0] = start;
+    }
+
+    let mut idle_polls = 0u32;
+    let mut last_progress = start;
+    let stall_ticks = DurationWindow::ticks(cfg.stall_timeout);
+
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(EngineError::Interrupted);
+        }
+        // Duration mode: drive the START → SAMPLE → STOP_SAMPLE → END states from the clock.
+        if duration.is_some() {
+            let now = clock::now();
+            if !in_sample && now >= sample_begin && now < sample_end && samples.window.is_none() {
+                in_sample = true;
+                samples.tposted[0] = now;
+            }
+            if in_sample && now >= sample_end {
+                in_sample = false;
+                samples.tcompleted[0] = now;
+                samples.window = Some((samples.tposted[0], now));
+            }
+            if now >= end {
+                if samples.window.is_none() {
+                    let b = if samples.tposted[0] != 0 { samples.tposted[0] } else { start };
+                    samples.window = Some((b, now));
+                }
+                samples.messages = sampled;
+                return Ok(samples);
+            }
+        } else if tot_scnt >= total && tot_ccnt >= total {
+            break;
+        }
+
+        // Post as much as the send queue allows, per QP.
+        for q in 0..nq {
+            while scnt[q] < iters && scnt[q] + post_list <= tx_depth + ccnt[q] {
+                let chain = post_list.min(CHAIN_MAX as u64) as usize;
+                // SGEs first (they move with the address cycle), then the WRs that borrow them.
+                let mut remotes = [0u64; CHAIN_MAX];
+                for j in 0..chain {
+                    let (l, r) = cycles[q].current();
+                    sges[j] = Sge { addr: l, length: cfg.size, lkey: targets[q].lkey };
+                    remotes[j] = r;
+                    cycles[q].advance();
+                }
+                let make = |j: usize| {
+                    let n = scnt[q] + j as u64;
+                    let signaled = if post_list > 1 {
+                        (j as u64 + 1) % cq_mod == 0 || j + 1 == chain
+                    } else {
+                        n % cq_mod == cq_mod - 1 || n + 1 == iters
+                    };
+                    SendWr {
+                        wr_id: make_wr_id(q, (n & 0xffff_ffff) as u32),
+                        opcode: cfg.opcode,
+                        flags: if signaled { base_flags | SendFlags::SIGNALED } else { base_flags },
+                        sgl: std::slice::from_ref(&sges[j]),
+                        imm_data: 0,
+                        remote: RemoteAddr { addr: remotes[j], rkey: targets[q].remote.rkey },
+                        compare_add: cfg.compare_add,
+                        swap: cfg.swap,
+                        ud: targets[q].ud,
+                    }
+                };
+                if peak {
+                    let now = clock::now();
+                    for k in 0..chain as u64 {
+                        if let Some(slot) = samples.tposted.get_mut((tot_scnt + k) as usize) {
+                            *slot = now;
+                        }
+                    }
+                }
+                if chain == 1 {
+                    ep.post_send(q, &[make(0)])?;
+                } else {
+                    let mut wrs = [make(0); CHAIN_MAX];
+                    for (j, wr) in wrs.iter_mut().enumerate().take(chain).skip(1) {
+                        *wr = make(j);
+                    }
+                    ep.post_send(q, &wrs[..chain])?;
+                }
+                scnt[q] += chain as u64;
+                tot_scnt += chain as u64;
+            }
+        }
+
+        // Reap completions.
+        let n = ep.poll_send(&mut wcs)?;
+        if n == 0 {
+            idle_polls += 1;
+            if cfg.wait == WaitMode::Event && tot_ccnt < total {
+                if !ep.wait_cq_event(CqKind::Send, cfg.stall_timeout)? {
+                    return Err(stalled("send completions", tot_ccnt, total, cfg.stall_timeout));
+                }
+                continue;
+            }
+            if idle_polls >= POLLS_PER_CLOCK_CHECK {
+                idle_polls = 0;
+                let now = clock::now();
+                if now.saturating_sub(last_progress) > stall_ticks {
+                    return Err(stalled("send completions", tot_ccnt, total, cfg.stall_timeout));
+                }
+            }
+            continue;
+        }
+        idle_polls = 0;
+        let now = clock::now();
+        last_progress = now;
+        for wc in &wcs[..n] {
+            let q = check_wc(wc, "client")?;
+            if q >= nq {
+                return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
+            }
+            let add = if duration.is_none() && ccnt[q] + cq_mod > iters { iters - ccnt[q] } else { cq_mod };
+            ccnt[q] += add;
+            tot_ccnt += add;
+            if in_sample {
+                sampled += add;
+            }
+            if peak && tot_ccnt > 0 {
+                if let Some(slot) = samples.tcompleted.get_mut((tot_ccnt - 1) as usize) {
+                    *slot = now;
+                }
+            }
+        }
+    }
+    if !peak {
+        samples.tcompleted[0] = last_progress;
+    }
+    samples.messages = total;
+    Ok(samples)
+}
+
+fn stalled(what: &str, done: u64, total: u64, timeout: Duration) -> EngineError {
+    let waiting_for = if total == u64::MAX {
+        what.to_string()
+    } else {
+        format!("{what} ({done} of {total} done)")
+    };
+    EngineError::Stalled { waiting_for, seconds: timeout.as_secs() }
+}
+
+/// Post the initial receives (rx_depth per QP) of a receiving side, before the start barrier.
+/// Returns how many were posted per QP.
+pub fn prepost_receives<E: Endpoint>(
+    ep: &mut E,
+    cfg: &BwConfig,
+    targets: &[QpTarget],
+    recv_len: u32,
+) -> Result<Vec<u64>, EngineError> {
+    let mut posted = vec![0u64; targets.len()];
+    let limit = if cfg.duration.is_some() { cfg.rx_depth as u64 } else { (cfg.rx_depth as u64).min(cfg.iters) };
+    for (q, t) in targets.iter().enumerate() {
+        let sge = Sge { addr: t.recv_addr, length: recv_len, lkey: t.lkey };
+        for i in 0..limit {
+            let wr = RecvWr { wr_id: make_wr_id(q, i as u32), sgl: std::slice::from_ref(&sge) };
+            ep.post_recv(q, std::slice::from_ref(&wr))?;
+            posted[q] += 1;
+        }
+    }
+    Ok(posted)
+}
+
+/// The server of send (and write-with-imm) BW tests: count receives, re-post, stamp the first
+/// and the last. `posted` comes from [`prepost_receives`].
+pub fn run_receiver<E: Endpoint>(
+    ep: &mut E,
+    cfg: &BwConfig,
+    targets: &[QpTarget],
+    recv_len: u32,
+    mut posted: Vec<u64>,
+    stop: &AtomicBool,
+) -> Result<BwSamples, EngineError> {
+    let nq = targets.len();
+    let iters = cfg.iters;
+    let total = if cfg.duration.is_some() { u64::MAX } else { iters.saturating_mul(nq as u64) };
+    let mut rcnt = vec![0u64; nq];
+    let mut tot = 0u64;
+    let mut wcs = [WorkCompletion::default(); POLL_BATCH];
+    let mut samples = BwSamples { tposted: vec![0], tcompleted: vec![0], ..Default::default() };
+    let mut first: Option<u64> = None;
+    let mut last_progress = clock::now();
+    let stall_ticks = DurationWindow::ticks(cfg.stall_timeout);
+    let mut idle_polls = 0u32;
+    let mut window: Option<(u64, u64, u64)> = None; // (sample begin, sample end, end)
+    let mut sampled = 0u64;
+    let mut sample_start = 0u64;
+
+    while tot < total {
+        if stop.load(Ordering::Relaxed) {
+            return Err(EngineError::Interrupted);
+        }
+        if let (Some(d), Some(t0)) = (cfg.duration, first) {
+            let (b, e, end) = *window.get_or_insert_with(|| {
+                let m = DurationWindow::ticks(d.margin);
+                let t = DurationWindow::ticks(d.total);
+                (t0 + m, t0 + t.saturating_sub(m), t0 + t)
+            });
+            let now = clock::now();
+            if sample_start == 0 && now >= b {
+                sample_start = now;
+            }
+            if now >= e && samples.window.is_none() {
+                samples.window = Some((if sample_start == 0 { b } else { sample_start }, now));
+            }
+            if now >= end {
+                samples.messages = sampled;
+                if samples.window.is_none() {
+                    samples.window = Some((b, now));
+                }
+                return Ok(samples);
+            }
+        }
+        let n = ep.poll_recv(&mut wcs)?;
+        if n == 0 {
+            idle_polls += 1;
+            if cfg.wait == WaitMode::Event {
+                if !ep.wait_cq_event(CqKind::Recv, cfg.stall_timeout)? {
+                    return Err(stalled("messages", tot, total, cfg.stall_timeout));
+                }
+                continue;
+            }
+            if idle_polls >= POLLS_PER_CLOCK_CHECK {
+                idle_polls = 0;
+                // Before the first message the client may still be setting up: same bound.
+                if clock::now().saturating_sub(last_progress) > stall_ticks {
+                    return Err(stalled("messages", tot, total, cfg.stall_timeout));
+                }
+            }
+            continue;
+        }
+        idle_polls = 0;
+        let now = clock::now();
+        last_progress = now;
+        if first.is_none() {
+            first = Some(now);
+            samples.tposted[0] = now;
+        }
+        for wc in &wcs[..n] {
+            let q = check_wc(wc, "server")?;
+            if q >= nq {
+                return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
+            }
+            rcnt[q] += 1;
+            tot += 1;
+            if sample_start != 0 && samples.window.is_none() {
+                sampled += 1;
+            }
+            if cfg.duration.is_some() || posted[q] < iters {
+                let t = &targets[q];
+                let sge = Sge { addr: t.recv_addr, length: recv_len, lkey: t.lkey };
+                let wr = RecvWr { wr_id: make_wr_id(q, (posted[q] & 0xffff_ffff) as u32), sgl: std::slice::from_ref(&sge) };
+                ep.post_recv(q, std::slice::from_ref(&wr))?;
+                posted[q] += 1;
+            }
+        }
+        samples.tcompleted[0] = now;
+    }
+    samples.messages = total;
+    if let Some(f) = first {
+        samples.window = Some((f, samples.tcompleted[0]));
+    }
+    Ok(samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::{Model, ModelSide};
+    use super::*;
+
+    fn cfg(opcode: WrOpcode, iters: u64, tx: u32, cq_mod: u32, post_list: u32) -> BwConfig {
+        BwConfig {
+            iters,
+            tx_depth: tx,
+            rx_depth: 512,
+            cq_mod,
+            post_list,
+            size: 64,
+            opcode,
+            inline: false,
+            wait: WaitMode::Busy,
+            record_peak: true,
+            duration: None,
+            stall_timeout: Duration::from_secs(2),
+            cycle_buffer: 4096,
+            cache_line: 64,
+            compare_add: 0,
+            swap: 0,
+        }
+    }
+
+    fn targets(model: &Model, nq: usize) -> Vec<QpTarget> {
+        (0..nq)
+            .map(|q| QpTarget {
+                lkey: 1,
+                local_addr: model.local_addr(q),
+                recv_addr: model.local_addr(q) + 8192,
+                remote: RemoteAddr { addr: model.remote_addr(q), rkey: 2 },
+                ud: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn write_bw_completes_all_iterations_with_moderation() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = targets(&m, 1);
+        let c = cfg(WrOpcode::RdmaWrite, 1000, 128, 100, 1);
+        let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.messages, 1000);
+        assert_eq!(m.posted(0), 1000);
+        // signaled: every 100th, plus the last
+        assert_eq!(m.signaled(0), 10);
+        assert!(m.max_outstanding(0) <= 128);
+        assert!(s.tposted.iter().all(|&t| t != 0));
+        assert!(s.tcompleted[99] != 0 && s.tcompleted[999] != 0);
+        assert!(s.elapsed() > 0);
+    }
+
+    #[test]
+    fn partial_last_group_is_signaled_and_counted() {
+        let mut m = Model::new(ModelSide::Sender, 2);
+        let t = targets(&m, 2);
+        let c = cfg(WrOpcode::RdmaWrite, 250, 64, 100, 1);
+        let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.messages, 500);
+        for q in 0..2 {
+            assert_eq!(m.posted(q), 250);
+            assert_eq!(m.signaled(q), 4); // cq_mod clamped to 64: #63, #127, #191 and the last (#249)
+            assert!(m.max_outstanding(q) <= 64);
+        }
+    }
+
+    #[test]
+    fn post_list_posts_chains() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = targets(&m, 1);
+        let c = cfg(WrOpcode::Send, 640, 128, 8, 8);
+        let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.messages, 640);
+        assert_eq!(m.post_calls(0), 80);
+        assert_eq!(m.signaled(0), 80);
+    }
+
+    #[test]
+    fn remote_addresses_stay_in_the_cycle_buffer() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = targets(&m, 1);
+        let c = cfg(WrOpcode::RdmaWrite, 300, 16, 1, 1);
+        run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        let base = m.remote_addr(0);
+        assert!(m.remote_addrs(0).iter().all(|&a| a >= base && a + 64 <= base + 4096));
+        assert_eq!(m.remote_addrs(0)[1] - m.remote_addrs(0)[0], 64);
+    }
+
+    #[test]
+    fn completion_error_is_named_with_cause() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        m.fail_after(5, uverbs::wr::WcStatus::RetryExcErr);
+        let t = targets(&m, 1);
+        let c = cfg(WrOpcode::RdmaWrite, 100, 16, 1, 1);
+        let e = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("RETRY_EXC_ERR") && s.contains("GID"), "{s}");
+    }
+
+    #[test]
+    fn dead_peer_stalls_with_a_bounded_wait() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        m.go_silent();
+        let t = targets(&m, 1);
+        let mut c = cfg(WrOpcode::RdmaWrite, 100, 16, 1, 1);
+        c.stall_timeout = Duration::from_millis(200);
+        let t0 = std::time::Instant::now();
+        let e = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap_err();
+        assert!(matches!(e, EngineError::Stalled { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn duration_mode_counts_only_the_sample_window() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = targets(&m, 1);
+        let mut c = cfg(WrOpcode::RdmaWrite, 0, 32, 1, 1);
+        c.record_peak = false;
+        c.duration = Some(DurationWindow { total: Duration::from_millis(300), margin: Duration::from_millis(100) });
+        let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        let (a, b) = s.window.unwrap();
+        assert!(b > a);
+        assert!(s.messages > 0 && s.messages < m.posted(0));
+    }
+
+    #[test]
+    fn receiver_counts_and_reposts() {
+        let mut m = Model::new(ModelSide::Receiver { incoming: 300 }, 1);
+        let t = targets(&m, 1);
+        let mut c = cfg(WrOpcode::Send, 300, 128, 1, 1);
+        c.rx_depth = 64;
+        let posted = prepost_receives(&mut m, &c, &t, 64).unwrap();
+        assert_eq!(posted, vec![64]);
+        let s = run_receiver(&mut m, &c, &t, 64, posted, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.messages, 300);
+        assert_eq!(m.recvs_posted(0), 300);
+        assert!(s.window.is_some());
+    }
+
+    #[test]
+    fn interrupted_run_stops() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = targets(&m, 1);
+        let c = cfg(WrOpcode::RdmaWrite, 100, 16, 1, 1);
+        let e = run_sender(&mut m, &c, &t, &AtomicBool::new(true)).unwrap_err();
+        assert_eq!(e, EngineError::Interrupted);
+    }
+}

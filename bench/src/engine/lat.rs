@@ -1,0 +1,376 @@
+//! Latency loops: write ping-pong over memory polling, send ping-pong over receive completions,
+//! and the client-only read/atomic loop. One QP, one message in flight.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, WorkCompletion, WrOpcode};
+
+use super::bw::QpTarget;
+use super::clock;
+use super::{check_wc, make_wr_id, CqKind, Endpoint, EngineError, WaitMode};
+
+#[derive(Clone, Debug)]
+pub struct LatConfig {
+    pub iters: u64,
+    pub size: u32,
+    pub opcode: WrOpcode,
+    pub inline: bool,
+    pub wait: WaitMode,
+    /// Give up when the peer does not answer for this long.
+    pub stall_timeout: Duration,
+    /// `-D`: run this long and report the average only.
+    pub duration: Option<Duration>,
+    /// Receive length for send_lat (size, +40 for UD's GRH).
+    pub recv_len: u32,
+    pub compare_add: u64,
+    pub swap: u64,
+}
+
+/// Which side of a ping-pong this process is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Client,
+    Server,
+}
+
+/// `tposted[k]`: just before the k-th post. Duration mode: the count and the window instead.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LatSamples {
+    pub tposted: Vec<u64>,
+    pub iters: u64,
+    pub window: Option<(u64, u64)>,
+}
+
+const CLOCK_CHECK_EVERY: u32 = 4096;
+
+/// Spin until `ready()` holds, re-checking the clock now and then against `deadline_ticks`.
+#[inline]
+fn spin_until<E: Endpoint>(
+    ep: &mut E,
+    stop: &AtomicBool,
+    timeout: Duration,
+    what: impl Fn() -> String,
+    mut ready: impl FnMut(&mut E) -> Result<bool, EngineError>,
+) -> Result<(), EngineError> {
+    let mut spins = 0u32;
+    let start = clock::now();
+    let limit = timeout.as_nanos() as u64;
+    loop {
+        if ready(ep)? {
+            return Ok(());
+        }
+        spins += 1;
+        if spins >= CLOCK_CHECK_EVERY {
+            spins = 0;
+            if stop.load(Ordering::Relaxed) {
+                return Err(EngineError::Interrupted);
+            }
+            if clock::now().saturating_sub(start) > limit {
+                return Err(EngineError::Stalled { waiting_for: what(), seconds: timeout.as_secs() });
+            }
+        }
+    }
+}
+
+/// Wait for exactly one completion on `which` CQ and check it.
+fn wait_one<E: Endpoint>(
+    ep: &mut E,
+    which: CqKind,
+    cfg: &LatConfig,
+    stop: &AtomicBool,
+    side: &'static str,
+    what: &str,
+) -> Result<WorkCompletion, EngineError> {
+    let mut wc = [WorkCompletion::default(); 1];
+    if cfg.wait == WaitMode::Event {
+        loop {
+            let n = match which {
+                CqKind::Send => ep.poll_send(&mut wc)?,
+                CqKind::Recv => ep.poll_recv(&mut wc)?,
+            };
+            if n == 1 {
+                check_wc(&wc[0], side)?;
+                return Ok(wc[0]);
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Err(EngineError::Interrupted);
+            }
+            if !ep.wait_cq_event(which, cfg.stall_timeout)? {
+                return Err(EngineError::Stalled { waiting_for: what.to_string(), seconds: cfg.stall_timeout.as_secs() });
+            }
+        }
+    }
+    spin_until(ep, stop, cfg.stall_timeout, || what.to_string(), |ep| {
+        let n = match which {
+            CqKind::Send => ep.poll_send(&mut wc)?,
+            CqKind::Recv => ep.poll_recv(&mut wc)?,
+        };
+        Ok(n == 1)
+    })?;
+    check_wc(&wc[0], side)?;
+    Ok(wc[0])
+}
+
+struct Window {
+    end: Option<u64>,
+    sample: Option<(u64, u64)>,
+    count: u64,
+}
+
+impl Window {
+    fn new(d: Option<Duration>) -> Self {
+        let now = clock::now();
+        match d {
+            None => Window { end: None, sample: None, count: 0 },
+            Some(d) => {
+                let t = d.as_nanos() as u64;
+                // perftest: margin = duration / 4 on each side is the tools' default; the loops
+                // measure the middle half.
+                let m = t / 4;
+                Window { end: Some(now + t), sample: Some((now + m, now + t - m)), count: 0 }
+            }
+        }
+    }
+    /// Returns true when the run is over.
+    fn tick(&mut self, stamp: u64) -> bool {
+        if let Some((a, b)) = self.sample {
+            if stamp >= a && stamp < b {
+                self.count += 1;
+            }
+        }
+        matches!(self.end, Some(e) if stamp >= e)
+    }
+}
+
+fn finish(tposted: Vec<u64>, iters: u64, w: Window) -> LatSamples {
+    match w.sample {
+        Some(s) => LatSamples { tposted: Vec::new(), iters: w.count, window: Some(s) },
+        None => LatSamples { tposted, iters, window: None },
+    }
+}
+
+/// ib_write_lat: each side writes the whole message to the peer and stamps the running count in
+/// its last byte; the receiver spins on the last byte of its own receive area. The server writes
+/// first.
+pub fn run_write_lat<E: Endpoint>(
+    ep: &mut E,
+    cfg: &LatConfig,
+    target: &QpTarget,
+    role: Role,
+    stop: &AtomicBool,
+) -> Result<LatSamples, EngineError> {
+    let size = cfg.size.max(1) as usize;
+    let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
+    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { vec![0u64; iters as usize] };
+    let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
+    let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
+    let side = if role == Role::Client { "client" } else { "server" };
+    let mut w = Window::new(cfg.duration);
+    let (mut scnt, mut rcnt) = (0u64, 0u64);
+    while scnt < iters {
+        if !(role == Role::Server && scnt == 0) {
+            rcnt += 1;
+            let want = rcnt as u8;
+            spin_until(ep, stop, cfg.stall_timeout, || format!("the peer's write #{rcnt}"), |ep| {
+                Ok(ep.recv_area_byte(0, size - 1) == want)
+            })?;
+        }
+        let now = clock::now();
+        if let Some(slot) = tposted.get_mut(scnt as usize) {
+            *slot = now;
+        }
+        if w.tick(now) {
+            break;
+        }
+        scnt += 1;
+        ep.set_send_area_byte(0, size - 1, scnt as u8);
+        let wr = SendWr {
+            flags,
+            remote: target.remote,
+            ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
+        };
+        ep.post_send(0, std::slice::from_ref(&wr))?;
+        wait_one(ep, CqKind::Send, cfg, stop, side, "the write's completion")?;
+    }
+    Ok(finish(tposted, iters, w))
+}
+
+/// ib_send_lat: the client sends first; each side alternates "wait for a receive, re-post it"
+/// and "stamp, send, wait for the send completion". Receives must be pre-posted by the caller
+/// (see [`prepost_lat_receives`]).
+pub fn run_send_lat<E: Endpoint>(
+    ep: &mut E,
+    cfg: &LatConfig,
+    target: &QpTarget,
+    role: Role,
+    stop: &AtomicBool,
+) -> Result<LatSamples, EngineError> {
+    let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
+    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { vec![0u64; iters as usize] };
+    let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
+    let rsge = Sge { addr: target.recv_addr, length: cfg.recv_len, lkey: target.lkey };
+    let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
+    let side = if role == Role::Client { "client" } else { "server" };
+    let mut w = Window::new(cfg.duration);
+    let (mut scnt, mut rcnt) = (0u64, 0u64);
+    while scnt < iters {
+        if !(role == Role::Client && scnt == 0) {
+            wait_one(ep, CqKind::Recv, cfg, stop, side, "the peer's message")?;
+            rcnt += 1;
+            let rwr = RecvWr { wr_id: make_wr_id(0, rcnt as u32), sgl: std::slice::from_ref(&rsge) };
+            ep.post_recv(0, std::slice::from_ref(&rwr))?;
+        }
+        let now = clock::now();
+        if let Some(slot) = tposted.get_mut(scnt as usize) {
+            *slot = now;
+        }
+        if w.tick(now) {
+            break;
+        }
+        scnt += 1;
+        let wr = SendWr {
+            flags,
+            ud: target.ud,
+            ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
+        };
+        ep.post_send(0, std::slice::from_ref(&wr))?;
+        wait_one(ep, CqKind::Send, cfg, stop, side, "the send's completion")?;
+    }
+    // The server answers the client's last message before it stops; the client must consume that
+    // answer too, or it would sit in the peer's send queue.
+    if role == Role::Client && cfg.duration.is_none() {
+        wait_one(ep, CqKind::Recv, cfg, stop, side, "the peer's last message")?;
+    }
+    Ok(finish(tposted, iters, w))
+}
+
+/// Post the receives a send_lat side needs before the start barrier.
+pub fn prepost_lat_receives<E: Endpoint>(ep: &mut E, cfg: &LatConfig, target: &QpTarget, depth: u32) -> Result<(), EngineError> {
+    let rsge = Sge { addr: target.recv_addr, length: cfg.recv_len, lkey: target.lkey };
+    for i in 0..depth.max(1) {
+        let rwr = RecvWr { wr_id: make_wr_id(0, u32::MAX - i), sgl: std::slice::from_ref(&rsge) };
+        ep.post_recv(0, std::slice::from_ref(&rwr))?;
+    }
+    Ok(())
+}
+
+/// ib_read_lat / ib_atomic_lat (client only): stamp, post one READ or atomic, wait, repeat.
+pub fn run_read_lat<E: Endpoint>(
+    ep: &mut E,
+    cfg: &LatConfig,
+    target: &QpTarget,
+    stop: &AtomicBool,
+) -> Result<LatSamples, EngineError> {
+    let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
+    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { vec![0u64; iters as usize] };
+    let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
+    let mut w = Window::new(cfg.duration);
+    let mut scnt = 0u64;
+    while scnt < iters {
+        let now = clock::now();
+        if let Some(slot) = tposted.get_mut(scnt as usize) {
+            *slot = now;
+        }
+        if w.tick(now) {
+            break;
+        }
+        scnt += 1;
+        let wr = SendWr {
+            flags: SendFlags::SIGNALED,
+            remote: RemoteAddr { addr: target.remote.addr, rkey: target.remote.rkey },
+            compare_add: cfg.compare_add,
+            swap: cfg.swap,
+            ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
+        };
+        ep.post_send(0, std::slice::from_ref(&wr))?;
+        wait_one(ep, CqKind::Send, cfg, stop, "client", "the operation's completion")?;
+    }
+    Ok(finish(tposted, iters, w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::{Model, ModelSide};
+    use super::*;
+
+    fn cfg(op: WrOpcode, iters: u64) -> LatConfig {
+        LatConfig {
+            iters,
+            size: 2,
+            opcode: op,
+            inline: true,
+            wait: WaitMode::Busy,
+            stall_timeout: Duration::from_secs(2),
+            duration: None,
+            recv_len: 2,
+            compare_add: 0,
+            swap: 0,
+        }
+    }
+
+    fn target(m: &Model) -> QpTarget {
+        QpTarget {
+            lkey: 1,
+            local_addr: m.local_addr(0),
+            recv_addr: m.local_addr(0) + 4096,
+            remote: RemoteAddr { addr: m.remote_addr(0), rkey: 2 },
+            ud: None,
+        }
+    }
+
+    #[test]
+    fn write_lat_client_and_server_ping_pong() {
+        for role in [Role::Client, Role::Server] {
+            let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: role == Role::Server }, 1);
+            let t = target(&m);
+            let s = run_write_lat(&mut m, &cfg(WrOpcode::RdmaWrite, 1000), &t, role, &AtomicBool::new(false)).unwrap();
+            assert_eq!(s.tposted.len(), 1000);
+            assert!(s.tposted.windows(2).all(|w| w[1] >= w[0]));
+            assert_eq!(m.posted(0), 1000);
+        }
+    }
+
+    #[test]
+    fn write_lat_stalls_when_peer_is_silent() {
+        let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: false }, 1);
+        m.go_silent();
+        let t = target(&m);
+        let mut c = cfg(WrOpcode::RdmaWrite, 10);
+        c.stall_timeout = Duration::from_millis(100);
+        let e = run_write_lat(&mut m, &c, &t, Role::Client, &AtomicBool::new(false)).unwrap_err();
+        assert!(e.to_string().contains("peer's write #1"), "{e}");
+    }
+
+    #[test]
+    fn send_lat_ping_pong() {
+        for role in [Role::Client, Role::Server] {
+            let mut m = Model::new(ModelSide::PingPong { server_first: false, role_is_server: role == Role::Server }, 1);
+            let t = target(&m);
+            let c = cfg(WrOpcode::Send, 500);
+            prepost_lat_receives(&mut m, &c, &t, 16).unwrap();
+            let s = run_send_lat(&mut m, &c, &t, role, &AtomicBool::new(false)).unwrap();
+            assert_eq!(s.tposted.len(), 500);
+            assert_eq!(m.posted(0), 500);
+        }
+    }
+
+    #[test]
+    fn read_lat_runs() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = target(&m);
+        let s = run_read_lat(&mut m, &cfg(WrOpcode::RdmaRead, 200), &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.tposted.len(), 200);
+        assert_eq!(m.signaled(0), 200);
+    }
+
+    #[test]
+    fn duration_mode_reports_a_count() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = target(&m);
+        let mut c = cfg(WrOpcode::AtomicFetchAndAdd, 0);
+        c.duration = Some(Duration::from_millis(200));
+        let s = run_read_lat(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert!(s.iters > 0 && s.window.is_some() && s.tposted.is_empty());
+    }
+}
