@@ -1,1 +1,1147 @@
-//! mlx5 (ConnectX) provider.
+//! mlx5 (ConnectX-4 and later) provider, in Rust, without libmlx5.
+//!
+//! Layers:
+//! - [`abi`]: driver data for the verbs commands (encode requests, validate responses);
+//! - [`geometry`]: queue sizing;
+//! - [`wqe`] / [`cqe`]: pure encode/decode of work-queue entries and completion entries;
+//! - [`mem`]: memory shared with the device ([`mem::DmaBuf`], mmap- or heap-backed);
+//! - [`uar`]: the MMIO doorbell layer behind [`uar::UarWriter`];
+//! - this module: queue state (indices, wraparound, doorbell records, the per-context QP
+//!   registry that CQ polling uses) and `impl Provider for Mlx5`.
+//!
+//! docs/mlx5.md walks through every store and load of the hot path and its barriers.
+
+pub mod abi;
+pub mod cqe;
+pub mod geometry;
+pub mod mem;
+pub mod uar;
+pub mod wqe;
+
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use uverbs::error::{Error, Result};
+use uverbs::provider::{
+    AhAttr, AhCreated, CqCreated, DeviceDesc, PostError, Provider, QpCreated, QpInitAttr, QpState,
+    QpType, SharedFd, SrqCreated, Udata,
+};
+use uverbs::wr::{RecvWr, SendWr, WcStatus, WorkCompletion};
+
+use abi::UctxResp;
+use cqe::Queue;
+use geometry::QpGeometry;
+use mem::DmaBuf;
+use uar::{MmapUar, UarMap, UarPlan, UarWriter};
+use wqe::{SqParams, WQEBB};
+
+/// Doorbell-record word indices (each a big-endian u32).
+const RCV_DBR: usize = 0;
+const SND_DBR: usize = 4;
+const CQ_SET_CI: usize = 0;
+const CQ_ARM_DB: usize = 4;
+/// Largest user index (24 bits).
+const MAX_UIDX: usize = 0xff_ffff;
+
+/// Behaviour switches (libmlx5's environment variables, with the same defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mlx5Config {
+    /// Use BlueFlame (write-combining copies of small WQEs). `MLX5_SHUT_UP_BF=1` turns it off;
+    /// the UAR pages are then mapped non-cached.
+    pub blueflame: bool,
+    /// BlueFlame single-WR posts even without inline data (`MLX5_POST_SEND_PREFER_BF`, default on).
+    pub prefer_bf: bool,
+    /// What to ask for in GET_CONTEXT.
+    pub uctx: abi::UctxReq,
+}
+
+impl Default for Mlx5Config {
+    fn default() -> Self {
+        Mlx5Config {
+            blueflame: true,
+            prefer_bf: true,
+            uctx: abi::UctxReq::default(),
+        }
+    }
+}
+
+impl Mlx5Config {
+    pub fn from_env() -> Self {
+        let on = |k: &str| std::env::var(k).ok().map(|v| v.trim() != "0");
+        let mut c = Mlx5Config::default();
+        if on("MLX5_SHUT_UP_BF") == Some(true) {
+            c.blueflame = false;
+        }
+        if let Some(p) = on("MLX5_POST_SEND_PREFER_BF") {
+            c.prefer_bf = p;
+        }
+        c
+    }
+}
+
+// ---- registry: what CQ polling needs to know about QPs -----------------------------------------
+
+/// Send/receive bookkeeping a CQ needs to turn a CQE into a `wr_id`. Written by the posting
+/// thread, read by the polling thread; single-word atomics, no locks.
+pub struct QpShared {
+    pub qpn: u32,
+    pub uidx: u32,
+    sq_mask: u32,
+    sq_wrid: Box<[AtomicU64]>,
+    /// `wqe_head[idx]`: the SQ head count when the WQE at idx was posted; a CQE for it retires
+    /// every WQE up to and including it (unsignaled ones complete silently).
+    sq_wqe_head: Box<[AtomicU32]>,
+    sq_tail: AtomicU32,
+    rq_mask: u32,
+    rq_wrid: Box<[AtomicU64]>,
+    rq_tail: AtomicU32,
+    rq_shift: u32,
+    rq_offset: usize,
+    buf: Arc<DmaBuf>,
+    uses_srq: bool,
+    srq: RwLock<Option<Arc<SrqShared>>>,
+}
+
+enum Slot {
+    Free,
+    Reserved,
+    Qp(Arc<QpShared>),
+}
+
+/// User index → QP, plus the SRQs (CQ polling resolves SRQ receives through them).
+#[derive(Default)]
+pub struct Registry {
+    qps: RwLock<Vec<Slot>>,
+    srqs: RwLock<Vec<Arc<SrqShared>>>,
+}
+
+impl Registry {
+    fn reserve(&self) -> Result<u32> {
+        let mut v = self.qps.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = v.iter().position(|s| matches!(s, Slot::Free)) {
+            v[i] = Slot::Reserved;
+            return Ok(i as u32);
+        }
+        if v.len() > MAX_UIDX {
+            return Err(Error::msg("mlx5 create QP", "out of 24-bit user indices"));
+        }
+        v.push(Slot::Reserved);
+        Ok((v.len() - 1) as u32)
+    }
+    fn fill(&self, uidx: u32, qp: Arc<QpShared>) {
+        let mut v = self.qps.write().unwrap_or_else(|e| e.into_inner());
+        v[uidx as usize] = Slot::Qp(qp);
+    }
+    fn release(&self, uidx: u32) {
+        let mut v = self.qps.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = v.get_mut(uidx as usize) {
+            *s = Slot::Free;
+        }
+    }
+    fn by_uidx(&self, uidx: u32) -> Option<Arc<QpShared>> {
+        match self
+            .qps
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(uidx as usize)
+        {
+            Some(Slot::Qp(q)) => Some(q.clone()),
+            _ => None,
+        }
+    }
+    fn by_qpn(&self, qpn: u32) -> Option<Arc<QpShared>> {
+        self.qps
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find_map(|s| match s {
+                Slot::Qp(q) if q.qpn == qpn => Some(q.clone()),
+                _ => None,
+            })
+    }
+    fn srq_by_srqn(&self, srqn: u32) -> Option<Arc<SrqShared>> {
+        self.srqs
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|s| s.srqn == srqn)
+            .cloned()
+    }
+    fn only_srq(&self) -> Option<Arc<SrqShared>> {
+        let v = self.srqs.read().unwrap_or_else(|e| e.into_inner());
+        if v.len() == 1 {
+            Some(v[0].clone())
+        } else {
+            None
+        }
+    }
+}
+
+struct UidxReservation {
+    reg: Arc<Registry>,
+    uidx: u32,
+    armed: bool,
+}
+
+impl Drop for UidxReservation {
+    fn drop(&mut self) {
+        if self.armed {
+            self.reg.release(self.uidx);
+        }
+    }
+}
+
+// ---- context ----------------------------------------------------------------------------------
+
+/// Per-bfreg state: the BlueFlame half toggle, under a lock because medium-latency bfregs may be
+/// shared by QPs driven from different threads (the lock also keeps one doorbell's stores and
+/// its flush together).
+struct BfReg {
+    offset: Mutex<usize>,
+}
+
+/// An open mlx5 context. `U` is the MMIO layer: [`MmapUar`] on hardware, a recording one in tests.
+pub struct Mlx5<U: UarWriter = MmapUar> {
+    #[allow(dead_code)]
+    fd: SharedFd,
+    pub resp: UctxResp,
+    pub plan: UarPlan,
+    pub config: Mlx5Config,
+    uar: U,
+    bfregs: Box<[BfReg]>,
+    registry: Arc<Registry>,
+    avs: Arc<RwLock<Vec<Option<[u8; 48]>>>>,
+    ah_spread: AtomicU32,
+}
+
+impl<U: UarWriter> std::fmt::Debug for Mlx5<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mlx5")
+            .field("resp", &self.resp)
+            .field("plan", &self.plan)
+            .finish()
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
+
+impl<U: UarMap> Mlx5<U> {
+    /// Build a context from the GET_CONTEXT driver response with explicit settings.
+    pub fn with_config(fd: SharedFd, drv_resp: &[u8], config: Mlx5Config) -> Result<Self> {
+        let resp = UctxResp::parse(drv_resp)?;
+        let plan = UarPlan::new(&resp, page_size(), config.blueflame)?;
+        let uar = U::map(&fd, &plan)?;
+        let nbf = plan.num_pages * plan.uars_per_page * uar::BFREGS_PER_UAR;
+        let bfregs = (0..nbf)
+            .map(|_| BfReg {
+                offset: Mutex::new(0),
+            })
+            .collect();
+        Ok(Mlx5 {
+            fd,
+            resp,
+            plan,
+            config,
+            uar,
+            bfregs,
+            registry: Arc::default(),
+            avs: Arc::default(),
+            ah_spread: AtomicU32::new(0),
+        })
+    }
+}
+
+impl<U: UarWriter> Mlx5<U> {
+    /// The MMIO layer (tests read the recording from here).
+    pub fn uar(&self) -> &U {
+        &self.uar
+    }
+
+    /// Tell CQ polling which SRQ a QP receives from. The provider trait does not pass the SRQ
+    /// to `prepare_qp`; without this call, an SRQ-attached QP uses the context's only SRQ.
+    pub fn bind_srq(&self, qp: &Mlx5Qp, srq: &Mlx5Srq) {
+        *qp.shared.srq.write().unwrap_or_else(|e| e.into_inner()) = Some(srq.shared.clone());
+    }
+
+    fn ring_sq(&self, qp: &mut Mlx5Qp, nreq: u32, last: wqe::Built, last_start: u32) {
+        qp.sq_head = qp.sq_head.wrapping_add(nreq);
+        // udma_to_device_barrier: every WQE byte above must be visible to the device before the
+        // doorbell record says they exist. x86-64 stores are not reordered with each other, so
+        // this is a compiler barrier there (a release fence is exactly that on x86).
+        fence(Ordering::Release);
+        qp.db.write_be32_volatile(SND_DBR, qp.cur_post & 0xffff);
+
+        let bf = &self.bfregs[qp.bfreg as usize];
+        let mut toggle = bf.offset.lock().unwrap_or_else(|e| e.into_inner());
+        // mmio_wc_start: the doorbell-record store (write-back memory) must be globally visible
+        // before the MMIO stores below, which go through the write-combining buffer (sfence).
+        self.uar.wc_start();
+        let dst = qp.bf_base + *toggle;
+        let bytes = last.ds as usize * 16;
+        let half = self.plan.bf_half();
+        if nreq == 1
+            && half != 0
+            && qp.bfreg != 0
+            && (last.inline || self.config.prefer_bf)
+            && last.ds > 1
+            && bytes <= half
+        {
+            // BlueFlame: the whole WQE, rounded up to 64 bytes, as ascending 8-byte stores; the
+            // source wraps at the SQ end per 64-byte block.
+            let mask = qp.geo.sq_wqe_cnt - 1;
+            for blk in 0..bytes.div_ceil(WQEBB) {
+                let slot = (last_start.wrapping_add(blk as u32) & mask) as usize;
+                let base = qp.geo.sq_offset + slot * WQEBB;
+                let mut words = [0u64; 8];
+                for (i, w) in words.iter_mut().enumerate() {
+                    *w = qp.buf.read_u64(base + 8 * i);
+                }
+                self.uar.bf_copy(dst + blk * WQEBB, &words);
+            }
+        } else {
+            // Doorbell: first 8 bytes of the last control segment, one 64-bit store.
+            self.uar.write64(dst, last.ctrl_head);
+        }
+        // mmio_flush_writes: push the WC buffer out while we still hold the bfreg, so another
+        // thread's doorbell on the same register cannot overtake ours.
+        self.uar.flush();
+        *toggle ^= self.plan.toggle();
+    }
+
+    fn resolve(&self, cq: &mut Mlx5Cq, c: &cqe::Cqe) -> Option<Arc<QpShared>> {
+        let v1 = self.resp.cqe_version == 1;
+        let key = if v1 { c.srqn_uidx } else { c.qpn };
+        if let Some((k, q)) = &cq.last {
+            if *k == key {
+                return Some(q.clone());
+            }
+        }
+        let q = if v1 {
+            self.registry.by_uidx(key)
+        } else {
+            self.registry.by_qpn(key)
+        }?;
+        cq.last = Some((key, q.clone()));
+        Some(q)
+    }
+
+    /// Turn one decoded CQE into a completion using the QP bookkeeping.
+    fn complete(&self, cq: &mut Mlx5Cq, c: &cqe::Cqe, raw: &[u8; 64]) -> Result<WorkCompletion> {
+        let qp = self.resolve(cq, c).ok_or_else(|| {
+            Error::msg(
+                "mlx5 poll_cq",
+                format!(
+                    "CQE for unknown QP (qpn {:#x}, user index {:#x})",
+                    c.qpn, c.srqn_uidx
+                ),
+            )
+        })?;
+        let mut wc = c.wc;
+        match c.queue {
+            Queue::Send => {
+                if qp.sq_wrid.is_empty() {
+                    return Err(Error::msg(
+                        "mlx5 poll_cq",
+                        format!("send CQE for QP {:#x} without a send queue", qp.qpn),
+                    ));
+                }
+                if c.inline_scatter_32 {
+                    return Err(Error::msg(
+                        "mlx5 poll_cq",
+                        "requester CQE with scattered data (SCATTER_CQE is never requested)",
+                    ));
+                }
+                let idx = (c.wqe_counter as u32 & qp.sq_mask) as usize;
+                wc.wr_id = qp.sq_wrid[idx].load(Ordering::Relaxed);
+                let head = qp.sq_wqe_head[idx].load(Ordering::Relaxed);
+                // Release: the posting thread's flow-control check reads tail with Acquire.
+                qp.sq_tail.store(head.wrapping_add(1), Ordering::Release);
+            }
+            Queue::Recv => {
+                let srq = if qp.uses_srq {
+                    let bound = qp.srq.read().unwrap_or_else(|e| e.into_inner()).clone();
+                    bound.or_else(|| {
+                        if self.resp.cqe_version == 0 {
+                            self.registry.srq_by_srqn(c.srqn_uidx)
+                        } else {
+                            self.registry.only_srq()
+                        }
+                    })
+                } else {
+                    None
+                };
+                if let Some(srq) = srq {
+                    let idx = c.wqe_counter as u32 & (srq.cnt - 1);
+                    wc.wr_id = srq.wrid[idx as usize].load(Ordering::Relaxed);
+                    if c.inline_scatter_32 && wc.status == WcStatus::Success {
+                        let mut slot = vec![0u8; (1usize << srq.shift) - 16];
+                        srq.buf.read(((idx as usize) << srq.shift) + 16, &mut slot);
+                        wc.status = scatter_into(&slot, raw, wc.byte_len);
+                    }
+                    srq.free(idx);
+                } else {
+                    if qp.rq_wrid.is_empty() {
+                        return Err(Error::msg(
+                            "mlx5 poll_cq",
+                            format!(
+                                "receive CQE for QP {:#x} without a receive queue or a known SRQ",
+                                qp.qpn
+                            ),
+                        ));
+                    }
+                    let idx = c.wqe_counter as u32 & qp.rq_mask;
+                    wc.wr_id = qp.rq_wrid[idx as usize].load(Ordering::Relaxed);
+                    qp.rq_tail.fetch_add(1, Ordering::Release);
+                    if c.inline_scatter_32 && wc.status == WcStatus::Success {
+                        let mut slot = [0u8; 512];
+                        let n = (1usize << qp.rq_shift).min(slot.len());
+                        qp.buf.read(
+                            qp.rq_offset + ((idx as usize) << qp.rq_shift),
+                            &mut slot[..n],
+                        );
+                        wc.status = scatter_into(&slot[..n], raw, wc.byte_len);
+                    }
+                }
+            }
+        }
+        Ok(wc)
+    }
+}
+
+/// Copy up to 32 bytes of payload carried in the CQE into the receive buffers named by the
+/// receive WQE's scatter list. LOC_LEN_ERR if they do not fit.
+fn scatter_into(slot: &[u8], raw: &[u8; 64], byte_len: u32) -> WcStatus {
+    let mut left = &raw[..(byte_len as usize).min(32)];
+    for s in wqe::recv_scatter(slot) {
+        if left.is_empty() {
+            break;
+        }
+        let n = (s.length as usize).min(left.len());
+        // SAFETY: the address and length come from a receive request the application posted
+        // (registered memory it promised to keep valid until completion), as with any DMA target.
+        unsafe { std::ptr::copy_nonoverlapping(left.as_ptr(), s.addr as usize as *mut u8, n) };
+        left = &left[n..];
+    }
+    if left.is_empty() {
+        WcStatus::Success
+    } else {
+        WcStatus::LocLenErr
+    }
+}
+
+// ---- objects ----------------------------------------------------------------------------------
+
+pub struct Mlx5CqPrep {
+    buf: DmaBuf,
+    db: DmaBuf,
+    ncqe: u32,
+}
+
+pub struct Mlx5Cq {
+    buf: DmaBuf,
+    db: DmaBuf,
+    ncqe: u32,
+    /// Consumer index (free-running; the slot is `ci & (ncqe-1)`).
+    ci: u32,
+    arm_sn: u32,
+    pub cqn: u32,
+    last: Option<(u32, Arc<QpShared>)>,
+}
+
+impl Mlx5Cq {
+    pub fn ncqe(&self) -> u32 {
+        self.ncqe
+    }
+    pub fn consumer_index(&self) -> u32 {
+        self.ci
+    }
+    /// Buffer and doorbell-record addresses (what the kernel was given).
+    pub fn addrs(&self) -> (u64, u64) {
+        (self.buf.addr(), self.db.addr())
+    }
+    /// The doorbell record as the device sees it (8 bytes).
+    pub fn dbrec(&self) -> [u8; 8] {
+        let mut b = [0u8; 8];
+        self.db.read(0, &mut b);
+        b
+    }
+    /// Write a CQE into the ring (tests and the device model play the HCA with this).
+    pub fn buf(&self) -> &DmaBuf {
+        &self.buf
+    }
+}
+
+pub struct Mlx5QpPrep {
+    buf: DmaBuf,
+    db: DmaBuf,
+    geo: QpGeometry,
+    uidx: UidxReservation,
+}
+
+pub struct Mlx5Qp {
+    shared: Arc<QpShared>,
+    buf: Arc<DmaBuf>,
+    db: DmaBuf,
+    pub geo: QpGeometry,
+    params: SqParams,
+    cur_post: u32,
+    sq_head: u32,
+    rq_head: u32,
+    bfreg: u32,
+    bf_base: usize,
+    registry: Arc<Registry>,
+}
+
+impl Mlx5Qp {
+    pub fn qpn(&self) -> u32 {
+        self.shared.qpn
+    }
+    pub fn uidx(&self) -> u32 {
+        self.shared.uidx
+    }
+    pub fn bfreg(&self) -> u32 {
+        self.bfreg
+    }
+    /// SQ producer index in basic blocks (free-running).
+    pub fn sq_cur_post(&self) -> u32 {
+        self.cur_post
+    }
+    pub fn rq_head(&self) -> u32 {
+        self.rq_head
+    }
+    pub fn addrs(&self) -> (u64, u64) {
+        (self.buf.addr(), self.db.addr())
+    }
+    pub fn dbrec(&self) -> [u8; 8] {
+        let mut b = [0u8; 8];
+        self.db.read(0, &mut b);
+        b
+    }
+    pub fn buf(&self) -> &DmaBuf {
+        &self.buf
+    }
+}
+
+impl Drop for Mlx5Qp {
+    fn drop(&mut self) {
+        self.registry.release(self.shared.uidx);
+    }
+}
+
+/// SRQ state shared with CQ polling (which returns completed entries to the free list).
+pub struct SrqShared {
+    pub srqn: u32,
+    buf: DmaBuf,
+    cnt: u32,
+    shift: u32,
+    wrid: Box<[AtomicU64]>,
+    /// Free list: head (next to post) and tail (last free entry); entries linked through
+    /// `next_wqe_index` in each WQE's first segment.
+    state: Mutex<(u32, u32)>,
+}
+
+impl SrqShared {
+    fn next_of(&self, i: u32) -> u32 {
+        let mut b = [0u8; 2];
+        self.buf.read(((i as usize) << self.shift) + 2, &mut b);
+        u16::from_be_bytes(b) as u32 & (self.cnt - 1)
+    }
+    fn set_next(&self, i: u32, next: u32) {
+        self.buf.write(
+            ((i as usize) << self.shift) + 2,
+            &(next as u16).to_be_bytes(),
+        );
+    }
+    fn free(&self, idx: u32) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.set_next(st.1, idx);
+        st.1 = idx;
+    }
+}
+
+pub struct Mlx5SrqPrep {
+    buf: DmaBuf,
+    db: DmaBuf,
+    cnt: u32,
+    shift: u32,
+    max_sge: u32,
+}
+
+pub struct Mlx5Srq {
+    shared: Arc<SrqShared>,
+    db: DmaBuf,
+    counter: u32,
+    registry: Arc<Registry>,
+}
+
+impl Mlx5Srq {
+    pub fn srqn(&self) -> u32 {
+        self.shared.srqn
+    }
+    pub fn addrs(&self) -> (u64, u64) {
+        (self.shared.buf.addr(), self.db.addr())
+    }
+}
+
+impl Drop for Mlx5Srq {
+    fn drop(&mut self) {
+        let mut v = self
+            .registry
+            .srqs
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        v.retain(|s| !Arc::ptr_eq(s, &self.shared));
+    }
+}
+
+pub struct Mlx5AhPrep {
+    attr: AhAttr,
+}
+
+pub struct Mlx5Ah {
+    num: u32,
+    pub av: [u8; 48],
+    table: Arc<RwLock<Vec<Option<[u8; 48]>>>>,
+}
+
+impl Drop for Mlx5Ah {
+    fn drop(&mut self) {
+        let mut t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = t.get_mut(self.num as usize) {
+            *s = None;
+        }
+    }
+}
+
+fn post_err(index: usize, e: Error) -> PostError {
+    PostError { index, error: e }
+}
+
+fn enomem(what: &str, detail: String) -> Error {
+    let mut e = Error::msg(what, detail);
+    e.errno = Some(libc::ENOMEM);
+    e
+}
+
+/// Copy inline payload from the application's buffer.
+fn copy_from_va(addr: u64, dst: &mut [u8]) {
+    // SAFETY: the SGE names memory the application posted for this send (as ibv_post_send's
+    // contract requires); it is read once, here, before the call returns.
+    unsafe {
+        std::ptr::copy_nonoverlapping(addr as usize as *const u8, dst.as_mut_ptr(), dst.len())
+    }
+}
+
+impl<U: UarMap> Provider for Mlx5<U> {
+    const NAME: &'static str = "mlx5";
+    const DRIVER_ID: u32 = 1;
+    const ABI_RANGE: (u32, u32) = (abi::ABI_VERSION, abi::ABI_VERSION);
+
+    type CqPrep = Mlx5CqPrep;
+    type Cq = Mlx5Cq;
+    type QpPrep = Mlx5QpPrep;
+    type Qp = Mlx5Qp;
+    type SrqPrep = Mlx5SrqPrep;
+    type Srq = Mlx5Srq;
+    type AhPrep = Mlx5AhPrep;
+    type Ah = Mlx5Ah;
+
+    fn context_udata(_dev: &DeviceDesc) -> Udata {
+        Udata {
+            req: Mlx5Config::from_env().uctx.encode(),
+            resp_len: abi::ALLOC_UCONTEXT_RESP_LEN,
+        }
+    }
+
+    fn new_context(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
+        Self::with_config(fd, drv_resp, Mlx5Config::from_env())
+    }
+
+    fn prepare_cq(&self, entries: u32) -> Result<(Mlx5CqPrep, u32, Udata)> {
+        let ncqe = entries.saturating_add(1).next_power_of_two();
+        if entries >= 1 << 24 || ncqe > 1 << 24 {
+            let mut e = Error::msg(
+                "mlx5 create CQ",
+                format!("{entries} entries, at most {}", (1 << 24) - 1),
+            );
+            e.errno = Some(libc::EINVAL);
+            return Err(e);
+        }
+        let buf = DmaBuf::alloc(ncqe as usize * cqe::CQE_SIZE, "mlx5 CQ buffer")?;
+        for i in 0..ncqe as usize {
+            buf.write(i * cqe::CQE_SIZE + cqe::off::OP_OWN, &[cqe::OP_OWN_INIT]);
+        }
+        let db = DmaBuf::alloc(64, "mlx5 CQ doorbell record")?;
+        let req = abi::create_cq_req(buf.addr(), db.addr(), cqe::CQE_SIZE as u32);
+        Ok((
+            Mlx5CqPrep { buf, db, ncqe },
+            ncqe - 1,
+            Udata {
+                req,
+                resp_len: abi::CREATE_CQ_RESP_LEN,
+            },
+        ))
+    }
+
+    fn finish_cq(&self, prep: Mlx5CqPrep, _core: &CqCreated, drv_resp: &[u8]) -> Result<Mlx5Cq> {
+        let cqn = abi::parse_create_cq_resp(drv_resp)?;
+        Ok(Mlx5Cq {
+            buf: prep.buf,
+            db: prep.db,
+            ncqe: prep.ncqe,
+            ci: 0,
+            arm_sn: 0,
+            cqn,
+            last: None,
+        })
+    }
+
+    fn prepare_qp(&self, attr: &QpInitAttr) -> Result<(Mlx5QpPrep, Udata)> {
+        let geo = geometry::qp_geometry(&self.resp, attr)?;
+        let buf = DmaBuf::alloc(geo.buf_len, "mlx5 QP buffer")?;
+        let db = DmaBuf::alloc(64, "mlx5 QP doorbell record")?;
+        let uidx = self.registry.reserve()?;
+        let uidx = UidxReservation {
+            reg: self.registry.clone(),
+            uidx,
+            armed: true,
+        };
+        let req = abi::QpReq {
+            buf_addr: buf.addr(),
+            db_addr: db.addr(),
+            sq_wqe_count: geo.sq_wqe_cnt,
+            rq_wqe_count: geo.rq_wqe_cnt,
+            rq_wqe_shift: geo.rq_wqe_shift,
+            flags: 0,
+            uidx: if self.resp.cqe_version == 1 {
+                uidx.uidx
+            } else {
+                MAX_UIDX as u32
+            },
+        }
+        .encode();
+        Ok((
+            Mlx5QpPrep { buf, db, geo, uidx },
+            Udata {
+                req,
+                resp_len: abi::CREATE_QP_RESP_LEN,
+            },
+        ))
+    }
+
+    fn finish_qp(
+        &self,
+        mut prep: Mlx5QpPrep,
+        attr: &QpInitAttr,
+        core: &QpCreated,
+        drv_resp: &[u8],
+    ) -> Result<Mlx5Qp> {
+        let bfreg = abi::parse_create_qp_resp(drv_resp)?;
+        let bf_base = self.plan.bfreg_offset(bfreg)?;
+        let g = prep.geo;
+        let atomics = |n: u32| (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
+        let buf = Arc::new(prep.buf);
+        let shared = Arc::new(QpShared {
+            qpn: core.qpn & 0xff_ffff,
+            uidx: prep.uidx.uidx,
+            sq_mask: g.sq_wqe_cnt.saturating_sub(1),
+            sq_wrid: atomics(g.sq_wqe_cnt),
+            sq_wqe_head: (0..g.sq_wqe_cnt).map(|_| AtomicU32::new(0)).collect(),
+            sq_tail: AtomicU32::new(0),
+            rq_mask: g.rq_wqe_cnt.saturating_sub(1),
+            rq_wrid: atomics(g.rq_wqe_cnt),
+            rq_tail: AtomicU32::new(0),
+            rq_shift: g.rq_wqe_shift,
+            rq_offset: 0,
+            buf: buf.clone(),
+            uses_srq: attr.uses_srq,
+            srq: RwLock::new(None),
+        });
+        self.registry.fill(prep.uidx.uidx, shared.clone());
+        prep.uidx.armed = false;
+        let params = SqParams {
+            qpn: core.qpn & 0xff_ffff,
+            qp_type: attr.qp_type,
+            max_send_sge: g.max_send_sge,
+            max_inline: g.max_inline,
+            max_wqe_bytes: g.sq_wqe_size,
+            sig_all: attr.sq_sig_all,
+        };
+        Ok(Mlx5Qp {
+            shared,
+            buf,
+            db: prep.db,
+            geo: g,
+            params,
+            cur_post: 0,
+            sq_head: 0,
+            rq_head: 0,
+            bfreg,
+            bf_base,
+            registry: self.registry.clone(),
+        })
+    }
+
+    fn prepare_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Mlx5SrqPrep, Udata)> {
+        let (cnt, shift, max_sge) = geometry::srq_geometry(&self.resp, max_wr, max_sge)?;
+        let buf = DmaBuf::alloc((cnt as usize) << shift, "mlx5 SRQ buffer")?;
+        for i in 0..cnt {
+            buf.write(
+                ((i as usize) << shift) + 2,
+                &(((i + 1) & (cnt - 1)) as u16).to_be_bytes(),
+            );
+        }
+        let db = DmaBuf::alloc(64, "mlx5 SRQ doorbell record")?;
+        let uidx = if self.resp.cqe_version == 1 {
+            0
+        } else {
+            MAX_UIDX as u32
+        };
+        let req = abi::create_srq_req(buf.addr(), db.addr(), uidx);
+        Ok((
+            Mlx5SrqPrep {
+                buf,
+                db,
+                cnt,
+                shift,
+                max_sge,
+            },
+            Udata {
+                req,
+                resp_len: abi::CREATE_SRQ_RESP_LEN,
+            },
+        ))
+    }
+
+    fn finish_srq(
+        &self,
+        prep: Mlx5SrqPrep,
+        _core: &SrqCreated,
+        drv_resp: &[u8],
+    ) -> Result<Mlx5Srq> {
+        let srqn = abi::parse_create_srq_resp(drv_resp)?;
+        let _ = prep.max_sge;
+        let shared = Arc::new(SrqShared {
+            srqn,
+            buf: prep.buf,
+            cnt: prep.cnt,
+            shift: prep.shift,
+            wrid: (0..prep.cnt).map(|_| AtomicU64::new(0)).collect(),
+            state: Mutex::new((0, prep.cnt - 1)),
+        });
+        self.registry
+            .srqs
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(shared.clone());
+        Ok(Mlx5Srq {
+            shared,
+            db: prep.db,
+            counter: 0,
+            registry: self.registry.clone(),
+        })
+    }
+
+    fn prepare_ah(&self, attr: &AhAttr) -> Result<(Mlx5AhPrep, Udata)> {
+        if attr.is_global && self.resp.cmds_supp_uhw & abi::CMDS_SUPP_UHW_CREATE_AH == 0 {
+            return Err(Error::msg("mlx5 create AH", "the kernel does not resolve the peer MAC (no CREATE_AH driver data)")
+                .with_hint("this kernel is too old for rperftest's mlx5 provider; RoCE needs kernel MAC resolution"));
+        }
+        let resp_len = if attr.is_global {
+            abi::CREATE_AH_RESP_LEN
+        } else {
+            0
+        };
+        Ok((
+            Mlx5AhPrep { attr: *attr },
+            Udata {
+                req: Vec::new(),
+                resp_len,
+            },
+        ))
+    }
+
+    fn finish_ah(
+        &self,
+        prep: Mlx5AhPrep,
+        attr: &AhAttr,
+        _core: &AhCreated,
+        drv_resp: &[u8],
+    ) -> Result<Mlx5Ah> {
+        let _ = prep.attr;
+        let av = if attr.is_global {
+            let dmac = abi::parse_create_ah_resp(drv_resp)?;
+            let spread = self
+                .ah_spread
+                .fetch_add(1, Ordering::Relaxed)
+                .wrapping_mul(0x9e37);
+            wqe::roce_av(attr, dmac, wqe::roce_udp_sport(attr.flow_label, spread))
+        } else {
+            // InfiniBand, LID-routed.
+            let mut a = [0u8; 48];
+            a[12] = attr.sl & 0xf;
+            a[14..16].copy_from_slice(&attr.dlid.to_be_bytes());
+            a
+        };
+        let mut t = self.avs.write().unwrap_or_else(|e| e.into_inner());
+        let num = match t.iter().position(|s| s.is_none()) {
+            Some(i) => {
+                t[i] = Some(av);
+                i
+            }
+            None => {
+                t.push(Some(av));
+                t.len() - 1
+            }
+        } as u32;
+        Ok(Mlx5Ah {
+            num,
+            av,
+            table: self.avs.clone(),
+        })
+    }
+
+    fn ah_number(&self, ah: &Mlx5Ah) -> u32 {
+        ah.num
+    }
+
+    fn qp_state_changed(&self, qp: &mut Mlx5Qp, state: QpState) {
+        if state == QpState::Reset {
+            // Back to a fresh queue: indices and doorbell records to zero (the kernel reset the
+            // hardware queue). CQEs of this QP still in CQs are not cleaned here (see docs).
+            qp.cur_post = 0;
+            qp.sq_head = 0;
+            qp.rq_head = 0;
+            qp.shared.sq_tail.store(0, Ordering::Release);
+            qp.shared.rq_tail.store(0, Ordering::Release);
+            qp.db.write_be32_volatile(RCV_DBR, 0);
+            qp.db.write_be32_volatile(SND_DBR, 0);
+        }
+    }
+
+    fn post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        if qp.geo.sq_wqe_cnt == 0 {
+            return Err(post_err(
+                0,
+                enomem("mlx5 post_send", "the QP has no send queue".into()),
+            ));
+        }
+        let sq_len = qp.geo.sq_wqe_cnt as usize * WQEBB;
+        // SAFETY: the SQ region is written only here, and `&mut Mlx5Qp` makes this the only
+        // poster; the device only reads it; CQ polling reads only the RQ region.
+        let sq = unsafe { qp.buf.slice_mut(qp.geo.sq_offset, sq_len) };
+        let mut nreq: u32 = 0;
+        let mut last = None;
+        let mut err = None;
+        let avs = if qp.params.qp_type == QpType::Ud {
+            Some(self.avs.read().unwrap_or_else(|e| e.into_inner()))
+        } else {
+            None
+        };
+        for (i, wr) in wrs.iter().enumerate() {
+            let tail = qp.shared.sq_tail.load(Ordering::Acquire);
+            if qp.sq_head.wrapping_add(nreq).wrapping_sub(tail) >= qp.geo.sq_max_post {
+                err = Some(post_err(
+                    i,
+                    enomem(
+                        "mlx5 post_send",
+                        format!("send queue full ({} outstanding)", qp.geo.sq_max_post),
+                    )
+                    .with_hint("poll the CQ more often or create the QP with a larger max_send_wr"),
+                ));
+                break;
+            }
+            let av = match (&avs, wr.ud) {
+                (Some(t), Some(ud)) => t.get(ud.ah as usize).and_then(|a| a.as_ref()),
+                _ => None,
+            };
+            match wqe::build_send(sq, qp.cur_post, &qp.params, wr, av, copy_from_va) {
+                Ok(b) => {
+                    let idx = (qp.cur_post & (qp.geo.sq_wqe_cnt - 1)) as usize;
+                    qp.shared.sq_wrid[idx].store(wr.wr_id, Ordering::Relaxed);
+                    qp.shared.sq_wqe_head[idx]
+                        .store(qp.sq_head.wrapping_add(nreq), Ordering::Relaxed);
+                    last = Some((b, qp.cur_post));
+                    qp.cur_post = qp.cur_post.wrapping_add(b.wqebbs);
+                    nreq += 1;
+                }
+                Err(e) => {
+                    err = Some(post_err(i, e));
+                    break;
+                }
+            }
+        }
+        drop(avs);
+        if let Some((b, start)) = last {
+            self.ring_sq(qp, nreq, b, start);
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn post_recv(&self, qp: &mut Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        if wrs.is_empty() {
+            return Ok(());
+        }
+        if qp.geo.rq_wqe_cnt == 0 {
+            let what = if qp.shared.uses_srq {
+                "the QP receives from an SRQ: post to the SRQ"
+            } else {
+                "the QP has no receive queue"
+            };
+            return Err(post_err(0, enomem("mlx5 post_recv", what.into())));
+        }
+        let stride = 1usize << qp.geo.rq_wqe_shift;
+        let mut nreq: u32 = 0;
+        let mut err = None;
+        for (i, wr) in wrs.iter().enumerate() {
+            let tail = qp.shared.rq_tail.load(Ordering::Acquire);
+            if qp.rq_head.wrapping_add(nreq).wrapping_sub(tail) >= qp.geo.rq_max_post {
+                err = Some(post_err(
+                    i,
+                    enomem(
+                        "mlx5 post_recv",
+                        format!("receive queue full ({} outstanding)", qp.geo.rq_max_post),
+                    ),
+                ));
+                break;
+            }
+            let idx = qp.rq_head.wrapping_add(nreq) & (qp.geo.rq_wqe_cnt - 1);
+            // SAFETY: RQ slots are written only by the (single, &mut) poster; CQ polling reads a
+            // slot only after the device completed it, and a completed slot is reused only after
+            // the tail moved past it (flow control above).
+            let slot = unsafe { qp.buf.slice_mut((idx as usize) * stride, stride) };
+            if let Err(e) = wqe::build_recv(slot, wr) {
+                err = Some(post_err(i, e));
+                break;
+            }
+            qp.shared.rq_wrid[idx as usize].store(wr.wr_id, Ordering::Relaxed);
+            nreq += 1;
+        }
+        if nreq > 0 {
+            qp.rq_head = qp.rq_head.wrapping_add(nreq);
+            // udma_to_device_barrier: receive WQEs before the doorbell record that exposes them.
+            fence(Ordering::Release);
+            qp.db.write_be32_volatile(RCV_DBR, qp.rq_head & 0xffff);
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn post_srq_recv(&self, srq: &mut Mlx5Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let s = &srq.shared;
+        let stride = 1usize << s.shift;
+        let mut nreq = 0u32;
+        let mut err = None;
+        {
+            let mut st = s.state.lock().unwrap_or_else(|e| e.into_inner());
+            for (i, wr) in wrs.iter().enumerate() {
+                if st.0 == st.1 {
+                    err = Some(post_err(
+                        i,
+                        enomem(
+                            "mlx5 post_srq_recv",
+                            format!("SRQ full ({} entries)", s.cnt - 1),
+                        ),
+                    ));
+                    break;
+                }
+                let idx = st.0;
+                let mut slot = vec![0u8; stride - 16];
+                if let Err(e) = wqe::build_recv(&mut slot, wr) {
+                    err = Some(post_err(i, e));
+                    break;
+                }
+                s.buf.write(((idx as usize) << s.shift) + 16, &slot);
+                s.wrid[idx as usize].store(wr.wr_id, Ordering::Relaxed);
+                st.0 = s.next_of(idx);
+                nreq += 1;
+            }
+        }
+        if nreq > 0 {
+            srq.counter = srq.counter.wrapping_add(nreq);
+            // udma_to_device_barrier: SRQ WQEs before the counter that exposes them.
+            fence(Ordering::Release);
+            srq.db.write_be32_volatile(0, srq.counter & 0xffff);
+        }
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn poll_cq(&self, cq: &mut Mlx5Cq, out: &mut [WorkCompletion]) -> Result<usize> {
+        let mask = cq.ncqe - 1;
+        let mut n = 0;
+        let mut result = Ok(());
+        while n < out.len() {
+            let slot = (cq.ci & mask) as usize * cqe::CQE_SIZE;
+            // The device writes op_own last; one volatile byte load decides ownership.
+            let op_own = cq.buf.read_u8_volatile(slot + cqe::off::OP_OWN);
+            if !cqe::sw_owned(op_own, cq.ci, cq.ncqe) {
+                break;
+            }
+            // udma_from_device_barrier (lfence): no load of the CQE body may be satisfied before
+            // the owner check above.
+            uar::lfence();
+            let mut raw = [0u8; 64];
+            cq.buf.read(slot, &mut raw);
+            cq.ci = cq.ci.wrapping_add(1);
+            match cqe::parse(&raw)
+                .map_err(|e| Error::msg("mlx5 poll_cq", e.to_string()))
+                .and_then(|c| self.complete(cq, &c, &raw))
+            {
+                Ok(wc) => {
+                    out[n] = wc;
+                    n += 1;
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        if n > 0 || result.is_err() {
+            // Our reads of the consumed CQEs must not be reordered after the store that lets
+            // the device overwrite them (compiler barrier on x86-64, where loads are not
+            // reordered with later stores).
+            fence(Ordering::Release);
+            cq.db.write_be32_volatile(CQ_SET_CI, cq.ci & 0xff_ffff);
+        }
+        result.map(|()| n)
+    }
+
+    fn arm_cq(&self, cq: &mut Mlx5Cq, solicited_only: bool) -> Result<()> {
+        let sn = cq.arm_sn & 3;
+        let ci = cq.ci & 0xff_ffff;
+        let cmd = if solicited_only { 1 << 24 } else { 0 };
+        let arm = (sn << 28) | cmd | ci;
+        cq.db.write_be32_volatile(CQ_ARM_DB, arm);
+        // mmio_wc_start: the arm word in the doorbell record must be visible before the device
+        // acts on the doorbell below (it reads the record).
+        self.uar.wc_start();
+        let v = ((arm as u64) << 32) | cq.cqn as u64;
+        self.uar.write64(self.plan.cq_doorbell_offset(), v.to_be());
+        self.uar.flush();
+        Ok(())
+    }
+
+    fn cq_event(&self, cq: &mut Mlx5Cq) {
+        cq.arm_sn = cq.arm_sn.wrapping_add(1);
+    }
+}

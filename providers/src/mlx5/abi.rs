@@ -1,0 +1,430 @@
+//! mlx5 driver data ("udata") for the verbs commands: encoders for what we send, validating
+//! decoders for what the kernel answers. Byte layouts follow `/usr/include/rdma/mlx5-abi.h`
+//! (offsets are checked against that header by `providers/tests/mlx5_layout.rs`, which compiles an
+//! `offsetof` probe with gcc). All multi-byte fields are host-endian (little-endian on every
+//! platform mlx5 ships on), as the kernel copies these structs verbatim.
+//!
+//! Pure: no I/O, no unsafe.
+
+use uverbs::error::{Error, Result};
+
+/// `MLX5_IB_UVERBS_ABI_VERSION`.
+pub const ABI_VERSION: u32 = 1;
+
+// ---- GET_CONTEXT ------------------------------------------------------------------------------
+
+/// `struct mlx5_ib_alloc_ucontext_req_v2` size.
+pub const ALLOC_UCONTEXT_REQ_V2_LEN: usize = 32;
+/// `struct mlx5_ib_alloc_ucontext_resp` size.
+pub const ALLOC_UCONTEXT_RESP_LEN: usize = 72;
+/// `MLX5_LIB_CAP_4K_UAR`.
+pub const LIB_CAP_4K_UAR: u64 = 1 << 0;
+/// `MLX5_LIB_CAP_DYN_UAR` (never requested: see docs/mlx5.md).
+pub const LIB_CAP_DYN_UAR: u64 = 1 << 1;
+/// `MLX5_IB_ALLOC_UCTX_DEVX` (never requested).
+pub const ALLOC_UCTX_DEVX: u32 = 1 << 0;
+/// `MLX5_MAX_BFREGS` (kernel limit on total_num_bfregs).
+pub const MAX_BFREGS: u32 = 512 * 4;
+
+/// Offsets in `mlx5_ib_alloc_ucontext_req_v2`.
+pub mod uctx_req {
+    pub const TOTAL_NUM_BFREGS: usize = 0;
+    pub const NUM_LOW_LATENCY_BFREGS: usize = 4;
+    pub const FLAGS: usize = 8;
+    pub const COMP_MASK: usize = 12;
+    pub const MAX_CQE_VERSION: usize = 16;
+    pub const LIB_CAPS: usize = 24;
+}
+
+/// Offsets in `mlx5_ib_alloc_ucontext_resp`.
+pub mod uctx_resp {
+    pub const QP_TAB_SIZE: usize = 0;
+    pub const BF_REG_SIZE: usize = 4;
+    pub const TOT_BFREGS: usize = 8;
+    pub const CACHE_LINE_SIZE: usize = 12;
+    pub const MAX_SQ_DESC_SZ: usize = 16;
+    pub const MAX_RQ_DESC_SZ: usize = 18;
+    pub const MAX_SEND_WQEBB: usize = 20;
+    pub const MAX_RECV_WR: usize = 24;
+    pub const MAX_SRQ_RECV_WR: usize = 28;
+    pub const NUM_PORTS: usize = 32;
+    pub const FLOW_ACTION_FLAGS: usize = 34;
+    pub const COMP_MASK: usize = 36;
+    pub const RESPONSE_LENGTH: usize = 40;
+    pub const CQE_VERSION: usize = 44;
+    pub const CMDS_SUPP_UHW: usize = 45;
+    pub const ETH_MIN_INLINE: usize = 46;
+    pub const CLOCK_INFO_VERSIONS: usize = 47;
+    pub const HCA_CORE_CLOCK_OFFSET: usize = 48;
+    pub const LOG_UAR_SIZE: usize = 56;
+    pub const NUM_UARS_PER_PAGE: usize = 60;
+    pub const NUM_DYN_BFREGS: usize = 64;
+    pub const DUMP_FILL_MKEY: usize = 68;
+}
+
+/// What we ask for in GET_CONTEXT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UctxReq {
+    pub total_num_bfregs: u32,
+    pub num_low_latency_bfregs: u32,
+    pub max_cqe_version: u8,
+    pub lib_caps: u64,
+}
+
+impl Default for UctxReq {
+    /// rdma-core's defaults on a 4 KiB-page host, minus DEVX and DYN_UAR: 16 bfregs, 4 of them
+    /// low-latency (dedicated to one QP each), CQE version 1 (CQEs carry our user index), 4K UARs.
+    fn default() -> Self {
+        UctxReq {
+            total_num_bfregs: 16,
+            num_low_latency_bfregs: 4,
+            max_cqe_version: 1,
+            lib_caps: LIB_CAP_4K_UAR,
+        }
+    }
+}
+
+impl UctxReq {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; ALLOC_UCONTEXT_REQ_V2_LEN];
+        put32(&mut b, uctx_req::TOTAL_NUM_BFREGS, self.total_num_bfregs);
+        put32(
+            &mut b,
+            uctx_req::NUM_LOW_LATENCY_BFREGS,
+            self.num_low_latency_bfregs,
+        );
+        put32(&mut b, uctx_req::FLAGS, 0);
+        put32(&mut b, uctx_req::COMP_MASK, 0);
+        b[uctx_req::MAX_CQE_VERSION] = self.max_cqe_version;
+        put64(&mut b, uctx_req::LIB_CAPS, self.lib_caps);
+        b
+    }
+}
+
+/// The parsed GET_CONTEXT driver response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UctxResp {
+    pub qp_tab_size: u32,
+    pub bf_reg_size: u32,
+    pub tot_bfregs: u32,
+    pub cache_line_size: u32,
+    pub max_sq_desc_sz: u16,
+    pub max_rq_desc_sz: u16,
+    pub max_send_wqebb: u32,
+    pub max_recv_wr: u32,
+    pub max_srq_recv_wr: u32,
+    pub num_ports: u16,
+    pub comp_mask: u32,
+    pub response_length: u32,
+    pub cqe_version: u8,
+    pub cmds_supp_uhw: u8,
+    pub eth_min_inline: u8,
+    pub hca_core_clock_offset: u64,
+    pub log_uar_size: u32,
+    pub num_uars_per_page: u32,
+    pub num_dyn_bfregs: u32,
+}
+
+/// `MLX5_USER_CMDS_SUPP_UHW_CREATE_AH`.
+pub const CMDS_SUPP_UHW_CREATE_AH: u8 = 1 << 1;
+
+impl UctxResp {
+    /// Parse and validate. The kernel writes at most what we asked for; fields beyond a short
+    /// (old-kernel) response read as zero, which the rules below treat as "not reported".
+    pub fn parse(b: &[u8]) -> Result<UctxResp> {
+        const WHAT: &str = "parse mlx5 GET_CONTEXT response";
+        if b.len() < uctx_resp::CQE_VERSION + 1 {
+            return Err(Error::msg(
+                WHAT,
+                format!("{} bytes, need at least 45", b.len()),
+            ));
+        }
+        let r = UctxResp {
+            qp_tab_size: get32(b, uctx_resp::QP_TAB_SIZE),
+            bf_reg_size: get32(b, uctx_resp::BF_REG_SIZE),
+            tot_bfregs: get32(b, uctx_resp::TOT_BFREGS),
+            cache_line_size: get32(b, uctx_resp::CACHE_LINE_SIZE),
+            max_sq_desc_sz: get16(b, uctx_resp::MAX_SQ_DESC_SZ),
+            max_rq_desc_sz: get16(b, uctx_resp::MAX_RQ_DESC_SZ),
+            max_send_wqebb: get32(b, uctx_resp::MAX_SEND_WQEBB),
+            max_recv_wr: get32(b, uctx_resp::MAX_RECV_WR),
+            max_srq_recv_wr: get32(b, uctx_resp::MAX_SRQ_RECV_WR),
+            num_ports: get16(b, uctx_resp::NUM_PORTS),
+            comp_mask: get32(b, uctx_resp::COMP_MASK),
+            response_length: get32(b, uctx_resp::RESPONSE_LENGTH),
+            cqe_version: getu8(b, uctx_resp::CQE_VERSION),
+            cmds_supp_uhw: getu8(b, uctx_resp::CMDS_SUPP_UHW),
+            eth_min_inline: getu8(b, uctx_resp::ETH_MIN_INLINE),
+            hca_core_clock_offset: get64(b, uctx_resp::HCA_CORE_CLOCK_OFFSET),
+            log_uar_size: get32(b, uctx_resp::LOG_UAR_SIZE),
+            num_uars_per_page: get32(b, uctx_resp::NUM_UARS_PER_PAGE),
+            num_dyn_bfregs: get32(b, uctx_resp::NUM_DYN_BFREGS),
+        };
+        if r.tot_bfregs == 0 {
+            return Err(Error::msg(WHAT, "the kernel granted no static bfregs (tot_bfregs 0)").with_hint(
+                "this kernel only offers dynamic UARs, which rperftest's mlx5 provider does not implement yet",
+            ));
+        }
+        if r.tot_bfregs > MAX_BFREGS {
+            return Err(Error::msg(
+                WHAT,
+                format!(
+                    "tot_bfregs {} beyond the kernel maximum {MAX_BFREGS}",
+                    r.tot_bfregs
+                ),
+            ));
+        }
+        if r.cqe_version > 1 {
+            return Err(Error::msg(
+                WHAT,
+                format!("cqe_version {} (we asked for at most 1)", r.cqe_version),
+            ));
+        }
+        if r.bf_reg_size != 0 && (r.bf_reg_size & 127 != 0 || r.bf_reg_size > 2048) {
+            return Err(Error::msg(
+                WHAT,
+                format!("implausible bf_reg_size {}", r.bf_reg_size),
+            ));
+        }
+        if r.log_uar_size != 0 && !(12..=16).contains(&r.log_uar_size) {
+            return Err(Error::msg(
+                WHAT,
+                format!("implausible log_uar_size {}", r.log_uar_size),
+            ));
+        }
+        if r.num_uars_per_page > 16 {
+            return Err(Error::msg(
+                WHAT,
+                format!("implausible num_uars_per_page {}", r.num_uars_per_page),
+            ));
+        }
+        if r.max_sq_desc_sz < 64 || r.max_rq_desc_sz < 16 || r.max_send_wqebb == 0 {
+            return Err(Error::msg(
+                WHAT,
+                format!(
+                    "queue limits missing (max_sq_desc_sz {}, max_rq_desc_sz {}, max_send_wqebb {})",
+                    r.max_sq_desc_sz, r.max_rq_desc_sz, r.max_send_wqebb
+                ),
+            ));
+        }
+        Ok(r)
+    }
+}
+
+// ---- CREATE_CQ --------------------------------------------------------------------------------
+
+pub const CREATE_CQ_REQ_LEN: usize = 32;
+pub const CREATE_CQ_RESP_LEN: usize = 8;
+
+pub mod cq_req {
+    pub const BUF_ADDR: usize = 0;
+    pub const DB_ADDR: usize = 8;
+    pub const CQE_SIZE: usize = 16;
+    pub const CQE_COMP_EN: usize = 20;
+    pub const CQE_COMP_RES_FORMAT: usize = 21;
+    pub const FLAGS: usize = 22;
+    pub const UAR_PAGE_INDEX: usize = 24;
+}
+
+/// `mlx5_ib_create_cq`: 64-byte CQEs, compression off, no flags.
+pub fn create_cq_req(buf_addr: u64, db_addr: u64, cqe_size: u32) -> Vec<u8> {
+    let mut b = vec![0u8; CREATE_CQ_REQ_LEN];
+    put64(&mut b, cq_req::BUF_ADDR, buf_addr);
+    put64(&mut b, cq_req::DB_ADDR, db_addr);
+    put32(&mut b, cq_req::CQE_SIZE, cqe_size);
+    b
+}
+
+/// `mlx5_ib_create_cq_resp.cqn`.
+pub fn parse_create_cq_resp(b: &[u8]) -> Result<u32> {
+    if b.len() < 4 {
+        return Err(Error::msg(
+            "parse mlx5 CREATE_CQ response",
+            format!("{} bytes, need 4", b.len()),
+        ));
+    }
+    let cqn = get32(b, 0);
+    if cqn > 0xff_ffff {
+        return Err(Error::msg(
+            "parse mlx5 CREATE_CQ response",
+            format!("cqn {cqn:#x} wider than 24 bits"),
+        ));
+    }
+    Ok(cqn)
+}
+
+// ---- CREATE_QP --------------------------------------------------------------------------------
+
+pub const CREATE_QP_REQ_LEN: usize = 56;
+pub const CREATE_QP_RESP_LEN: usize = 40;
+/// `MLX5_QP_FLAG_SCATTER_CQE`: not set by us (see docs/mlx5.md).
+pub const QP_FLAG_SCATTER_CQE: u32 = 1 << 1;
+
+pub mod qp_req {
+    pub const BUF_ADDR: usize = 0;
+    pub const DB_ADDR: usize = 8;
+    pub const SQ_WQE_COUNT: usize = 16;
+    pub const RQ_WQE_COUNT: usize = 20;
+    pub const RQ_WQE_SHIFT: usize = 24;
+    pub const FLAGS: usize = 28;
+    pub const UIDX: usize = 32;
+    pub const BFREG_INDEX: usize = 36;
+    pub const SQ_BUF_ADDR: usize = 40;
+    pub const ECE_OPTIONS: usize = 48;
+    pub const DCI_STREAMS: usize = 52;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpReq {
+    pub buf_addr: u64,
+    pub db_addr: u64,
+    pub sq_wqe_count: u32,
+    pub rq_wqe_count: u32,
+    pub rq_wqe_shift: u32,
+    pub flags: u32,
+    pub uidx: u32,
+}
+
+impl QpReq {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; CREATE_QP_REQ_LEN];
+        put64(&mut b, qp_req::BUF_ADDR, self.buf_addr);
+        put64(&mut b, qp_req::DB_ADDR, self.db_addr);
+        put32(&mut b, qp_req::SQ_WQE_COUNT, self.sq_wqe_count);
+        put32(&mut b, qp_req::RQ_WQE_COUNT, self.rq_wqe_count);
+        put32(&mut b, qp_req::RQ_WQE_SHIFT, self.rq_wqe_shift);
+        put32(&mut b, qp_req::FLAGS, self.flags);
+        put32(&mut b, qp_req::UIDX, self.uidx);
+        // bfreg_index 0 without MLX5_QP_FLAG_BFREG_INDEX: the kernel picks the bfreg (static mode).
+        b
+    }
+}
+
+/// `mlx5_ib_create_qp_resp.bfreg_index` (a "gross" index: 4 per UAR, see `uar::UarPlan`).
+pub fn parse_create_qp_resp(b: &[u8]) -> Result<u32> {
+    if b.len() < 4 {
+        return Err(Error::msg(
+            "parse mlx5 CREATE_QP response",
+            format!("{} bytes, need 4", b.len()),
+        ));
+    }
+    Ok(get32(b, 0))
+}
+
+// ---- CREATE_SRQ -------------------------------------------------------------------------------
+
+pub const CREATE_SRQ_REQ_LEN: usize = 32;
+pub const CREATE_SRQ_RESP_LEN: usize = 8;
+
+pub mod srq_req {
+    pub const BUF_ADDR: usize = 0;
+    pub const DB_ADDR: usize = 8;
+    pub const FLAGS: usize = 16;
+    pub const UIDX: usize = 24;
+}
+
+pub fn create_srq_req(buf_addr: u64, db_addr: u64, uidx: u32) -> Vec<u8> {
+    let mut b = vec![0u8; CREATE_SRQ_REQ_LEN];
+    put64(&mut b, srq_req::BUF_ADDR, buf_addr);
+    put64(&mut b, srq_req::DB_ADDR, db_addr);
+    put32(&mut b, srq_req::UIDX, uidx);
+    b
+}
+
+/// `mlx5_ib_create_srq_resp.srqn`.
+pub fn parse_create_srq_resp(b: &[u8]) -> Result<u32> {
+    if b.len() < 4 {
+        return Err(Error::msg(
+            "parse mlx5 CREATE_SRQ response",
+            format!("{} bytes, need 4", b.len()),
+        ));
+    }
+    Ok(get32(b, 0) & 0xff_ffff)
+}
+
+// ---- CREATE_AH --------------------------------------------------------------------------------
+
+pub const CREATE_AH_RESP_LEN: usize = 16;
+
+/// `mlx5_ib_create_ah_resp.dmac` (the kernel resolved the peer's MAC for RoCE).
+pub fn parse_create_ah_resp(b: &[u8]) -> Result<[u8; 6]> {
+    if b.len() < 10 {
+        return Err(Error::msg(
+            "parse mlx5 CREATE_AH response",
+            format!("{} bytes, need 10", b.len()),
+        ));
+    }
+    let mut mac = [0u8; 6];
+    mac.copy_from_slice(&b[4..10]);
+    Ok(mac)
+}
+
+// ---- little helpers ---------------------------------------------------------------------------
+
+fn put32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+}
+fn put64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_ne_bytes());
+}
+fn getu8(b: &[u8], off: usize) -> u8 {
+    b.get(off).copied().unwrap_or(0)
+}
+fn get16(b: &[u8], off: usize) -> u16 {
+    match b.get(off..off + 2) {
+        Some(s) => u16::from_ne_bytes([s[0], s[1]]),
+        None => 0,
+    }
+}
+fn get32(b: &[u8], off: usize) -> u32 {
+    match b.get(off..off + 4) {
+        Some(s) => u32::from_ne_bytes([s[0], s[1], s[2], s[3]]),
+        None => 0,
+    }
+}
+fn get64(b: &[u8], off: usize) -> u64 {
+    match b.get(off..off + 8) {
+        Some(s) => u64::from_ne_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]),
+        None => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uctx_req_bytes() {
+        // What libmlx5 sent in the oracle run after its DEVX retry, minus DYN_UAR (lib_caps 3 → 1).
+        let b = UctxReq::default().encode();
+        assert_eq!(b.len(), 32);
+        assert_eq!(&b[..16], &[16, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(b[16], 1);
+        assert_eq!(&b[24..32], &[1, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn uctx_resp_rejects_short_and_dynamic() {
+        assert!(UctxResp::parse(&[0u8; 20]).is_err());
+        let e = UctxResp::parse(&[0u8; 72]).unwrap_err();
+        assert!(e.to_string().contains("tot_bfregs 0"), "{e}");
+    }
+
+    #[test]
+    fn qp_req_layout() {
+        let b = QpReq {
+            buf_addr: 1,
+            db_addr: 2,
+            sq_wqe_count: 3,
+            rq_wqe_count: 4,
+            rq_wqe_shift: 5,
+            flags: 6,
+            uidx: 7,
+        }
+        .encode();
+        assert_eq!(b.len(), 56);
+        assert_eq!(b[qp_req::SQ_WQE_COUNT], 3);
+        assert_eq!(b[qp_req::UIDX], 7);
+        assert!(b[qp_req::BFREG_INDEX..].iter().all(|&x| x == 0));
+    }
+}

@@ -1,0 +1,305 @@
+//! CQE decoding: a pure function from 64 CQE bytes to a completion (minus the `wr_id`, which the
+//! queue layer looks up from the WQE counter). Any input gives a value or an error, never a
+//! panic: every field is read from the fixed-size array at constant offsets. This is the fuzz
+//! target's entry point.
+
+use uverbs::wr::{wc_flags, WcOpcode, WcStatus, WorkCompletion};
+
+use super::wqe::opcode as sop;
+
+/// Size of the CQEs we create (64-byte CQEs; 128-byte CQEs are not used).
+pub const CQE_SIZE: usize = 64;
+/// `op_own` of a freshly initialised CQE: opcode INVALID, owner 0.
+pub const OP_OWN_INIT: u8 = 0xf0;
+
+/// CQE opcodes (`op_own >> 4`).
+pub mod op {
+    pub const REQ: u8 = 0;
+    pub const RESP_WR_IMM: u8 = 1;
+    pub const RESP_SEND: u8 = 2;
+    pub const RESP_SEND_IMM: u8 = 3;
+    pub const RESP_SEND_INV: u8 = 4;
+    pub const RESIZE_CQ: u8 = 5;
+    pub const NO_PACKET: u8 = 6;
+    pub const SIG_ERR: u8 = 12;
+    pub const REQ_ERR: u8 = 13;
+    pub const RESP_ERR: u8 = 14;
+    pub const INVALID: u8 = 15;
+}
+
+/// `op_own` bits 2..3: 1 = 32 bytes of payload scattered into this CQE, 2 = 64 bytes in the
+/// preceding CQE (128-byte CQEs only), 3 = compressed CQE block.
+pub const FORMAT_INLINE_32: u8 = 1;
+pub const FORMAT_INLINE_64: u8 = 2;
+pub const FORMAT_COMPRESSED: u8 = 3;
+
+/// Error syndromes (`MLX5_CQE_SYNDROME_*`).
+pub mod syndrome {
+    pub const LOCAL_LENGTH: u8 = 0x01;
+    pub const LOCAL_QP_OP: u8 = 0x02;
+    pub const LOCAL_PROT: u8 = 0x04;
+    pub const WR_FLUSH: u8 = 0x05;
+    pub const MW_BIND: u8 = 0x06;
+    pub const BAD_RESP: u8 = 0x10;
+    pub const LOCAL_ACCESS: u8 = 0x11;
+    pub const REMOTE_INVAL_REQ: u8 = 0x12;
+    pub const REMOTE_ACCESS: u8 = 0x13;
+    pub const REMOTE_OP: u8 = 0x14;
+    pub const TRANSPORT_RETRY_EXC: u8 = 0x15;
+    pub const RNR_RETRY_EXC: u8 = 0x16;
+    pub const REMOTE_ABORTED: u8 = 0x22;
+}
+
+/// Byte offsets in `struct mlx5_cqe64` / `struct mlx5_err_cqe`.
+pub mod off {
+    pub const ML_PATH: usize = 17;
+    pub const SLID: usize = 22;
+    pub const FLAGS_RQPN: usize = 24;
+    pub const SRQN_UIDX: usize = 32;
+    pub const IMM_INVAL_PKEY: usize = 36;
+    pub const BYTE_CNT: usize = 44;
+    pub const VENDOR_ERR_SYND: usize = 54;
+    pub const SYNDROME: usize = 55;
+    pub const SOP_DROP_QPN: usize = 56;
+    pub const WQE_COUNTER: usize = 60;
+    pub const SIGNATURE: usize = 62;
+    pub const OP_OWN: usize = 63;
+}
+
+/// Which work queue a CQE completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Queue {
+    /// Requester: the SQ; `wqe_counter` names the WQE's first basic block.
+    Send,
+    /// Responder: the RQ or SRQ; `wqe_counter` names the receive WQE.
+    Recv,
+}
+
+/// A decoded CQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cqe {
+    pub queue: Queue,
+    pub wqe_counter: u16,
+    /// QPN from `sop_drop_qpn` (24 bits).
+    pub qpn: u32,
+    /// `srqn_uidx` (24 bits): the user index with CQE version 1, the SRQN with version 0.
+    pub srqn_uidx: u32,
+    /// Payload of up to 32 bytes delivered inside the CQE (bytes 0..32): the consumer copies
+    /// `min(byte_len, 32)` of them into the receive buffer.
+    pub inline_scatter_32: bool,
+    /// The completion, with `wr_id` 0 (filled in by the queue layer).
+    pub wc: WorkCompletion,
+}
+
+/// Why a CQE could not be turned into a completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CqeError {
+    /// A compressed CQE block: CQE compression is never enabled by this provider.
+    Compressed,
+    /// Payload in the previous CQE (128-byte CQE mode, which we never create).
+    InlineScatter64,
+    /// A CQE opcode this provider does not handle (resize, tag matching, signature, invalid).
+    Opcode(u8),
+}
+
+impl std::fmt::Display for CqeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CqeError::Compressed => {
+                write!(f, "compressed CQE format (CQE compression was not requested and is not supported)")
+            }
+            CqeError::InlineScatter64 => {
+                write!(f, "64-byte inline-scattered CQE in a 64-byte-CQE ring")
+            }
+            CqeError::Opcode(o) => write!(f, "unsupported CQE opcode {o:#x}"),
+        }
+    }
+}
+
+#[inline]
+fn be16(b: &[u8; 64], o: usize) -> u16 {
+    u16::from_be_bytes([b[o], b[o + 1]])
+}
+#[inline]
+fn be32(b: &[u8; 64], o: usize) -> u32 {
+    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+/// Is the CQE with this `op_own` byte, at consumer index `ci` of a ring of `ncqe` entries
+/// (a power of two), owned by software? The owner bit flips on each lap of the ring.
+#[inline]
+pub fn sw_owned(op_own: u8, ci: u32, ncqe: u32) -> bool {
+    (op_own >> 4) != op::INVALID && ((op_own & 1) != 0) == ((ci & ncqe) != 0)
+}
+
+/// The completion status for an error syndrome (others: GENERAL_ERR, as libmlx5 does).
+pub fn status_for_syndrome(s: u8) -> WcStatus {
+    match s {
+        syndrome::LOCAL_LENGTH => WcStatus::LocLenErr,
+        syndrome::LOCAL_QP_OP => WcStatus::LocQpOpErr,
+        syndrome::LOCAL_PROT => WcStatus::LocProtErr,
+        syndrome::WR_FLUSH => WcStatus::WrFlushErr,
+        syndrome::MW_BIND => WcStatus::MwBindErr,
+        syndrome::BAD_RESP => WcStatus::BadRespErr,
+        syndrome::LOCAL_ACCESS => WcStatus::LocAccessErr,
+        syndrome::REMOTE_INVAL_REQ => WcStatus::RemInvReqErr,
+        syndrome::REMOTE_ACCESS => WcStatus::RemAccessErr,
+        syndrome::REMOTE_OP => WcStatus::RemOpErr,
+        syndrome::TRANSPORT_RETRY_EXC => WcStatus::RetryExcErr,
+        syndrome::RNR_RETRY_EXC => WcStatus::RnrRetryExcErr,
+        syndrome::REMOTE_ABORTED => WcStatus::RemAbortErr,
+        _ => WcStatus::GeneralErr,
+    }
+}
+
+fn req_opcode(send_op: u8) -> (WcOpcode, u32) {
+    match send_op {
+        sop::RDMA_WRITE_IMM => (WcOpcode::RdmaWrite, wc_flags::WITH_IMM),
+        sop::RDMA_WRITE => (WcOpcode::RdmaWrite, 0),
+        sop::SEND_IMM => (WcOpcode::Send, wc_flags::WITH_IMM),
+        sop::SEND | sop::SEND_INVAL => (WcOpcode::Send, 0),
+        sop::RDMA_READ => (WcOpcode::RdmaRead, 0),
+        sop::ATOMIC_CS => (WcOpcode::CompSwap, 0),
+        sop::ATOMIC_FA => (WcOpcode::FetchAdd, 0),
+        other => (WcOpcode::Unknown(other as u32), 0),
+    }
+}
+
+/// Decode one CQE that software owns (see [`sw_owned`]). Never panics.
+///
+/// Fields libmlx5 leaves unwritten are set to 0 here, except: error completions carry the
+/// opcode of the failed send (from the error CQE) or `Recv`, since a defined value is more
+/// useful than a stale one.
+pub fn parse(b: &[u8; 64]) -> Result<Cqe, CqeError> {
+    let op_own = b[off::OP_OWN];
+    let opcode = op_own >> 4;
+    let format = (op_own >> 2) & 3;
+    if format == FORMAT_COMPRESSED {
+        return Err(CqeError::Compressed);
+    }
+    let sop_drop_qpn = be32(b, off::SOP_DROP_QPN);
+    let qpn = sop_drop_qpn & 0xff_ffff;
+    let mut wc = WorkCompletion {
+        qp_num: qpn,
+        ..WorkCompletion::default()
+    };
+    let mut cqe = Cqe {
+        queue: Queue::Send,
+        wqe_counter: be16(b, off::WQE_COUNTER),
+        qpn,
+        srqn_uidx: be32(b, off::SRQN_UIDX) & 0xff_ffff,
+        inline_scatter_32: false,
+        wc,
+    };
+    match opcode {
+        op::REQ => {
+            let (o, flags) = req_opcode((sop_drop_qpn >> 24) as u8);
+            wc.opcode = o;
+            wc.wc_flags = flags;
+            wc.byte_len = match o {
+                WcOpcode::RdmaRead => be32(b, off::BYTE_CNT),
+                WcOpcode::CompSwap | WcOpcode::FetchAdd => 8,
+                _ => 0,
+            };
+        }
+        op::RESP_WR_IMM | op::RESP_SEND | op::RESP_SEND_IMM | op::RESP_SEND_INV => {
+            cqe.queue = Queue::Recv;
+            let iip = be32(b, off::IMM_INVAL_PKEY);
+            wc.byte_len = be32(b, off::BYTE_CNT);
+            match opcode {
+                op::RESP_WR_IMM => {
+                    wc.opcode = WcOpcode::RecvRdmaWithImm;
+                    wc.wc_flags = wc_flags::WITH_IMM;
+                    wc.imm_data = iip.to_be(); // memory bytes as on the wire, like ibv_wc.imm_data
+                }
+                op::RESP_SEND_IMM => {
+                    wc.opcode = WcOpcode::Recv;
+                    wc.wc_flags = wc_flags::WITH_IMM;
+                    wc.imm_data = iip.to_be();
+                }
+                op::RESP_SEND_INV => {
+                    wc.opcode = WcOpcode::Recv;
+                    wc.wc_flags = wc_flags::WITH_INV;
+                    wc.imm_data = iip; // ibv_wc.invalidated_rkey: host order
+                }
+                _ => wc.opcode = WcOpcode::Recv,
+            }
+            let frq = be32(b, off::FLAGS_RQPN);
+            wc.slid = be16(b, off::SLID);
+            wc.sl = ((frq >> 24) & 0xf) as u8;
+            wc.src_qp = frq & 0xff_ffff;
+            wc.dlid_path_bits = b[off::ML_PATH] & 0x7f;
+            if (frq >> 28) & 3 != 0 {
+                wc.wc_flags |= wc_flags::GRH;
+            }
+            wc.pkey_index = (iip & 0xffff) as u16;
+            match format {
+                FORMAT_INLINE_32 => cqe.inline_scatter_32 = true,
+                FORMAT_INLINE_64 => return Err(CqeError::InlineScatter64),
+                _ => {}
+            }
+        }
+        op::REQ_ERR | op::RESP_ERR => {
+            wc.status = status_for_syndrome(b[off::SYNDROME]);
+            wc.vendor_err = b[off::VENDOR_ERR_SYND] as u32;
+            if opcode == op::REQ_ERR {
+                wc.opcode = req_opcode((sop_drop_qpn >> 24) as u8).0;
+            } else {
+                cqe.queue = Queue::Recv;
+                wc.opcode = WcOpcode::Recv;
+            }
+        }
+        other => return Err(CqeError::Opcode(other)),
+    }
+    if opcode == op::REQ && format == FORMAT_INLINE_32 {
+        // READ/atomic responses scattered into the CQE only happen with SCATTER_CQE on an
+        // all-signaled QP; we never request it.
+        cqe.inline_scatter_32 = true;
+    }
+    cqe.wc = wc;
+    Ok(cqe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_parity() {
+        assert!(!sw_owned(OP_OWN_INIT, 0, 16));
+        assert!(sw_owned(0x00, 0, 16));
+        assert!(!sw_owned(0x00, 16, 16));
+        assert!(sw_owned(0x01, 16, 16));
+        assert!(!sw_owned(0x01, 32, 16));
+    }
+
+    #[test]
+    fn random_bytes_give_a_value_or_an_error() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            let mut b = [0u8; 64];
+            for v in b.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *v = x as u8;
+            }
+            if let Ok(c) = parse(&b) {
+                assert!(c.qpn <= 0xff_ffff && c.srqn_uidx <= 0xff_ffff);
+            }
+        }
+    }
+
+    #[test]
+    fn never_panics_on_any_opcode_and_format() {
+        let mut b = [0xa5u8; 64];
+        for v in 0..=255u8 {
+            b[63] = v;
+            let _ = parse(&b);
+        }
+        b[63] = 0x0c;
+        assert_eq!(parse(&b), Err(CqeError::Compressed));
+        b[63] = 0x50;
+        assert_eq!(parse(&b), Err(CqeError::Opcode(5)));
+    }
+}

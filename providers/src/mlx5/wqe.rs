@@ -1,0 +1,512 @@
+//! Work-queue-entry encoding: pure functions from work requests to the bytes the HCA reads.
+//!
+//! A send WQE is a sequence of 16-byte units ("DS") in 64-byte basic blocks (WQEBBs): a control
+//! segment, then per opcode a remote-address segment, an atomic segment (RC) or a datagram
+//! segment (UD), then data-pointer segments or one inline segment. The SQ is a ring of WQEBBs; a
+//! WQE that reaches the end of the ring continues at its start (segments never straddle the end
+//! because they are 16-byte units and the ring is a multiple of 64; inline payload copies are
+//! split). All fields are big-endian.
+//!
+//! No I/O and no unsafe: the SQ is a `&mut [u8]`, inline payload comes through a caller-supplied
+//! copy function.
+
+use uverbs::error::{Error, Result};
+use uverbs::provider::QpType;
+use uverbs::wr::{RecvWr, SendFlags, SendWr, Sge, WrOpcode};
+
+/// Basic block size (`MLX5_SEND_WQE_BB`).
+pub const WQEBB: usize = 64;
+/// A DS unit.
+pub const DS: usize = 16;
+/// `MLX5_INLINE_SEG`: set in an inline segment's byte count.
+pub const INLINE_SEG: u32 = 0x8000_0000;
+/// `MLX5_INVALID_LKEY`: terminates a receive WQE's scatter list.
+pub const INVALID_LKEY: u32 = 0x100;
+/// Local data segment length for atomics (`MLX5_ATOMIC_SIZE`).
+pub const ATOMIC_SIZE: u32 = 8;
+/// `MLX5_EXTENDED_UD_AV`: set in the datagram segment's destination QPN.
+pub const EXTENDED_UD_AV: u32 = 0x8000_0000;
+/// ds is a 6-bit field.
+pub const MAX_DS: u32 = 63;
+
+/// Send opcodes (`MLX5_OPCODE_*`).
+pub mod opcode {
+    pub const NOP: u8 = 0x00;
+    pub const SEND_INVAL: u8 = 0x01;
+    pub const RDMA_WRITE: u8 = 0x08;
+    pub const RDMA_WRITE_IMM: u8 = 0x09;
+    pub const SEND: u8 = 0x0a;
+    pub const SEND_IMM: u8 = 0x0b;
+    pub const RDMA_READ: u8 = 0x10;
+    pub const ATOMIC_CS: u8 = 0x11;
+    pub const ATOMIC_FA: u8 = 0x12;
+}
+
+/// `fm_ce_se` bits of the control segment.
+pub mod ctrl_flags {
+    pub const SOLICITED: u8 = 0x02;
+    pub const CQ_UPDATE: u8 = 0x08;
+    pub const FENCE: u8 = 0x80;
+}
+
+pub fn mlx5_opcode(op: WrOpcode) -> u8 {
+    match op {
+        WrOpcode::RdmaWrite => opcode::RDMA_WRITE,
+        WrOpcode::RdmaWriteWithImm => opcode::RDMA_WRITE_IMM,
+        WrOpcode::Send => opcode::SEND,
+        WrOpcode::SendWithImm => opcode::SEND_IMM,
+        WrOpcode::RdmaRead => opcode::RDMA_READ,
+        WrOpcode::AtomicCmpAndSwp => opcode::ATOMIC_CS,
+        WrOpcode::AtomicFetchAndAdd => opcode::ATOMIC_FA,
+    }
+}
+
+/// Control segment (16 bytes).
+pub fn ctrl_seg(
+    wqe_index: u16,
+    opcode: u8,
+    qpn: u32,
+    ds: u8,
+    fm_ce_se: u8,
+    imm_raw: u32,
+) -> [u8; 16] {
+    let mut s = [0u8; 16];
+    s[0..4].copy_from_slice(&(((wqe_index as u32) << 8) | opcode as u32).to_be_bytes());
+    s[4..8].copy_from_slice(&(((qpn & 0xff_ffff) << 8) | (ds as u32 & 0x3f)).to_be_bytes());
+    // bytes 8..11: signature, dci_stream_channel_id: zero.
+    s[11] = fm_ce_se;
+    // imm: the application's value is already in network order; store its memory bytes as-is.
+    s[12..16].copy_from_slice(&imm_raw.to_ne_bytes());
+    s
+}
+
+/// Remote-address segment (16 bytes).
+pub fn raddr_seg(addr: u64, rkey: u32) -> [u8; 16] {
+    let mut s = [0u8; 16];
+    s[0..8].copy_from_slice(&addr.to_be_bytes());
+    s[8..12].copy_from_slice(&rkey.to_be_bytes());
+    s
+}
+
+/// Atomic segment (16 bytes): swap (CAS) or addend (FAA), then compare.
+pub fn atomic_seg(swap_add: u64, compare: u64) -> [u8; 16] {
+    let mut s = [0u8; 16];
+    s[0..8].copy_from_slice(&swap_add.to_be_bytes());
+    s[8..16].copy_from_slice(&compare.to_be_bytes());
+    s
+}
+
+/// Data-pointer segment (16 bytes).
+pub fn data_seg(byte_count: u32, lkey: u32, addr: u64) -> [u8; 16] {
+    let mut s = [0u8; 16];
+    s[0..4].copy_from_slice(&byte_count.to_be_bytes());
+    s[4..8].copy_from_slice(&lkey.to_be_bytes());
+    s[8..16].copy_from_slice(&addr.to_be_bytes());
+    s
+}
+
+/// Per-QP constants the encoder needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqParams {
+    pub qpn: u32,
+    pub qp_type: QpType,
+    pub max_send_sge: u32,
+    pub max_inline: u32,
+    /// WQE size limit in bytes (the per-WQE size the SQ was sized for).
+    pub max_wqe_bytes: u32,
+    pub sig_all: bool,
+}
+
+/// What [`build_send`] produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Built {
+    /// WQE size in 16-byte units.
+    pub ds: u8,
+    /// Basic blocks consumed (`ceil(ds*16/64)`).
+    pub wqebbs: u32,
+    /// An inline segment was used (BlueFlame is then always worth it).
+    pub inline: bool,
+    /// The first 8 bytes of the control segment, in memory order (the doorbell value).
+    pub ctrl_head: u64,
+}
+
+/// Write position in the SQ ring, wrapping at the end.
+struct Cursor<'a> {
+    sq: &'a mut [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    #[inline]
+    fn wrap(&mut self) {
+        if self.pos >= self.sq.len() {
+            self.pos = 0;
+        }
+    }
+    #[inline]
+    fn seg(&mut self, s: &[u8; 16]) {
+        self.wrap();
+        self.sq[self.pos..self.pos + 16].copy_from_slice(s);
+        self.pos += 16;
+    }
+}
+
+fn bad(detail: impl Into<String>) -> Error {
+    Error::msg("mlx5 post_send", detail).with_detail_errno(libc::EINVAL)
+}
+
+trait ErrnoExt {
+    fn with_detail_errno(self, e: i32) -> Self;
+}
+impl ErrnoExt for Error {
+    fn with_detail_errno(mut self, e: i32) -> Self {
+        self.errno = Some(e);
+        self
+    }
+}
+
+/// Validate `wr` against the QP without touching the ring.
+pub fn check_send(p: &SqParams, wr: &SendWr<'_>) -> Result<()> {
+    let op = wr.opcode;
+    match p.qp_type {
+        QpType::Rc => {}
+        QpType::Uc => {
+            if matches!(op, WrOpcode::RdmaRead) || op.is_atomic() {
+                return Err(bad(format!("{} is not allowed on a UC QP", op.name())));
+            }
+        }
+        QpType::Ud => {
+            if !matches!(op, WrOpcode::Send | WrOpcode::SendWithImm) {
+                return Err(bad(format!("{} is not allowed on a UD QP", op.name())));
+            }
+            if wr.ud.is_none() {
+                return Err(bad("UD send without a destination (ud: None)"));
+            }
+        }
+    }
+    if wr.sgl.len() > p.max_send_sge as usize {
+        return Err(Error::msg(
+            "mlx5 post_send",
+            format!("{} SGEs, the QP allows {}", wr.sgl.len(), p.max_send_sge),
+        )
+        .with_detail_errno(libc::ENOMEM));
+    }
+    if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
+        if matches!(op, WrOpcode::RdmaRead) || op.is_atomic() {
+            return Err(bad(format!("{} cannot carry inline data", op.name())));
+        }
+        let total = wr.total_len();
+        if total > p.max_inline as u64 {
+            return Err(Error::msg(
+                "mlx5 post_send",
+                format!("{total} inline bytes, the QP allows {}", p.max_inline),
+            )
+            .with_detail_errno(libc::ENOMEM)
+            .with_hint(
+                "lower the inline size (-I) or create the QP with a larger max_inline_data",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Encode one send WQE into `sq` (the whole SQ ring, `wqe_cnt * 64` bytes, a power of two)
+/// at basic block `cur_post`. `av` is the 48-byte address vector for UD. `copy_inline(addr, dst)`
+/// fills `dst` with the `dst.len()` bytes at virtual address `addr`.
+///
+/// Bytes of the last basic block beyond `ds * 16` are left as they were (the device ignores them).
+pub fn build_send<F>(
+    sq: &mut [u8],
+    cur_post: u32,
+    p: &SqParams,
+    wr: &SendWr<'_>,
+    av: Option<&[u8; 48]>,
+    mut copy_inline: F,
+) -> Result<Built>
+where
+    F: FnMut(u64, &mut [u8]),
+{
+    check_send(p, wr)?;
+    debug_assert!(sq.len().is_power_of_two() && sq.len() >= WQEBB);
+    let mask = sq.len() / WQEBB - 1;
+    let start = (cur_post as usize & mask) * WQEBB;
+    let mut c = Cursor {
+        sq,
+        pos: start + 16,
+    };
+    let mut ds: u32 = 1;
+
+    match wr.opcode {
+        WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm | WrOpcode::RdmaRead => {
+            c.seg(&raddr_seg(wr.remote.addr, wr.remote.rkey));
+            ds += 1;
+        }
+        WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd => {
+            c.seg(&raddr_seg(wr.remote.addr, wr.remote.rkey));
+            let (swap_add, compare) = if wr.opcode == WrOpcode::AtomicCmpAndSwp {
+                (wr.swap, wr.compare_add)
+            } else {
+                (wr.compare_add, 0)
+            };
+            c.seg(&atomic_seg(swap_add, compare));
+            ds += 2;
+        }
+        WrOpcode::Send | WrOpcode::SendWithImm => {}
+    }
+    if p.qp_type == QpType::Ud {
+        let ud = wr.ud.unwrap_or_default();
+        let mut d = match av {
+            Some(a) => *a,
+            None => return Err(bad("UD send: unknown address handle")),
+        };
+        d[0..4].copy_from_slice(&ud.remote_qkey.to_be_bytes());
+        d[8..12].copy_from_slice(&((ud.remote_qpn & 0xff_ffff) | EXTENDED_UD_AV).to_be_bytes());
+        for ch in d.chunks_exact(16) {
+            let mut s = [0u8; 16];
+            s.copy_from_slice(ch);
+            c.seg(&s);
+        }
+        ds += 3;
+    }
+
+    let mut inline = false;
+    if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
+        inline = true;
+        c.wrap();
+        let hdr = c.pos;
+        let mut pos = hdr + 4;
+        let mut total: u32 = 0;
+        for s in wr.sgl {
+            let mut addr = s.addr;
+            let mut len = s.length as usize;
+            total = total.saturating_add(s.length);
+            if pos + len > c.sq.len() {
+                let first = c.sq.len() - pos;
+                copy_inline(addr, &mut c.sq[pos..pos + first]);
+                addr = addr.wrapping_add(first as u64);
+                len -= first;
+                pos = 0;
+            }
+            copy_inline(addr, &mut c.sq[pos..pos + len]);
+            pos += len;
+        }
+        if total > 0 {
+            c.sq[hdr..hdr + 4].copy_from_slice(&(total | INLINE_SEG).to_be_bytes());
+            ds += (total + 4).div_ceil(16);
+        }
+    } else {
+        let atomic = wr.opcode.is_atomic();
+        for s in wr.sgl.iter().filter(|s| s.length != 0) {
+            let len = if atomic { ATOMIC_SIZE } else { s.length };
+            c.seg(&data_seg(len, s.lkey, s.addr));
+            ds += 1;
+        }
+    }
+
+    if ds > MAX_DS || ds * 16 > p.max_wqe_bytes.max(64) {
+        return Err(bad(format!(
+            "work request needs {} bytes, beyond the WQE size {}",
+            ds * 16,
+            p.max_wqe_bytes
+        )));
+    }
+    let mut fm_ce_se = if p.sig_all { ctrl_flags::CQ_UPDATE } else { 0 };
+    if wr.flags.contains(SendFlags::FENCE) {
+        fm_ce_se |= ctrl_flags::FENCE;
+    }
+    if wr.flags.contains(SendFlags::SIGNALED) {
+        fm_ce_se |= ctrl_flags::CQ_UPDATE;
+    }
+    if wr.flags.contains(SendFlags::SOLICITED) {
+        fm_ce_se |= ctrl_flags::SOLICITED;
+    }
+    let imm = if wr.opcode.has_imm() { wr.imm_data } else { 0 };
+    let ctrl = ctrl_seg(
+        cur_post as u16,
+        mlx5_opcode(wr.opcode),
+        p.qpn,
+        ds as u8,
+        fm_ce_se,
+        imm,
+    );
+    c.sq[start..start + 16].copy_from_slice(&ctrl);
+    let mut head = [0u8; 8];
+    head.copy_from_slice(&ctrl[..8]);
+    Ok(Built {
+        ds: ds as u8,
+        wqebbs: (ds * 16).div_ceil(WQEBB as u32),
+        inline,
+        ctrl_head: u64::from_ne_bytes(head),
+    })
+}
+
+/// Encode one receive WQE into its RQ slot (`slot.len()` = the RQ stride): data segments for
+/// the non-empty SGEs, then a terminator (byte count 0, `INVALID_LKEY`) if there is room.
+pub fn build_recv(slot: &mut [u8], wr: &RecvWr<'_>) -> Result<()> {
+    let max_gs = slot.len() / DS;
+    if wr.sgl.len() > max_gs {
+        return Err(Error::msg(
+            "mlx5 post_recv",
+            format!("{} SGEs, the queue allows {max_gs}", wr.sgl.len()),
+        )
+        .with_detail_errno(libc::EINVAL));
+    }
+    let mut j = 0;
+    for s in wr.sgl.iter().filter(|s| s.length != 0) {
+        slot[j * DS..(j + 1) * DS].copy_from_slice(&data_seg(s.length, s.lkey, s.addr));
+        j += 1;
+    }
+    if j < max_gs {
+        slot[j * DS..(j + 1) * DS].copy_from_slice(&data_seg(0, INVALID_LKEY, 0));
+    }
+    Ok(())
+}
+
+/// Read back the scatter list of a receive WQE (for inline-scattered CQEs): data segments up
+/// to the terminator or the end of the slot.
+pub fn recv_scatter(slot: &[u8]) -> impl Iterator<Item = Sge> + '_ {
+    slot.chunks_exact(DS)
+        .map(|s| Sge {
+            length: u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
+            lkey: u32::from_be_bytes([s[4], s[5], s[6], s[7]]),
+            addr: u64::from_be_bytes([s[8], s[9], s[10], s[11], s[12], s[13], s[14], s[15]]),
+        })
+        .take_while(|s| s.lkey != INVALID_LKEY || s.length != 0)
+}
+
+/// RoCE address vector (`struct mlx5_wqe_av`, 48 bytes) for an address handle. `dmac` is the
+/// peer MAC the kernel resolved (CREATE_AH response), `udp_sport` the RoCEv2 source port.
+pub fn roce_av(attr: &uverbs::provider::AhAttr, dmac: [u8; 6], udp_sport: u16) -> [u8; 48] {
+    let mut a = [0u8; 48];
+    // static rate 0 (port rate); RoCE carries SL in bits 1..3.
+    a[12] = (attr.sl & 7) << 1;
+    a[14..16].copy_from_slice(&udp_sport.to_be_bytes());
+    a[20..26].copy_from_slice(&dmac);
+    if attr.is_global {
+        a[26] = attr.traffic_class;
+        a[27] = attr.hop_limit;
+        // grh bit (30) stays clear for RoCE: the GRH is implied.
+        let w = ((attr.sgid_index as u32) << 20) | (attr.flow_label & 0xf_ffff);
+        a[28..32].copy_from_slice(&w.to_be_bytes());
+        a[32..48].copy_from_slice(&attr.dgid);
+    }
+    a
+}
+
+/// RoCEv2 UDP source port from the flow label (`ibv_flow_label_to_udp_sport`), or from a
+/// caller-supplied spread value when the flow label is 0.
+pub fn roce_udp_sport(flow_label: u32, spread: u32) -> u16 {
+    let fl = flow_label & 0xf_ffff;
+    let v = if fl != 0 {
+        (fl & 0x3fff) ^ ((fl & 0xf_c000) >> 14)
+    } else {
+        spread & 0x3fff
+    };
+    (v | 0xc000) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> SqParams {
+        SqParams {
+            qpn: 0xb1c,
+            qp_type: QpType::Rc,
+            max_send_sge: 2,
+            max_inline: 124,
+            max_wqe_bytes: 320,
+            sig_all: false,
+        }
+    }
+
+    #[test]
+    fn rdma_write_matches_oracle_slot0() {
+        let mut sq = vec![0u8; 128 * 64];
+        let sg = [Sge {
+            addr: 0x2_0000_0100,
+            length: 64,
+            lkey: 0x123442,
+        }];
+        let mut wr = SendWr::new(4096, WrOpcode::RdmaWrite, &sg);
+        wr.flags = SendFlags::SIGNALED;
+        wr.remote.addr = 0x7f00_1234_0000;
+        wr.remote.rkey = 0xabcd;
+        let b = build_send(&mut sq, 0, &params(), &wr, None, |_, _| unreachable!()).unwrap();
+        assert_eq!(b.ds, 3);
+        assert_eq!(b.wqebbs, 1);
+        let hex: String = sq[..48].iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(hex, "00000008000b1c03000000080000000000007f00123400000000abcd0000000000000040001234420000000200000100");
+    }
+
+    #[test]
+    fn inline_wraps_and_splits() {
+        let mut sq = vec![0u8; 4 * 64];
+        let data: Vec<u8> = (0..60u8).collect();
+        let sg = [Sge {
+            addr: 1000,
+            length: 60,
+            lkey: 0,
+        }];
+        let mut wr = SendWr::new(1, WrOpcode::Send, &sg);
+        wr.flags = SendFlags::INLINE;
+        let b = build_send(&mut sq, 3, &params(), &wr, None, |a, d| {
+            let o = (a - 1000) as usize;
+            d.copy_from_slice(&data[o..o + d.len()]);
+        })
+        .unwrap();
+        assert_eq!(b.ds, 5);
+        assert_eq!(b.wqebbs, 2);
+        assert!(b.inline);
+        // slot 3: ctrl (16), inline header (4), 44 bytes; then 16 bytes at the ring start.
+        assert_eq!(
+            &sq[3 * 64 + 16..3 * 64 + 20],
+            &(60u32 | INLINE_SEG).to_be_bytes()
+        );
+        assert_eq!(&sq[3 * 64 + 20..4 * 64], &data[..44]);
+        assert_eq!(&sq[..16], &data[44..]);
+    }
+
+    #[test]
+    fn refuses_bad_requests() {
+        let mut sq = vec![0u8; 4 * 64];
+        let sg = [Sge {
+            addr: 0,
+            length: 200,
+            lkey: 0,
+        }];
+        let mut wr = SendWr::new(1, WrOpcode::Send, &sg);
+        wr.flags = SendFlags::INLINE;
+        assert!(build_send(&mut sq, 0, &params(), &wr, None, |_, _| {}).is_err());
+        let sg3 = [Sge::default(); 3];
+        let wr = SendWr::new(1, WrOpcode::Send, &sg3);
+        assert!(build_send(&mut sq, 0, &params(), &wr, None, |_, _| {}).is_err());
+        let mut ud = params();
+        ud.qp_type = QpType::Ud;
+        let wr = SendWr::new(1, WrOpcode::RdmaWrite, &[]);
+        assert!(build_send(&mut sq, 0, &ud, &wr, None, |_, _| {}).is_err());
+    }
+
+    #[test]
+    fn recv_terminator_and_readback() {
+        let mut slot = [0xffu8; 32];
+        let sg = [Sge {
+            addr: 0x2_0000_8000,
+            length: 512,
+            lkey: 0x123442,
+        }];
+        build_recv(&mut slot, &RecvWr { wr_id: 0, sgl: &sg }).unwrap();
+        let hex: String = slot.iter().map(|x| format!("{x:02x}")).collect();
+        assert_eq!(
+            hex,
+            "0000020000123442000000020000800000000000000001000000000000000000"
+        );
+        assert_eq!(recv_scatter(&slot).collect::<Vec<_>>(), sg.to_vec());
+    }
+
+    #[test]
+    fn udp_sport() {
+        assert_eq!(roce_udp_sport(0, 5), 0xc005);
+        assert_eq!(roce_udp_sport(0x1_0001, 0), 0xc000 | (1 ^ 4));
+    }
+}

@@ -1,0 +1,285 @@
+//! mlx5 driver-data layouts (`providers::mlx5::abi`) against the installed kernel header
+//! `<rdma/mlx5-abi.h>`, through a gcc-compiled `offsetof`/`sizeof` probe. Skipped (with a note)
+//! where gcc or the header is missing.
+
+use std::path::Path;
+use std::process::Command;
+
+use providers::mlx5::abi::*;
+
+fn table() -> Vec<(&'static str, usize)> {
+    vec![
+        (
+            "sizeof(struct mlx5_ib_alloc_ucontext_req_v2)",
+            ALLOC_UCONTEXT_REQ_V2_LEN,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_req_v2, total_num_bfregs)",
+            uctx_req::TOTAL_NUM_BFREGS,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_req_v2, num_low_latency_bfregs)",
+            uctx_req::NUM_LOW_LATENCY_BFREGS,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_req_v2, flags)",
+            uctx_req::FLAGS,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_req_v2, comp_mask)",
+            uctx_req::COMP_MASK,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_req_v2, max_cqe_version)",
+            uctx_req::MAX_CQE_VERSION,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_req_v2, lib_caps)",
+            uctx_req::LIB_CAPS,
+        ),
+        ("MLX5_LIB_CAP_4K_UAR", LIB_CAP_4K_UAR as usize),
+        ("MLX5_LIB_CAP_DYN_UAR", LIB_CAP_DYN_UAR as usize),
+        ("MLX5_IB_ALLOC_UCTX_DEVX", ALLOC_UCTX_DEVX as usize),
+        (
+            "sizeof(struct mlx5_ib_alloc_ucontext_resp)",
+            ALLOC_UCONTEXT_RESP_LEN,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, qp_tab_size)",
+            uctx_resp::QP_TAB_SIZE,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, bf_reg_size)",
+            uctx_resp::BF_REG_SIZE,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, tot_bfregs)",
+            uctx_resp::TOT_BFREGS,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, cache_line_size)",
+            uctx_resp::CACHE_LINE_SIZE,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, max_sq_desc_sz)",
+            uctx_resp::MAX_SQ_DESC_SZ,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, max_rq_desc_sz)",
+            uctx_resp::MAX_RQ_DESC_SZ,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, max_send_wqebb)",
+            uctx_resp::MAX_SEND_WQEBB,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, max_recv_wr)",
+            uctx_resp::MAX_RECV_WR,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, max_srq_recv_wr)",
+            uctx_resp::MAX_SRQ_RECV_WR,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, num_ports)",
+            uctx_resp::NUM_PORTS,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, flow_action_flags)",
+            uctx_resp::FLOW_ACTION_FLAGS,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, comp_mask)",
+            uctx_resp::COMP_MASK,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, response_length)",
+            uctx_resp::RESPONSE_LENGTH,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, cqe_version)",
+            uctx_resp::CQE_VERSION,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, cmds_supp_uhw)",
+            uctx_resp::CMDS_SUPP_UHW,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, eth_min_inline)",
+            uctx_resp::ETH_MIN_INLINE,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, clock_info_versions)",
+            uctx_resp::CLOCK_INFO_VERSIONS,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, hca_core_clock_offset)",
+            uctx_resp::HCA_CORE_CLOCK_OFFSET,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, log_uar_size)",
+            uctx_resp::LOG_UAR_SIZE,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, num_uars_per_page)",
+            uctx_resp::NUM_UARS_PER_PAGE,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, num_dyn_bfregs)",
+            uctx_resp::NUM_DYN_BFREGS,
+        ),
+        (
+            "offsetof(struct mlx5_ib_alloc_ucontext_resp, dump_fill_mkey)",
+            uctx_resp::DUMP_FILL_MKEY,
+        ),
+        (
+            "MLX5_USER_CMDS_SUPP_UHW_CREATE_AH",
+            CMDS_SUPP_UHW_CREATE_AH as usize,
+        ),
+        ("sizeof(struct mlx5_ib_create_cq)", CREATE_CQ_REQ_LEN),
+        (
+            "offsetof(struct mlx5_ib_create_cq, buf_addr)",
+            cq_req::BUF_ADDR,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_cq, db_addr)",
+            cq_req::DB_ADDR,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_cq, cqe_size)",
+            cq_req::CQE_SIZE,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_cq, cqe_comp_en)",
+            cq_req::CQE_COMP_EN,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_cq, cqe_comp_res_format)",
+            cq_req::CQE_COMP_RES_FORMAT,
+        ),
+        ("offsetof(struct mlx5_ib_create_cq, flags)", cq_req::FLAGS),
+        (
+            "offsetof(struct mlx5_ib_create_cq, uar_page_index)",
+            cq_req::UAR_PAGE_INDEX,
+        ),
+        ("sizeof(struct mlx5_ib_create_cq_resp)", CREATE_CQ_RESP_LEN),
+        ("sizeof(struct mlx5_ib_create_qp)", CREATE_QP_REQ_LEN),
+        (
+            "offsetof(struct mlx5_ib_create_qp, buf_addr)",
+            qp_req::BUF_ADDR,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_qp, db_addr)",
+            qp_req::DB_ADDR,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_qp, sq_wqe_count)",
+            qp_req::SQ_WQE_COUNT,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_qp, rq_wqe_count)",
+            qp_req::RQ_WQE_COUNT,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_qp, rq_wqe_shift)",
+            qp_req::RQ_WQE_SHIFT,
+        ),
+        ("offsetof(struct mlx5_ib_create_qp, flags)", qp_req::FLAGS),
+        ("offsetof(struct mlx5_ib_create_qp, uidx)", qp_req::UIDX),
+        (
+            "offsetof(struct mlx5_ib_create_qp, bfreg_index)",
+            qp_req::BFREG_INDEX,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_qp, sq_buf_addr)",
+            qp_req::SQ_BUF_ADDR,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_qp, ece_options)",
+            qp_req::ECE_OPTIONS,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_qp, dci_streams)",
+            qp_req::DCI_STREAMS,
+        ),
+        ("MLX5_QP_FLAG_SCATTER_CQE", QP_FLAG_SCATTER_CQE as usize),
+        ("sizeof(struct mlx5_ib_create_qp_resp)", CREATE_QP_RESP_LEN),
+        ("offsetof(struct mlx5_ib_create_qp_resp, bfreg_index)", 0),
+        ("sizeof(struct mlx5_ib_create_srq)", CREATE_SRQ_REQ_LEN),
+        (
+            "offsetof(struct mlx5_ib_create_srq, buf_addr)",
+            srq_req::BUF_ADDR,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_srq, db_addr)",
+            srq_req::DB_ADDR,
+        ),
+        ("offsetof(struct mlx5_ib_create_srq, flags)", srq_req::FLAGS),
+        ("offsetof(struct mlx5_ib_create_srq, uidx)", srq_req::UIDX),
+        (
+            "sizeof(struct mlx5_ib_create_srq_resp)",
+            CREATE_SRQ_RESP_LEN,
+        ),
+        ("offsetof(struct mlx5_ib_create_srq_resp, srqn)", 0),
+        ("sizeof(struct mlx5_ib_create_ah_resp)", CREATE_AH_RESP_LEN),
+        ("offsetof(struct mlx5_ib_create_ah_resp, dmac)", 4),
+        (
+            "MLX5_IB_MMAP_REGULAR_PAGE",
+            providers::mlx5::uar::MMAP_REGULAR_PAGE as usize,
+        ),
+        (
+            "MLX5_IB_MMAP_NC_PAGE",
+            providers::mlx5::uar::MMAP_NC_PAGE as usize,
+        ),
+        ("MLX5_IB_UVERBS_ABI_VERSION", ABI_VERSION as usize),
+    ]
+}
+
+#[test]
+fn layout_matches_the_kernel_header() {
+    let hdr = Path::new("/usr/include/rdma/mlx5-abi.h");
+    if !hdr.exists() {
+        eprintln!("skipped: {} not installed", hdr.display());
+        return;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mlx5_layout_probe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("probe.c");
+    let bin = dir.join("probe");
+    let t = table();
+    let mut c = String::from(
+        "#include <stddef.h>\n#include <stdio.h>\n#include <rdma/mlx5-abi.h>\nint main(void) {\n",
+    );
+    for (expr, _) in &t {
+        c.push_str(&format!("    printf(\"%zu\\n\", (size_t)({expr}));\n"));
+    }
+    c.push_str("    return 0;\n}\n");
+    std::fs::write(&src, c).unwrap();
+    let out = match Command::new("gcc").arg("-o").arg(&bin).arg(&src).output() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("skipped: cannot run gcc: {e}");
+            return;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "probe did not compile:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&bin).output().unwrap();
+    assert!(run.status.success());
+    let got: Vec<usize> = String::from_utf8(run.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(got.len(), t.len());
+    let bad: Vec<String> = t
+        .iter()
+        .zip(&got)
+        .filter(|((_, ours), c)| ours != *c)
+        .map(|((e, ours), c)| format!("{e}: header {c}, ours {ours}"))
+        .collect();
+    assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
+}
