@@ -3,6 +3,8 @@
 
 use std::process::ExitCode;
 
+mod devinfo;
+
 const TOOLS: [&str; 8] = [
     "ib_write_bw",
     "ib_write_lat",
@@ -50,7 +52,7 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-fn run(cmd: &str, _rest: &[String]) -> u8 {
+fn run(cmd: &str, rest: &[String]) -> u8 {
     match cmd {
         "-V" | "--version" | "version" => {
             println!("rperftest {}", env!("CARGO_PKG_VERSION"));
@@ -64,7 +66,9 @@ fn run(cmd: &str, _rest: &[String]) -> u8 {
             eprintln!("rperftest: {c} is not implemented yet in this build");
             1
         }
-        "devices" | "devinfo" | "selftest" => {
+        "devices" => exit_u8(devinfo::run_devices(rest)),
+        "devinfo" => exit_u8(devinfo::run_devinfo(rest)),
+        "selftest" => {
             eprintln!("rperftest: {cmd} is not implemented yet in this build");
             1
         }
@@ -73,4 +77,9 @@ fn run(cmd: &str, _rest: &[String]) -> u8 {
             2
         }
     }
+}
+
+/// Exit statuses are 0..=255 on Linux; rdma-core's tools use 255 for "not found".
+fn exit_u8(code: i32) -> u8 {
+    u8::try_from(code).unwrap_or(255)
 }
