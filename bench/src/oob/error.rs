@@ -1,0 +1,113 @@
+//! The one error type of the out-of-band exchange.
+//!
+//! Every variant renders as a single line: what happened, what was expected, what to try.
+//! Nothing here panics on peer input; decoders and the transport return these instead.
+
+use std::fmt;
+use std::io;
+
+/// Error of the perftest out-of-band (TCP port 18515) exchange.
+#[derive(Debug)]
+pub enum OobError {
+    /// A value we were asked to send does not fit perftest's wire format (a local bug or a
+    /// nonsense parameter, never peer input).
+    InvalidLocal { what: &'static str, detail: String },
+    /// Bytes from the peer that do not form the message expected at this step.
+    Malformed { step: String, detail: String, hint: &'static str },
+    /// The peer speaks a perftest version we cannot talk to.
+    IncompatibleVersion { peer: String },
+    /// A symmetric option differs between the two sides (found by the 6.28+ negotiation).
+    Mismatch { field: &'static str, local: String, remote: String, option: &'static str },
+    /// The peer closed the TCP connection in the middle of a message or before it.
+    PeerClosed { step: String, got: usize, expected: usize },
+    /// No (complete) message within the read timeout.
+    Timeout { step: String, secs: u64, got: usize, expected: usize },
+    /// `connect()` failed (after the configured retries).
+    Connect { target: String, tries: u32, source: io::Error },
+    /// Bind/listen failed on the server.
+    Listen { port: u16, source: io::Error },
+    /// `accept()` failed or timed out.
+    Accept { port: u16, source: io::Error },
+    /// Any other socket error during a step.
+    Io { step: String, source: io::Error },
+}
+
+impl OobError {
+    pub(crate) fn malformed(step: impl Into<String>, detail: impl Into<String>, hint: &'static str) -> Self {
+        OobError::Malformed { step: step.into(), detail: detail.into(), hint }
+    }
+
+    /// The lines C perftest prints on stderr for the same failure, where it has its own wording
+    /// (negotiation mismatch). `None` for errors where our one-line message is all there is.
+    pub fn perftest_lines(&self) -> Option<String> {
+        match self {
+            OobError::Mismatch { field, local, remote, .. } => {
+                Some(format!(" {field} mismatch: local={local}, remote={remote}\n Failed to negotiate parameters\n"))
+            }
+            OobError::IncompatibleVersion { .. } => {
+                Some("Current implementation is not compatible with versions older than 5.70\n".to_string())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for OobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OobError::InvalidLocal { what, detail } => {
+                write!(f, "cannot encode {what}: {detail} (this is a bug in the caller's parameters)")
+            }
+            OobError::Malformed { step, detail, hint } => {
+                write!(f, "bad message from peer during {step}: {detail}; {hint}")
+            }
+            OobError::IncompatibleVersion { peer } => write!(
+                f,
+                "peer reports perftest version {peer:?}, older than 5.70 which is the oldest this tool can talk to; \
+                 run perftest 5.92 or newer (or rperftest) on the other side, and do not use --dont_xchg_versions"
+            ),
+            OobError::Mismatch { field, local, remote, option } => write!(
+                f,
+                "{field} mismatch: local={local}, remote={remote}; the two sides were started with different \
+                 options, give both the same {option}"
+            ),
+            OobError::PeerClosed { step, got, expected } => write!(
+                f,
+                "peer closed the connection during {step} (received {got} of {expected} bytes); \
+                 look at the other side's error output"
+            ),
+            OobError::Timeout { step, secs, got, expected } => write!(
+                f,
+                "no answer from peer for {secs} s during {step} (received {got} of {expected} bytes); the peer \
+                 may be stuck, slow or run with different options; check it or raise the OOB timeout"
+            ),
+            OobError::Connect { target, tries, source } => write!(
+                f,
+                "couldn't connect to {target} ({tries} attempt{}): {source}; start the server side first and \
+                 check the address and the -p port",
+                if *tries == 1 { "" } else { "s" }
+            ),
+            OobError::Listen { port, source } => {
+                write!(f, "couldn't listen to port {port}: {source}; another process may use it, pick another with -p")
+            }
+            OobError::Accept { port, source } => {
+                write!(f, "accept() on port {port} failed: {source}; is the client able to reach this host?")
+            }
+            OobError::Io { step, source } => {
+                write!(f, "socket error during {step}: {source}; check the network and the peer")
+            }
+        }
+    }
+}
+
+impl std::error::Error for OobError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OobError::Connect { source, .. }
+            | OobError::Listen { source, .. }
+            | OobError::Accept { source, .. }
+            | OobError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

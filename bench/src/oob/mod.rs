@@ -1,0 +1,21 @@
+//! perftest's out-of-band exchange over TCP (port 18515): byte-exact messages
+//! ([`msg`]), the per-tool order of exchanges ([`plan`]), a blocking transport
+//! ([`transport`]) and a plan executor ([`session`]).
+//!
+//! Wire facts: shared/reference/perftest-facts.md §2 and the 6.06 captures in
+//! shared/reference/captures/tcp/ (replayed by tests/oob_golden.rs).
+
+pub mod error;
+pub mod msg;
+pub mod plan;
+pub mod session;
+pub mod transport;
+
+pub use error::OobError;
+pub use msg::{
+    AtomicType, BwReport, ConnType, KeyFormat, KeyMsg, Negotiate, NegotiateLayout, PeerVersion, ReportField, SysData,
+    Verb,
+};
+pub use plan::{plan, Action, KeyPurpose, PlanOptions, Role, Step, Tool};
+pub use session::{execute, Hooks};
+pub use transport::{Channel, Listener, OobConfig, DEFAULT_TIMEOUT};

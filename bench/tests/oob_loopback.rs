@@ -1,0 +1,373 @@
+//! Client and server plans over a real localhost TCP connection, for every tool; and the
+//! failure modes (peer closes, silence, garbage, old version, option mismatch) end in one clear
+//! error on each side, never a panic or a hang.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bench::oob::msg::{
+    self, device_attr_blob, BwReport, KeyFormat, KeyMsg, Negotiate, NegotiateLayout, PeerVersion, SysData,
+};
+use bench::oob::plan::{plan, Action, KeyPurpose, PlanOptions, Role, Step, Tool};
+use bench::oob::session::{execute, Hooks};
+use bench::oob::transport::{Channel, Listener, OobConfig};
+use bench::oob::OobError;
+
+fn cfg() -> OobConfig {
+    OobConfig { port: 0, timeout: Duration::from_secs(10), ..Default::default() }
+}
+
+fn negotiate_block(iters: u64) -> Negotiate {
+    Negotiate {
+        test_method: 0,
+        connection_type: 0,
+        verb: 2,
+        tst: 1,
+        atomic_type: 1,
+        test_type: 0,
+        report_fmt: 1,
+        size: 65536,
+        iters,
+        aes_xts: 0,
+        num_of_qps: 1,
+        duration: 5,
+        use_rdma_cm: 0,
+        use_write_with_imm: 0,
+        no_enhanced_reorder: 0,
+        sig_offload: 0,
+        data_validation: 0,
+        device_attr: device_attr_blob(0x02c9, 4125, 16),
+        mlx5dv_comp_mask: 0,
+    }
+}
+
+struct TestHooks {
+    role: Role,
+    version: String,
+    fmt: KeyFormat,
+    iters: u64,
+    layout: NegotiateLayout,
+    peer_version: Option<PeerVersion>,
+    remote_keys: Vec<(usize, KeyPurpose, KeyMsg)>,
+    remote_reports: Vec<BwReport>,
+    remote_neg: Option<Negotiate>,
+    actions: Vec<Action>,
+    mtu: Option<Option<u8>>,
+}
+
+impl TestHooks {
+    fn new(role: Role) -> Self {
+        TestHooks {
+            role,
+            version: msg::DEFAULT_VERSION.into(),
+            fmt: KeyFormat::Gid,
+            iters: 1000,
+            layout: NegotiateLayout::WithMlx5dv,
+            peer_version: None,
+            remote_keys: vec![],
+            remote_reports: vec![],
+            remote_neg: None,
+            actions: vec![],
+            mtu: None,
+        }
+    }
+    fn my_key(role: Role, qp: usize) -> KeyMsg {
+        let base = if role == Role::Client { 0x100 } else { 0x200 };
+        KeyMsg {
+            lid: 0,
+            out_reads: 1,
+            qpn: base + qp as u32,
+            psn: 0xabcdef - qp as u32,
+            rkey: 0x1234 + base,
+            vaddr: 0x7f00_0000_0000 + (qp as u64) * 0x10000,
+            tail_markers_vaddr: 0,
+            gid: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 99, 0, 1],
+            srqn: 0,
+        }
+    }
+}
+
+impl Hooks for TestHooks {
+    type Error = OobError;
+    fn own_version(&self) -> &str {
+        &self.version
+    }
+    fn sysdata(&self) -> SysData {
+        SysData { page_size: 4096, cache_line: 64 }
+    }
+    fn mtu_enum(&self) -> u8 {
+        if self.role == Role::Client {
+            3
+        } else {
+            5
+        }
+    }
+    fn negotiate(&mut self) -> (Negotiate, NegotiateLayout) {
+        (negotiate_block(self.iters), self.layout)
+    }
+    fn key_format(&self) -> KeyFormat {
+        self.fmt
+    }
+    fn key(&mut self, qp: usize) -> KeyMsg {
+        Self::my_key(self.role, qp)
+    }
+    fn report(&mut self) -> BwReport {
+        match self.role {
+            Role::Client => BwReport {
+                size: 65536,
+                iters: 1000,
+                bw_peak: 11483.93,
+                bw_avg: 11483.38,
+                msg_rate: 0.183734,
+                ..Default::default()
+            },
+            Role::Server => BwReport::default(),
+        }
+    }
+    fn on_version(&mut self, peer: &PeerVersion) -> Result<(), OobError> {
+        self.peer_version = Some(peer.clone());
+        Ok(())
+    }
+    fn on_mtu(&mut self, remote: Option<u8>) -> Result<(), OobError> {
+        self.mtu = Some(remote);
+        Ok(())
+    }
+    fn on_negotiate(&mut self, remote: &Negotiate) -> Result<(), OobError> {
+        self.remote_neg = Some(remote.clone());
+        Ok(())
+    }
+    fn on_key(&mut self, qp: usize, purpose: KeyPurpose, remote: KeyMsg) -> Result<(), OobError> {
+        self.remote_keys.push((qp, purpose, remote));
+        Ok(())
+    }
+    fn on_report(&mut self, remote: BwReport) -> Result<(), OobError> {
+        self.remote_reports.push(remote);
+        Ok(())
+    }
+    fn action(&mut self, action: Action) -> Result<(), OobError> {
+        self.actions.push(action);
+        Ok(())
+    }
+}
+
+/// Run both sides; each side may tweak its hooks first.
+fn run_pair(
+    tool: Tool,
+    o: PlanOptions,
+    tweak_c: impl FnOnce(&mut TestHooks) + Send + 'static,
+    tweak_s: impl FnOnce(&mut TestHooks) + Send + 'static,
+) -> (Result<TestHooks, OobError>, Result<TestHooks, OobError>) {
+    let listener = Listener::bind(&cfg()).expect("bind");
+    let port = listener.port();
+    let server = thread::spawn(move || {
+        let mut h = TestHooks::new(Role::Server);
+        tweak_s(&mut h);
+        let ch = listener.accept()?;
+        execute(ch, &plan(tool, Role::Server, &o), &mut h).map(|_| h)
+    });
+    let client = thread::spawn(move || {
+        let mut h = TestHooks::new(Role::Client);
+        tweak_c(&mut h);
+        let ch = Channel::connect("127.0.0.1", &OobConfig { port, ..cfg() })?;
+        execute(ch, &plan(tool, Role::Client, &o), &mut h).map(|_| h)
+    });
+    (client.join().expect("client thread"), server.join().expect("server thread"))
+}
+
+#[test]
+fn full_exchange_for_every_tool() {
+    for tool in Tool::ALL {
+        for o in [
+            PlanOptions { negotiate: true, ..Default::default() },
+            PlanOptions { negotiate: true, num_qps: 2, bidirectional: tool.is_bw(), ..Default::default() },
+            PlanOptions { negotiate: true, all_sizes: Some(3), ..Default::default() },
+        ] {
+            let (c, s) = run_pair(tool, o, |_| {}, |_| {});
+            let (c, s) = (c.expect("client"), s.expect("server"));
+            assert_eq!(c.peer_version.as_ref().unwrap().text, "6.29");
+            assert_eq!(c.mtu, Some(Some(5)));
+            assert_eq!(s.mtu, Some(Some(3)));
+            assert!(c.remote_neg.is_some() && s.remote_neg.is_some(), "{tool:?}: 6.29 ↔ 6.29 negotiates");
+            assert_eq!(s.remote_neg.as_ref().unwrap().max_qp_rd_atom(), 16);
+            assert_eq!(c.remote_keys.len(), s.remote_keys.len());
+            for (qp, _, k) in &c.remote_keys {
+                assert_eq!(*k, TestHooks::my_key(Role::Server, *qp), "{tool:?}");
+            }
+            for (qp, _, k) in &s.remote_keys {
+                assert_eq!(*k, TestHooks::my_key(Role::Client, *qp), "{tool:?}");
+            }
+            assert_eq!(c.remote_reports.len(), s.remote_reports.len());
+            for r in &s.remote_reports {
+                assert_eq!(r.size, 65536);
+                assert_eq!(r.bw_avg, 11483.38);
+            }
+            if tool.is_bw() && !o.bidirectional && tool != Tool::SendBw {
+                assert_eq!(s.remote_reports.len(), 1, "{tool:?}: uni server gets the client's report");
+                assert!(s.actions.contains(&Action::PrintPeerResult));
+            }
+        }
+    }
+}
+
+#[test]
+fn with_606_peer_no_negotiation_and_short_keys() {
+    let o = PlanOptions { negotiate: true, ..Default::default() };
+    let (c, s) = run_pair(
+        Tool::WriteBw,
+        o,
+        |c| {
+            c.fmt = KeyFormat::Short;
+        },
+        |s| {
+            s.version = "6.06".into();
+            s.fmt = KeyFormat::Short;
+        },
+    );
+    let (c, s) = (c.unwrap(), s.unwrap());
+    assert!(c.remote_neg.is_none() && s.remote_neg.is_none());
+    assert_eq!(s.peer_version.unwrap().text, "6.29");
+    assert_eq!(c.remote_keys.len(), 5);
+}
+
+#[test]
+fn negotiation_312_byte_client_is_accepted_by_server() {
+    let o = PlanOptions { negotiate: true, ..Default::default() };
+    let (c, s) = run_pair(Tool::SendBw, o, |c| c.layout = NegotiateLayout::NoMlx5dv, |_| {});
+    assert!(c.unwrap().remote_neg.is_some());
+    assert!(s.unwrap().remote_neg.is_some());
+}
+
+#[test]
+fn negotiation_mismatch_fails_on_both_sides() {
+    let o = PlanOptions { negotiate: true, ..Default::default() };
+    let (c, s) = run_pair(Tool::WriteBw, o, |c| c.iters = 300, |s| s.iters = 200);
+    let (ce, se) = (c.err().unwrap(), s.err().unwrap());
+    assert_eq!(ce.to_string().split(';').next().unwrap(), "iters mismatch: local=300, remote=200");
+    assert_eq!(
+        se.perftest_lines().unwrap(),
+        " iters mismatch: local=200, remote=300\n Failed to negotiate parameters\n"
+    );
+    assert!(ce.to_string().contains("-n"));
+}
+
+#[test]
+fn gid_format_disagreement_is_reported_immediately() {
+    let start = Instant::now();
+    let (c, s) = run_pair(Tool::WriteBw, PlanOptions::default(), |c| c.fmt = KeyFormat::Short, |_| {});
+    // The server (GID) sees a 59-byte record at once; the client then sees the server close.
+    let se = s.err().expect("server fails");
+    assert!(se.to_string().contains("59-byte key record"), "{se}");
+    assert!(c.is_err());
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn old_version_is_rejected() {
+    let (c, s) = run_pair(Tool::ReadLat, PlanOptions::default(), |_| {}, |s| s.version = "5.60".into());
+    let ce = c.err().unwrap();
+    assert!(matches!(ce, OobError::IncompatibleVersion { .. }), "{ce}");
+    assert!(ce.to_string().contains("5.70"));
+    let _ = s;
+}
+
+/// A raw fake peer: accept, run `script` on the socket.
+fn fake_server(script: impl FnOnce(TcpStream) + Send + 'static) -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    thread::spawn(move || {
+        if let Ok((s, _)) = l.accept() {
+            script(s);
+        }
+    });
+    port
+}
+
+fn client(port: u16, timeout: Duration) -> Channel {
+    Channel::connect("127.0.0.1", &OobConfig { port, timeout, ..Default::default() }).unwrap()
+}
+
+#[test]
+fn peer_closing_mid_message_is_a_clear_error() {
+    let port = fake_server(|mut s| {
+        let mut b = [0u8; 16];
+        let _ = s.read_exact(&mut b);
+        let _ = s.write_all(b"6.0"); // 3 of 16 bytes, then close
+    });
+    let mut ch = client(port, Duration::from_secs(5));
+    let e = ch.exchange_version("6.29").unwrap_err();
+    assert!(matches!(e, OobError::PeerClosed { got: 3, expected: 16, .. }), "{e}");
+    assert!(e.to_string().starts_with("peer closed the connection during the version exchange"));
+}
+
+#[test]
+fn silent_peer_times_out() {
+    let port = fake_server(|s| {
+        thread::sleep(Duration::from_secs(3));
+        drop(s);
+    });
+    let mut ch = client(port, Duration::from_millis(300));
+    let t = Instant::now();
+    let e = ch.exchange_version("6.29").unwrap_err();
+    assert!(matches!(e, OobError::Timeout { .. }), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(!e.to_string().contains('\n'));
+}
+
+#[test]
+fn garbage_peer_is_rejected() {
+    let port = fake_server(|mut s| {
+        let mut b = [0u8; 16];
+        let _ = s.read_exact(&mut b);
+        let _ = s.write_all(b"GET / HTTP/1.1\r\n");
+        thread::sleep(Duration::from_millis(200));
+    });
+    let mut ch = client(port, Duration::from_secs(5));
+    let e = ch.exchange_version("6.29").unwrap_err();
+    assert!(matches!(e, OobError::Malformed { .. }), "{e}");
+}
+
+#[test]
+fn malformed_key_from_peer() {
+    let port = fake_server(|mut s| {
+        let mut b = [0u8; 108];
+        let _ = s.read_exact(&mut b);
+        let mut bad = b;
+        bad[10] = b'z';
+        let _ = s.write_all(&bad);
+        thread::sleep(Duration::from_millis(200));
+    });
+    let mut ch = client(port, Duration::from_secs(5));
+    let e = ch.exchange_key(&TestHooks::my_key(Role::Client, 0), KeyFormat::Gid).unwrap_err();
+    assert!(e.to_string().contains("QPN"), "{e}");
+}
+
+#[test]
+fn connect_refused_after_retries() {
+    // Bind then drop to get a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let cfg = OobConfig { port, connect_retry_for: Duration::from_millis(300), ..Default::default() };
+    let t = Instant::now();
+    let e = Channel::connect("127.0.0.1", &cfg).err().unwrap();
+    assert!(matches!(e, OobError::Connect { .. }), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(3));
+    assert!(e.to_string().contains(&format!("127.0.0.1:{port}")));
+}
+
+#[test]
+fn accept_timeout() {
+    let l =
+        Listener::bind(&OobConfig { port: 0, accept_timeout: Some(Duration::from_millis(200)), ..Default::default() })
+            .unwrap();
+    let e = l.accept().err().unwrap();
+    assert!(matches!(e, OobError::Accept { .. }), "{e}");
+}
+
+#[test]
+fn plans_start_with_the_prelude() {
+    for tool in Tool::ALL {
+        let p = plan(tool, Role::Client, &PlanOptions { negotiate: true, ..Default::default() });
+        assert_eq!(&p[..5], &[Step::Version, Step::PageSize, Step::CacheLine, Step::Mtu, Step::Negotiate]);
+    }
+}

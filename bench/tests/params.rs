@@ -1,0 +1,1269 @@
+//! perftest command-line compatibility: golden help/version, every option of every tool,
+//! defaults, derived values, invalid combinations, 6.06/6.29 spellings, getopt conventions, and a
+//! deterministic fuzz loop.
+
+use bench::params::{
+    parse, AtomicType, Connection, ErrorKind, LinkType, Output, ParamError, Params, ParseOutcome,
+    RateLimitType, ReportFormat, Role, TestKind, TestMethod, TestType, Tool, Verb,
+    PERFTEST_VERSION,
+};
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/help/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+fn run(tool: Tool, a: &[&str]) -> Params {
+    match parse(tool, &args(a)) {
+        Ok(ParseOutcome::Run(p)) => *p,
+        other => panic!("{tool} {a:?}: expected Run, got {other:?}"),
+    }
+}
+
+fn err(tool: Tool, a: &[&str]) -> ParamError {
+    match parse(tool, &args(a)) {
+        Err(e) => e,
+        other => panic!("{tool} {a:?}: expected an error, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// -h / -V
+
+#[test]
+fn help_is_byte_exact_for_all_tools() {
+    for tool in Tool::ALL {
+        let want = fixture(&format!("{}.help.txt", tool.name()));
+        for flag in ["-h", "--help", "--he"] {
+            match parse(tool, &args(&[flag])) {
+                Ok(ParseOutcome::Help(got)) => {
+                    if got != want {
+                        for (i, (g, w)) in got.lines().zip(want.lines()).enumerate() {
+                            assert_eq!(g, w, "{tool} {flag}: first difference at line {}", i + 1);
+                        }
+                        panic!(
+                            "{tool} {flag}: help differs in length ({} vs {})",
+                            got.len(),
+                            want.len()
+                        );
+                    }
+                }
+                other => panic!("{tool} {flag}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn version_is_exact_for_all_tools() {
+    for tool in Tool::ALL {
+        let want = fixture(&format!("{}.version.txt", tool.name()));
+        assert_eq!(want, format!("Version: {PERFTEST_VERSION}\n"));
+        for flag in ["-V", "--version", "--vers"] {
+            assert_eq!(
+                parse(tool, &args(&[flag])),
+                Ok(ParseOutcome::Version(want.clone())),
+                "{tool} {flag}"
+            );
+        }
+    }
+    assert_eq!(bench::params::EXIT_HELP, 1);
+    assert_eq!(bench::params::EXIT_VERSION, 1);
+}
+
+#[test]
+fn help_and_version_win_like_getopt_order() {
+    // -h stops parsing: later bad options are never seen.
+    assert!(matches!(
+        parse(Tool::WriteBw, &args(&["-s", "64", "-h", "--bogus"])),
+        Ok(ParseOutcome::Help(_))
+    ));
+    // a bad option before -h is reported first.
+    assert_eq!(
+        err(Tool::WriteBw, &["--bogus", "-h"]).kind,
+        ErrorKind::Usage
+    );
+    assert_eq!(
+        err(Tool::WriteBw, &["-n", "2", "-h"]).kind,
+        ErrorKind::InvalidValue
+    );
+    // -h inside a cluster
+    assert!(matches!(
+        parse(Tool::WriteBw, &args(&["-ah"])),
+        Ok(ParseOutcome::Help(_))
+    ));
+}
+
+#[test]
+fn usage_uses_given_program_name() {
+    let u = bench::params::usage(Tool::ReadLat, "/usr/bin/ib_read_lat");
+    assert!(u.starts_with("Usage:\n  /usr/bin/ib_read_lat            start a server"));
+    assert!(!bench::params::extensions_help().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every option each tool's help lists
+
+/// (short, long) pairs printed by a help text.
+fn help_options(text: &str) -> Vec<(Option<String>, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix('-') {
+            if let Some(rest2) = rest.strip_prefix('-') {
+                let name: String = rest2
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+                    .collect();
+                out.push((None, name));
+            } else {
+                // "-a, --all ..."
+                let short = rest.chars().next().unwrap().to_string();
+                let after = &rest[1..];
+                let long = after.trim_start_matches(", --");
+                let name: String = long
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+                    .collect();
+                out.push((Some(short), name));
+            }
+        }
+    }
+    out
+}
+
+/// A command line exercising `long` for `tool`, and whether it is expected to run (Ok) or be
+/// refused as unsupported/conflicting by design.
+fn sample(tool: Tool, long: &str) -> (Vec<&'static str>, Option<ErrorKind>) {
+    let bw = tool.kind() == TestKind::Bw;
+    match long {
+        "all" => (vec![], None),
+        "atomic_type" => (vec!["CMP_AND_SWAP"], None),
+        "bidirectional"
+        | "CPU-freq"
+        | "help"
+        | "version"
+        | "noPeak"
+        | "dualport"
+        | "rdma_cm"
+        | "report-cycles"
+        | "report-histogram"
+        | "report-unsorted"
+        | "com_rdma_cm"
+        | "mcg"
+        | "out_json"
+        | "dont_xchg_versions"
+        | "use-srq"
+        | "ipv6"
+        | "mr_per_qp"
+        | "use_old_post_send"
+        | "perform_warm_up"
+        | "report-both"
+        | "report_gbits"
+        | "reversed"
+        | "run_infinitely"
+        | "use_hugepages"
+        | "disable_pcie_relaxed" => (vec![], None),
+        "connection" => (
+            vec!["UC"],
+            if matches!(tool.verb(), Verb::Read | Verb::Atomic) {
+                Some(ErrorKind::Conflict)
+            } else {
+                None
+            },
+        ),
+        "log_dci_streams"
+        | "log_active_dci_streams"
+        | "aes_block_size"
+        | "data_enc_keys_number" => (vec!["1"], Some(ErrorKind::Unsupported)),
+        "aes_xts" | "encrypt_on_tx" | "sig_before" | "odp" => {
+            (vec![], Some(ErrorKind::Unsupported))
+        }
+        "kek_path" | "credentials_path" | "data_enc_key_app_path" => {
+            (vec!["/tmp/x"], Some(ErrorKind::Unsupported))
+        }
+        "ib-dev" => (vec!["rxe0"], None),
+        "duration" => (vec!["10"], None),
+        "events" => (vec![], None),
+        "vector" => (vec!["1", "-e"], None),
+        "margin" => (vec!["1", "-D", "5"], None),
+        "ib-port" => (vec!["1"], None),
+        "inline_size" => (vec!["64"], None),
+        "post_list" => (vec!["4"], None),
+        "recv_post_list" => (vec!["4"], None),
+        "hop_limit" => (vec!["64"], None),
+        "mtu" => (vec!["1024"], None),
+        "MGID" => (vec!["ff0e::1"], None),
+        "iters" => (vec!["2000"], None),
+        "outs" => (vec!["4"], None),
+        "port" => (vec!["18600"], None),
+        "qp" => (vec!["2"], None),
+        "cq-mod" => (vec!["10"], None),
+        "rx-depth" => (vec!["64"], None),
+        "size" => (vec!["4096"], None),
+        "sl" => (vec!["3"], None),
+        "tx-depth" => (vec!["64"], None),
+        "tos" => (vec!["32", "-R"], None),
+        "qp-timeout" => (vec!["18"], None),
+        "limit_bw" | "limit_msgrate" => (vec!["1.5"], None),
+        "report-counters" => (
+            vec!["counters/port_xmit_data,hw_counters/out_of_buffer"],
+            None,
+        ),
+        "gid-index" => (vec!["1"], None),
+        "out_json_file" => (vec!["x.json"], None),
+        "cpu_util" => (vec!["-D", "6"], None),
+        "dlid" => (vec!["5"], None),
+        "force-link" => (vec!["Ethernet"], None),
+        "inline_recv" => (vec!["64"], None),
+        "source_ip" => (vec!["10.0.0.1"], None),
+        "latency_gap" => (vec!["10"], None),
+        "mmap" => (vec!["/tmp/buf"], None),
+        "mmap-offset" => (vec!["4096"], None),
+        "output" => (vec![if bw { "bandwidth" } else { "latency" }], None),
+        "pkey_index" => (vec!["0"], None),
+        "report-per-port" => (vec!["-D", "10", "-O"], None),
+        "retry_count" => (vec!["5"], None),
+        "tclass" => (vec!["96"], None),
+        "wait_destroy" => (vec!["2"], None),
+        "burst_size" => (
+            vec!["8", "--rate_limit_type=SW", "--rate_limit=5"],
+            sw_rate(tool),
+        ),
+        "typical_pkt_size" => (vec!["1024"], Some(ErrorKind::Conflict)),
+        "rate_limit" => (vec!["5", "--rate_limit_type=SW"], sw_rate(tool)),
+        "rate_units" => (
+            vec!["M", "--rate_limit_type=SW", "--rate_limit=100"],
+            sw_rate(tool),
+        ),
+        "rate_limit_type" => (vec!["SW", "--rate_limit=5"], sw_rate(tool)),
+        other => panic!("no sample for --{other}"),
+    }
+}
+
+fn sw_rate(tool: Tool) -> Option<ErrorKind> {
+    if tool.verb() == Verb::Atomic {
+        Some(ErrorKind::Conflict)
+    } else {
+        None
+    }
+}
+
+#[test]
+fn every_option_in_every_help_parses() {
+    for tool in Tool::ALL {
+        let help = fixture(&format!("{}.help.txt", tool.name()));
+        let opts = help_options(&help);
+        assert!(opts.len() > 40, "{tool}: {} options", opts.len());
+        for (short, long) in opts {
+            let (extra, expect) = sample(tool, &long);
+            let mut spellings = vec![format!("--{long}")];
+            if let Some(s) = &short {
+                spellings.push(format!("-{s}"));
+            }
+            for sp in spellings {
+                let mut a = vec![sp.clone()];
+                a.extend(extra.iter().map(|s| s.to_string()));
+                let r = parse(tool, &a);
+                match (&r, expect) {
+                    (Ok(_), None) => {}
+                    (Err(e), Some(k)) if e.kind == k => {}
+                    _ => panic!("{tool} {a:?}: got {r:?}, expected {expect:?}"),
+                }
+                if let Err(e) = &r {
+                    assert_ne!(e.kind, ErrorKind::Usage, "{tool} {a:?}");
+                    assert!(!e.option.is_empty());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn options_a_tool_does_not_list_are_handled_like_perftest() {
+    use ErrorKind::*;
+    let cases: &[(Tool, &[&str], ErrorKind, &str)] = &[
+        (
+            Tool::WriteLat,
+            &["-b"],
+            Conflict,
+            "Bidirectional is only available in BW test",
+        ),
+        (
+            Tool::ReadLat,
+            &["-N"],
+            Conflict,
+            "NoPeak only valid for BW tests",
+        ),
+        (
+            Tool::WriteLat,
+            &["-q", "2"],
+            Conflict,
+            "Multiple QPs only available on bw tests",
+        ),
+        (
+            Tool::WriteBw,
+            &["-e"],
+            Conflict,
+            "Events feature not available on WRITE verb",
+        ),
+        (
+            Tool::WriteLat,
+            &["-X", "1"],
+            Conflict,
+            "Events feature not available on WRITE verb",
+        ),
+        (
+            Tool::ReadBw,
+            &["-I", "64"],
+            Conflict,
+            "Inline feature not available on READ/Atomic verbs",
+        ),
+        (
+            Tool::AtomicLat,
+            &["-I", "64"],
+            Conflict,
+            "Inline feature not available on READ/Atomic verbs",
+        ),
+        (
+            Tool::WriteBw,
+            &["-o", "4"],
+            Conflict,
+            "Setting Outstanding reads only available on READ verb",
+        ),
+        (
+            Tool::ReadBw,
+            &["-r", "64"],
+            Conflict,
+            "On RDMA verbs rx depth can be only 1",
+        ),
+        (
+            Tool::SendBw,
+            &["-A", "CMP_AND_SWAP"],
+            Conflict,
+            "You are not running the atomic_lat/bw test!",
+        ),
+        (
+            Tool::WriteBw,
+            &["-C"],
+            Conflict,
+            "Available only on Latency tests",
+        ),
+        (
+            Tool::WriteBw,
+            &["-H"],
+            Conflict,
+            "Available only on Latency tests",
+        ),
+        (
+            Tool::SendBw,
+            &["-U"],
+            Conflict,
+            "Available only on Latency tests",
+        ),
+        (
+            Tool::WriteBw,
+            &["-g"],
+            Conflict,
+            "MultiCast feature only available on SEND verb",
+        ),
+        (
+            Tool::WriteLat,
+            &["-l", "2"],
+            Conflict,
+            "Post list is supported in BW tests only",
+        ),
+        (
+            Tool::SendLat,
+            &["--recv_post_list", "2"],
+            Conflict,
+            "Receive post list is supported in BW tests only",
+        ),
+        (
+            Tool::WriteLat,
+            &["-O"],
+            Conflict,
+            "Dual-port mode only supports BW tests",
+        ),
+        (
+            Tool::WriteBw,
+            &["--latency_gap", "5"],
+            Conflict,
+            "Latency gap feature is only for latency tests",
+        ),
+        (
+            Tool::WriteLat,
+            &["--run_infinitely"],
+            Conflict,
+            "run_infinitely exists only in BW tests for now",
+        ),
+        (
+            Tool::WriteBw,
+            &["--use-srq"],
+            Conflict,
+            "Using SRQ only available in SEND tests",
+        ),
+        (
+            Tool::AtomicBw,
+            &["-s", "16"],
+            Conflict,
+            "Message size cannot be changed for Atomic tests",
+        ),
+        (
+            Tool::AtomicBw,
+            &["-a"],
+            Conflict,
+            "Message size cannot be changed for Atomic tests",
+        ),
+        (
+            Tool::WriteBw,
+            &["-c", "UD"],
+            Conflict,
+            "UD connection only possible in SEND verb",
+        ),
+        (
+            Tool::ReadBw,
+            &["-c", "UC"],
+            Conflict,
+            "UC connection not possible in READ/ATOMIC verbs",
+        ),
+        (
+            Tool::WriteBw,
+            &["--write_with_imm", "--send_with_imm"],
+            Conflict,
+            "Send_with_imm can only be used",
+        ),
+        (
+            Tool::ReadLat,
+            &["--write_with_imm"],
+            Conflict,
+            "Write_with_imm can only be used",
+        ),
+        (
+            Tool::WriteBw,
+            &["--use_rss"],
+            Unsupported,
+            "RSS isn't supported",
+        ),
+        (Tool::WriteBw, &["--use_cuda=0"], Unsupported, "GPU"),
+        (Tool::WriteBw, &["--use_ooo"], Unsupported, "out-of-order"),
+        (
+            Tool::WriteBw,
+            &["--data_validation"],
+            Unsupported,
+            "data validation",
+        ),
+        (
+            Tool::WriteBw,
+            &["--report-histogramX"],
+            Usage,
+            "Invalid Command or flag",
+        ),
+        (Tool::WriteBw, &["-G"], Usage, "Invalid Command or flag"),
+    ];
+    for (tool, a, kind, msg) in cases {
+        let e = err(*tool, a);
+        assert_eq!(e.kind, *kind, "{tool} {a:?}: {e}");
+        assert!(e.message.contains(msg), "{tool} {a:?}: {e}");
+        assert_eq!(e.exit_code(), 1);
+        let line = e.to_string();
+        assert!(!line.contains('\n') && line.starts_with('-'), "{line}");
+    }
+    assert!(err(Tool::WriteBw, &["--bogus"]).shows_usage());
+}
+
+#[test]
+fn raw_ethernet_options_are_accepted_and_ignored() {
+    let p = run(
+        Tool::WriteBw,
+        &[
+            "-B",
+            "00:11:22:33:44:55",
+            "-E",
+            "00:11:22:33:44:66",
+            "-J",
+            "1.2.3.4",
+            "-j",
+            "1.2.3.5",
+            "-K",
+            "5000",
+            "-k",
+            "5001",
+            "-Z",
+            "-P",
+            "-v",
+            "--tcp",
+            "--ethertype",
+            "0x800",
+            "--vlan_pcp=3",
+            "--raw_mcast",
+        ],
+    );
+    assert_eq!(p, run(Tool::WriteBw, &[]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defaults and derived values
+
+#[test]
+fn defaults_per_tool() {
+    // (tool, iters, size, tx, rx, cq_mod, inline, kind)
+    let table: &[(Tool, u64, u64, u32, u32, u32, Option<u32>, TestKind)] = &[
+        (Tool::WriteBw, 5000, 65536, 128, 1, 1, None, TestKind::Bw),
+        (Tool::ReadBw, 1000, 65536, 128, 1, 1, Some(0), TestKind::Bw),
+        (Tool::SendBw, 1000, 65536, 128, 512, 1, None, TestKind::Bw),
+        (Tool::AtomicBw, 1000, 8, 128, 1, 100, Some(0), TestKind::Bw),
+        (Tool::WriteLat, 1000, 2, 1, 1, 1, None, TestKind::Lat),
+        (Tool::ReadLat, 1000, 2, 1, 1, 1, Some(0), TestKind::Lat),
+        (Tool::SendLat, 1000, 2, 1, 512, 1, None, TestKind::Lat),
+        (Tool::AtomicLat, 1000, 8, 1, 1, 1, Some(0), TestKind::Lat),
+    ];
+    for &(tool, iters, size, tx, rx, cq, inl, kind) in table {
+        let p = run(tool, &[]);
+        assert_eq!(p.iters, iters, "{tool}");
+        assert_eq!(p.size, size, "{tool}");
+        assert_eq!(p.tx_depth, tx, "{tool}");
+        assert_eq!(p.rx_depth, rx, "{tool}");
+        assert_eq!(p.cq_mod, cq, "{tool}");
+        assert_eq!(p.inline_size, inl, "{tool}");
+        assert_eq!(p.kind, kind);
+        assert_eq!(p.verb, tool.verb());
+        assert_eq!(p.port, 18515);
+        assert_eq!(p.ib_port, 1);
+        assert_eq!(p.connection, Connection::Rc);
+        assert_eq!(p.gid_index, None);
+        assert_eq!(p.mtu, None);
+        assert_eq!(p.num_qps, 1);
+        assert_eq!(p.qp_timeout, 14);
+        assert_eq!(p.sl, 0);
+        assert_eq!(p.duration, 5);
+        assert_eq!(p.margin, None);
+        assert_eq!(p.out_reads, None);
+        assert_eq!(p.test_type, TestType::Iterations);
+        assert_eq!(p.test_method, TestMethod::Regular);
+        assert_eq!(p.report_fmt, ReportFormat::Mbs);
+        assert_eq!(p.atomic_type, AtomicType::FetchAndAdd);
+        assert_eq!(p.out_json_file, "perftest_out.json");
+        assert_eq!(p.retry_count, 7);
+        assert_eq!(p.hop_limit, 64);
+        assert_eq!(p.machine, Role::Server);
+        assert!(!p.is_tcp_client());
+        assert!(p.notices.is_empty(), "{tool}: {:?}", p.notices);
+        // server of a uni-directional receive-verb BW test: no peak
+        assert_eq!(p.no_peak, tool == Tool::SendBw, "{tool}");
+        assert_eq!(p.sizes(), vec![size]);
+    }
+}
+
+#[test]
+fn inline_defaults_by_device_class() {
+    assert_eq!(run(Tool::WriteLat, &[]).default_inline(true), 220);
+    assert_eq!(run(Tool::SendLat, &[]).default_inline(true), 236);
+    assert_eq!(run(Tool::SendLat, &["-c", "UD"]).default_inline(true), 188);
+    assert_eq!(run(Tool::ReadLat, &[]).default_inline(true), 0);
+    assert_eq!(run(Tool::WriteBw, &[]).default_inline(true), 0);
+    assert_eq!(run(Tool::WriteLat, &[]).default_inline(false), 0);
+}
+
+#[test]
+fn derived_values() {
+    // tx depth capped by iterations; cq_mod capped by tx depth
+    let p = run(Tool::WriteBw, &["-n", "50", "-s", "64"]);
+    assert_eq!((p.tx_depth, p.cq_mod), (50, 50));
+    // small messages keep the default moderation of 100
+    assert_eq!(run(Tool::WriteBw, &["-s", "8192"]).cq_mod, 100);
+    assert_eq!(run(Tool::WriteBw, &["-s", "8193"]).cq_mod, 1);
+    // -a keeps moderation and sizes buffers for 8 MiB
+    let p = run(Tool::WriteBw, &["-a"]);
+    assert_eq!(
+        (p.cq_mod, p.size, p.test_method),
+        (100, 8_388_608, TestMethod::All)
+    );
+    assert_eq!(p.sizes().len(), 23);
+    assert_eq!(p.sizes()[0], 2);
+    assert_eq!(*p.sizes().last().unwrap(), 1 << 23);
+    // -a wins over -s, as in perftest
+    assert_eq!(run(Tool::WriteBw, &["-a", "-s", "64"]).size, 8_388_608);
+    // events keep moderation
+    assert_eq!(run(Tool::SendBw, &["-e"]).cq_mod, 100);
+    // explicit -Q > 1 with a large message: kept, with perftest's warnings
+    let p = run(Tool::WriteBw, &["-Q", "10"]);
+    assert_eq!(p.cq_mod, 10);
+    assert_eq!(p.notices.len(), 3);
+    assert!(p.notices[1]
+        .text
+        .starts_with("Warning: Large message requested"));
+    // send: rx depth capped by iterations, then odd bumped by one
+    let p = run(Tool::SendBw, &["-n", "101"]);
+    assert_eq!(p.rx_depth, 102);
+    // UD/UC: default rx depth becomes min(iters, 16000)
+    assert_eq!(
+        run(Tool::SendBw, &["-c", "UD", "-n", "20000"]).rx_depth,
+        16000
+    );
+    // (512 is the untouched default, so it becomes min(iters, 16000) = 700)
+    assert_eq!(run(Tool::SendBw, &["-c", "UC", "-n", "700"]).rx_depth, 700);
+    assert_eq!(
+        run(Tool::SendBw, &["-c", "UC", "-n", "700", "-r", "256"]).rx_depth,
+        256
+    );
+    assert_eq!(
+        run(Tool::SendLat, &["-c", "UD", "--use-srq", "-n", "50"]).rx_depth,
+        100
+    );
+    // write verb: rx depth forced to 1; with write_with_imm it stays a receive verb
+    assert_eq!(run(Tool::WriteBw, &["-r", "64"]).rx_depth, 1);
+    let p = run(Tool::WriteBw, &["--write_with_imm"]);
+    assert_eq!(
+        (p.verb, p.rx_depth, p.iters, p.no_peak),
+        (Verb::WriteImm, 512, 5000, true)
+    );
+    assert_eq!(run(Tool::SendLat, &["--send_with_imm"]).verb, Verb::SendImm);
+    // post list: cq_mod := post list with a notice
+    let p = run(Tool::WriteBw, &["-l", "4", "-s", "64"]);
+    assert_eq!((p.post_list, p.cq_mod), (4, 4));
+    assert!(p
+        .notices
+        .iter()
+        .any(|n| n.text.starts_with("Post List requested")));
+    assert_eq!(run(Tool::WriteBw, &["-l", "8", "-Q", "4"]).cq_mod, 4);
+    // duration mode
+    let p = run(Tool::WriteBw, &["-D", "10"]);
+    assert_eq!(
+        (p.test_type, p.iters, p.margin, p.no_peak),
+        (TestType::Duration, 0, Some(2), true)
+    );
+    assert_eq!(run(Tool::WriteBw, &["-D", "10", "-f", "4"]).margin, Some(4));
+    // -n with -D: accepted, iterations become the sample counter
+    assert_eq!(run(Tool::WriteBw, &["-D", "3", "-n", "100"]).iters, 0);
+    // run_infinitely
+    let p = run(Tool::WriteBw, &["--run_infinitely"]);
+    assert_eq!(
+        (p.test_method, p.test_type, p.no_peak, p.margin),
+        (TestMethod::Infinitely, TestType::Duration, true, Some(1))
+    );
+    assert_eq!(p.tx_depth, 128);
+    // many iterations: no peak
+    assert!(run(Tool::WriteBw, &["-n", "20001"]).no_peak);
+    assert!(!run(Tool::WriteBw, &["-n", "20000"]).no_peak);
+    // dual port doubles QPs
+    let p = run(Tool::WriteBw, &["-O", "-q", "3"]);
+    assert_eq!(
+        (p.num_qps, p.ib_port, p.ib_port2, p.dualport),
+        (6, 1, 2, true)
+    );
+    // -R implies -z
+    let p = run(Tool::WriteBw, &["-R"]);
+    assert!(p.use_rdma_cm && p.work_rdma_cm);
+    // multicast: UD, GID index 0
+    let p = run(Tool::SendBw, &["-g"]);
+    assert_eq!((p.connection, p.gid_index), (Connection::Ud, Some(0)));
+    // roles
+    let p = run(Tool::WriteBw, &["host"]);
+    assert_eq!((p.machine, p.is_tcp_client()), (Role::Client, true));
+    let p = run(Tool::WriteBw, &["host", "--reversed"]);
+    assert_eq!((p.machine, p.is_tcp_client()), (Role::Server, true));
+    // send_bw client keeps the peak, server does not, duplex keeps it
+    assert!(!run(Tool::SendBw, &["h"]).no_peak);
+    assert!(!run(Tool::SendBw, &["-b"]).no_peak);
+    // SW rate limiter: burst defaults to tx depth, with perftest's note
+    let p = run(Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"]);
+    assert_eq!((p.rate_limit_type, p.burst_size), (RateLimitType::Sw, 128));
+    assert_eq!(p.notices[0].text, " Setting burst size to tx depth = 128\n");
+    // cpu_util without -D: a note, not an error
+    let p = run(Tool::WriteBw, &["--cpu_util"]);
+    assert!(p.notices.iter().any(|n| n.to_stderr
+        && n.text
+            .contains("CPU Utilization works only with Duration mode")));
+    // fill_count
+    assert!(run(Tool::AtomicBw, &["-n", "150"]).fill_count());
+    assert!(!run(Tool::AtomicBw, &["-n", "200"]).fill_count());
+    // -o 0 means device maximum
+    assert_eq!(run(Tool::ReadBw, &["-o", "0"]).out_reads, None);
+    assert_eq!(run(Tool::ReadBw, &["-o", "8"]).out_reads, Some(8));
+}
+
+#[test]
+fn invalid_combinations() {
+    let cases: &[(Tool, &[&str], &str, &str)] = &[
+        (
+            Tool::SendBw,
+            &["-D", "5", "-e"],
+            "-e/--events",
+            "Duration mode doesn't work with events",
+        ),
+        (
+            Tool::WriteBw,
+            &["-D", "5", "-a"],
+            "-a/--all",
+            "doesn't support running on all sizes",
+        ),
+        (
+            Tool::WriteBw,
+            &["-D", "4", "-f", "2"],
+            "-f/--margin",
+            "DURATION > 2*MARGIN",
+        ),
+        (
+            Tool::WriteBw,
+            &["-f", "3"],
+            "-f/--margin",
+            "DURATION > 2*MARGIN",
+        ),
+        (
+            Tool::WriteBw,
+            &["-T", "5"],
+            "-T/--tos",
+            "TOS only valid for rdma_cm",
+        ),
+        (
+            Tool::WriteBw,
+            &["-L", "32"],
+            "-L/--hop_limit",
+            "Hop limit only valid for RawEth QP",
+        ),
+        (
+            Tool::WriteBw,
+            &["-R", "-c", "UC"],
+            "-R/--rdma_cm",
+            "UC is not supported in librdmacm",
+        ),
+        (
+            Tool::WriteBw,
+            &["-R", "-O"],
+            "-O/--dualport",
+            "Dual Port with rdma_cm",
+        ),
+        (
+            Tool::SendBw,
+            &["-R", "-g"],
+            "-g/--mcg",
+            "Multicast with rdma_cm",
+        ),
+        (
+            Tool::SendBw,
+            &["-g", "-b"],
+            "-b/--bidirectional",
+            "Bidirectional mode not supported in multicast",
+        ),
+        (
+            Tool::SendBw,
+            &["-g", "-q", "2"],
+            "-q/--qp",
+            "Only 1 QP supported in multicast",
+        ),
+        (
+            Tool::SendBw,
+            &["-g", "-O"],
+            "-g/--mcg",
+            "Dual-port mode not supported in multicast",
+        ),
+        (
+            Tool::WriteBw,
+            &["-l", "3", "-n", "100"],
+            "-n/--iters",
+            "multiple of post list size",
+        ),
+        (
+            Tool::WriteBw,
+            &["-l", "4", "-Q", "3", "-n", "100"],
+            "-Q/--cq-mod",
+            "multiple of CQ moderation",
+        ),
+        (
+            Tool::SendBw,
+            &["--recv_post_list", "3", "-n", "100"],
+            "--recv_post_list",
+            "multiple of receive post list size",
+        ),
+        (
+            Tool::SendBw,
+            &["--use-srq", "-q", "8", "-r", "4"],
+            "--use-srq",
+            "greater than number of QPs",
+        ),
+        (
+            Tool::SendBw,
+            &["--run_infinitely", "-e"],
+            "--run_infinitely",
+            "events",
+        ),
+        (
+            Tool::SendBw,
+            &["--run_infinitely", "-b"],
+            "--run_infinitely",
+            "SEND Bidirectional",
+        ),
+        (
+            Tool::WriteBw,
+            &["--run_infinitely", "--rate_limit=2", "--rate_limit_type=SW"],
+            "--rate_limit",
+            "rate limit",
+        ),
+        (
+            Tool::WriteBw,
+            &["--burst_size", "4"],
+            "--burst_size",
+            "rate limiter is off",
+        ),
+        (
+            Tool::AtomicBw,
+            &["--rate_limit=2", "--rate_limit_type=SW"],
+            "SW",
+            "ATOMIC",
+        ),
+        (
+            Tool::WriteBw,
+            &["--rate_limit=2"],
+            "--rate_limit",
+            "HW rate limiter is not supported",
+        ),
+        (
+            Tool::WriteBw,
+            &["--rate_limit_type=PP", "--rate_limit=1"],
+            "PP",
+            "Raw Ethernet",
+        ),
+        (
+            Tool::WriteBw,
+            &["--output=latency"],
+            "--output",
+            "for BW can be",
+        ),
+        (
+            Tool::WriteLat,
+            &["--output=bandwidth"],
+            "--output",
+            "for LAT can be",
+        ),
+        (
+            Tool::WriteBw,
+            &["--report-per-port", "-D", "5"],
+            "--report-per-port",
+            "Dualport",
+        ),
+        (
+            Tool::SendBw,
+            &["-X", "2"],
+            "-X/--vector",
+            "Events (-e) must be enabled",
+        ),
+        (Tool::WriteBw, &["a", "b"], "<host>", "only one server name"),
+        (
+            Tool::WriteBw,
+            &["--loopback", "host"],
+            "--loopback",
+            "takes no server name",
+        ),
+        (
+            Tool::WriteBw,
+            &["-c", "XRC"],
+            "-c/--connection",
+            "XRC is not supported by rperftest",
+        ),
+        (
+            Tool::SendBw,
+            &["-c", "DC"],
+            "-c/--connection",
+            "DC is not supported",
+        ),
+        (
+            Tool::SendBw,
+            &["-c", "SRD"],
+            "-c/--connection",
+            "SRD is not supported",
+        ),
+        (
+            Tool::SendBw,
+            &["-c", "XYZ"],
+            "-c",
+            "Invalid Connection type",
+        ),
+        (Tool::AtomicBw, &["-A", "SWAP"], "-A", "Invalid Atomic type"),
+        (Tool::WriteBw, &["--odp"], "--odp", "On Demand Paging"),
+        (
+            Tool::WriteBw,
+            &["--force-link", "RoCE"],
+            "--force-link",
+            "IB or Ethernet",
+        ),
+    ];
+    for (tool, a, opt, msg) in cases {
+        let e = err(*tool, a);
+        assert!(
+            e.option.contains(opt),
+            "{tool} {a:?}: option {:?} lacks {opt}",
+            e.option
+        );
+        assert!(e.message.contains(msg), "{tool} {a:?}: {e}");
+        assert!(matches!(
+            e.kind,
+            ErrorKind::Conflict
+                | ErrorKind::Unsupported
+                | ErrorKind::InvalidValue
+                | ErrorKind::Usage
+        ));
+    }
+}
+
+#[test]
+fn value_ranges_and_number_syntax() {
+    // strtol base 0: hex, octal, sign, leading blanks
+    assert_eq!(run(Tool::WriteBw, &["-s", "0x100"]).size, 256);
+    assert_eq!(run(Tool::WriteBw, &["-s", "010"]).size, 8);
+    assert_eq!(run(Tool::WriteBw, &["-n", " +40"]).iters, 40);
+    assert_eq!(run(Tool::WriteBw, &["-s", "4K"]).size, 4096);
+    assert_eq!(run(Tool::WriteBw, &["-s", "2M"]).size, 2 << 20);
+    assert_eq!(run(Tool::WriteBw, &["-s", "2147483647"]).size, 2147483647);
+    assert_eq!(run(Tool::WriteBw, &["-n", "4294967296"]).iters, 4294967296);
+    assert_eq!(run(Tool::WriteBw, &["-x", "64"]).gid_index, Some(64));
+    assert_eq!(run(Tool::WriteBw, &["-m", "4096"]).mtu, Some(4096));
+    assert_eq!(run(Tool::WriteLat, &["-I", "1024"]).inline_size, Some(1024));
+    assert_eq!(run(Tool::WriteBw, &["-w", "10.5"]).limit_bw, Some(10.5));
+    assert_eq!(
+        run(Tool::WriteBw, &["--flow_label", "1,2,0x10"]).flow_labels,
+        vec![1, 2, 16]
+    );
+    assert_eq!(
+        run(Tool::WriteBw, &["--force-link", "IB"]).force_link,
+        Some(LinkType::Ib)
+    );
+    assert_eq!(
+        run(Tool::WriteBw, &["--output", "message_rate"]).output,
+        Output::MessageRate
+    );
+    let bad: &[(&[&str], &str)] = &[
+        (
+            &["-s", "0"],
+            "Message Size should be between 1 and 2147483647",
+        ),
+        (
+            &["-s", "2048M"],
+            "Message Size should be between 1 and 2147483647",
+        ),
+        (&["-s", "12x"], "should be an integer"),
+        (&["-s", "1KM"], "should be an integer"),
+        (&["-s", ""], "should be an integer"),
+        (
+            &["-n", "4"],
+            "Iteration num should be between 5 and 4294967296",
+        ),
+        (
+            &["-n", "12abc"],
+            "Iteration num argument '12abc' should be an integer",
+        ),
+        (&["-n", "0x"], "should be an integer"),
+        (&["-n", "99999999999999999999999"], "should be between"),
+        (&["-t", "15001"], "Tx depth should be between 1 and 15000"),
+        (&["-S", "16"], "Service Level should be between 0 and 15"),
+        (&["-x", "65"], "Gid index should be between 0 and 64"),
+        (&["-i", "0"], "IB Port should be between 1 and 255"),
+        (&["-p", "70000"], "Port should be between 1 and 65535"),
+        (&["-Q", "0"], "CQ moderation should be between 1 and 1024"),
+        (&["-q", "16385"], "num of Qps should be between 1 and 16384"),
+        (&["-I", "1025"], "Max inline should be between 0 and 1024"),
+        (&["-D", "0"], "Duration period should be between 1"),
+        (&["-f", "-1"], "Margin should be between 0"),
+        (&["-u", "256"], "QP Timeout should be between 0 and 255"),
+        (&["-w", "-1"], "Invalid Minimum BW Limit"),
+        (&["-w", "fast"], "should be a number"),
+        (&["--output", "verbose"], "Invalid verbosity level"),
+        (&["--rate_units", "k"], "Invalid rate limit units"),
+        (
+            &["--cqe_poll", "0"],
+            "CQE Poll should be between 1 and 65535",
+        ),
+        (&["--pin_cores", "3-1"], "Invalid CPU list"),
+    ];
+    for (a, msg) in bad {
+        let e = err(Tool::WriteBw, a);
+        assert_eq!(e.kind, ErrorKind::InvalidValue, "{a:?}: {e}");
+        assert!(e.message.contains(msg), "{a:?}: {e}");
+        assert_eq!(e.option, a[0], "{a:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spellings and getopt conventions
+
+#[test]
+fn both_606_and_629_spellings() {
+    let pairs: &[(Tool, &[&str], &[&str])] = &[
+        (Tool::WriteBw, &["--com_rdma_cm"], &["--comm_rdma_cm"]),
+        (
+            Tool::WriteBw,
+            &["--source_ip", "10.0.0.2"],
+            &["--bind_source_ip", "10.0.0.2"],
+        ),
+        (
+            Tool::WriteLat,
+            &["--report-histogram"],
+            &["--report-histogrm"],
+        ),
+        (Tool::WriteLat, &["-z"], &["--comm_rdma_cm"]),
+    ];
+    for (tool, a, b) in pairs {
+        assert_eq!(run(*tool, a), run(*tool, b), "{a:?} vs {b:?}");
+    }
+    assert!(run(Tool::WriteBw, &["--com_rdma_cm"]).use_rdma_cm);
+    assert_eq!(
+        run(Tool::WriteBw, &["--bind_source_ip=1.2.3.4"])
+            .source_ip
+            .as_deref(),
+        Some("1.2.3.4")
+    );
+    assert!(run(Tool::WriteLat, &["--report-histogr"]).histogram); // prefix of both spellings
+                                                                   // the same option under both spellings is a duplicate
+    assert_eq!(
+        err(Tool::WriteBw, &["-z", "--comm_rdma_cm"]).kind,
+        ErrorKind::Duplicate
+    );
+    assert_eq!(
+        err(Tool::WriteBw, &["--source_ip=a", "--bind_source_ip=b"]).kind,
+        ErrorKind::Duplicate
+    );
+    // 6.29-only options
+    let p = run(
+        Tool::SendBw,
+        &[
+            "--ipv6-addr",
+            "--use-null-mr",
+            "--payload_file_path=/tmp/p",
+            "--cqe_poll=32",
+            "--disable_dynamic_polling",
+            "--no_lock",
+            "--no_enhanced_reorder",
+            "--pin_cores=0,2-3",
+            "--connectionless",
+            "--numa_node=1",
+            "--disable_numa",
+        ],
+    );
+    assert!(
+        p.ipv6_addr
+            && p.use_null_mr
+            && p.disable_dynamic_polling
+            && p.no_lock
+            && p.no_enhanced_reorder
+    );
+    assert_eq!(p.cqe_poll, Some(32));
+    assert_eq!(p.pin_cores.as_deref(), Some("0,2-3"));
+    assert!(run(Tool::WriteBw, &["--loopback"]).loopback);
+}
+
+#[test]
+fn getopt_conventions() {
+    let base = run(Tool::WriteBw, &["-s", "1024"]);
+    for a in [
+        &["-s1024"][..],
+        &["--size=1024"],
+        &["--size", "1024"],
+        &["--siz=1024"],
+        &["--siz", "1024"],
+    ] {
+        assert_eq!(run(Tool::WriteBw, a), base, "{a:?}");
+    }
+    // clustering, with an argument taking the rest of the cluster
+    let p = run(Tool::WriteBw, &["-bNFs64"]);
+    assert!(p.duplex && p.no_peak && p.cpu_freq_f);
+    assert_eq!(p.size, 64);
+    let p = run(Tool::WriteBw, &["-bs", "64"]);
+    assert_eq!(p.size, 64);
+    // an option argument may start with '-'
+    assert_eq!(
+        run(Tool::WriteBw, &["-d", "-weird-dev"]).ib_dev.as_deref(),
+        Some("-weird-dev")
+    );
+    // permutation: host before options; `--` ends options; '-' is a positional
+    let p = run(Tool::WriteBw, &["10.0.0.1", "-s", "64", "-n", "100"]);
+    assert_eq!(
+        (p.server_name.as_deref(), p.size, p.iters),
+        (Some("10.0.0.1"), 64, 100)
+    );
+    assert_eq!(
+        run(Tool::WriteBw, &["--", "-host"]).server_name.as_deref(),
+        Some("-host")
+    );
+    assert_eq!(run(Tool::WriteBw, &["-"]).server_name.as_deref(), Some("-"));
+    // errors
+    let e = err(Tool::WriteBw, &["-s"]);
+    assert_eq!((e.kind, e.option.as_str()), (ErrorKind::Usage, "-s"));
+    assert!(e.message.contains("requires an argument"));
+    let e = err(Tool::WriteBw, &["--all=1"]);
+    assert_eq!((e.kind, e.option.as_str()), (ErrorKind::Usage, "--all"));
+    // `--si` is ambiguous in perftest too (--size, --sig_before)
+    assert_eq!(err(Tool::WriteBw, &["--si=1024"]).kind, ErrorKind::Usage);
+    let e = err(Tool::WriteBw, &["--re"]);
+    assert_eq!(e.kind, ErrorKind::Usage);
+    assert!(e.message.contains("ambiguous"), "{e}");
+    assert_eq!(run(Tool::WriteBw, &["--"]), run(Tool::WriteBw, &[]));
+    assert_eq!(err(Tool::WriteBw, &["--=x"]).kind, ErrorKind::Usage);
+    let e = err(Tool::WriteBw, &["-s", "64", "--size=128"]);
+    assert_eq!(e.kind, ErrorKind::Duplicate);
+    assert!(e.message.contains("Duplicated argument: -s"));
+    assert_eq!(err(Tool::WriteBw, &["-F", "-F"]).kind, ErrorKind::Duplicate);
+    assert_eq!(
+        err(Tool::WriteBw, &["--out_json", "--out_json"]).kind,
+        ErrorKind::Duplicate
+    );
+}
+
+#[test]
+fn tool_names() {
+    for t in Tool::ALL {
+        assert_eq!(Tool::from_name(t.name()), Some(t));
+        assert_eq!(Tool::from_name(&format!("/usr/bin/{}", t.name())), Some(t));
+        assert_eq!(t.to_string(), t.name());
+    }
+    assert_eq!(Tool::from_name("ib_write"), None);
+    assert_eq!(Tool::from_name("raw_ethernet_bw"), None);
+    assert_eq!(Tool::WriteBw.kind(), TestKind::Bw);
+    assert_eq!(Tool::AtomicLat.kind(), TestKind::Lat);
+    assert_eq!(Tool::AtomicLat.verb(), Verb::Atomic);
+    assert_eq!(Verb::WriteImm.wire_value(), 3);
+    assert_eq!(Connection::Ud.wire_value(), 2);
+    assert_eq!(bench::params::mtu_enum(4096), Some(5));
+    assert_eq!(bench::params::mtu_enum(1500), None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Robustness
+
+#[test]
+fn garbage_never_panics() {
+    let vocab = [
+        "-a",
+        "-b",
+        "-c",
+        "UD",
+        "RC",
+        "UC",
+        "XRC",
+        "-D",
+        "-e",
+        "-f",
+        "-g",
+        "-h",
+        "-H",
+        "-I",
+        "-l",
+        "-L",
+        "-m",
+        "-n",
+        "-N",
+        "-o",
+        "-O",
+        "-p",
+        "-q",
+        "-Q",
+        "-r",
+        "-R",
+        "-s",
+        "-S",
+        "-t",
+        "-T",
+        "-u",
+        "-U",
+        "-V",
+        "-w",
+        "-x",
+        "-X",
+        "-y",
+        "-z",
+        "-A",
+        "-C",
+        "-W",
+        "-M",
+        "--size",
+        "--size=",
+        "--iters=",
+        "--run_infinitely",
+        "--rate_limit=",
+        "--rate_limit_type=SW",
+        "--burst_size",
+        "--use-srq",
+        "--report-per-port",
+        "--output",
+        "latency",
+        "bandwidth",
+        "--post_list",
+        "--recv_post_list",
+        "--write_with_imm",
+        "--send_with_imm",
+        "--loopback",
+        "--cpu_util",
+        "--",
+        "-",
+        "0",
+        "1",
+        "2",
+        "3",
+        "5",
+        "7",
+        "8",
+        "100",
+        "0x",
+        "0x10",
+        "010",
+        "-1",
+        "4294967297",
+        "1K",
+        "1M",
+        "99999999999999999999",
+        "host",
+        "é",
+        "--é",
+        "-é",
+        "-sé",
+        "\u{0}",
+        "--=",
+        "---",
+        "-bNaF",
+    ];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut ok = 0;
+    for _ in 0..20_000 {
+        let n = (next() % 7) as usize;
+        let mut a = Vec::with_capacity(n);
+        for _ in 0..n {
+            let r = next();
+            if r % 5 == 0 {
+                let len = (r >> 8) % 6;
+                let s: String = (0..len)
+                    .map(|i| char::from(((r >> (16 + i * 7)) % 94 + 33) as u8))
+                    .collect();
+                a.push(s);
+            } else {
+                a.push(vocab[(r >> 3) as usize % vocab.len()].to_string());
+            }
+        }
+        let tool = Tool::ALL[(next() % 8) as usize];
+        match parse(tool, &a) {
+            Ok(ParseOutcome::Run(p)) => {
+                ok += 1;
+                assert!(
+                    p.tx_depth >= 1 && p.cq_mod >= 1 && p.num_qps >= 1,
+                    "{tool} {a:?}"
+                );
+                assert!(p.cq_mod <= p.tx_depth, "{tool} {a:?}");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let line = e.to_string();
+                assert!(!line.contains('\n'), "{line}");
+                assert!(!e.option.is_empty());
+            }
+        }
+    }
+    assert!(ok > 100, "only {ok} successful parses");
+}
