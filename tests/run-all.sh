@@ -1,0 +1,34 @@
+#!/bin/bash
+# The project's whole test run (this is what .ci/run executes):
+#   1. unit tests:            cargo test --workspace --exclude vmtest
+#   2. static release binary: tests/vm/build-static.sh
+#   3. real-kernel VM suite:  cargo test -p vmtest --test vm
+#      (Debian kernel + rdma_rxe under qemu; modes full and bare)
+# Needs: a Rust toolchain, qemu-system-x86 (apt), apt-get with current lists
+# (for the image's .debs).  Respects CARGO_TARGET_DIR and RXE_VM_CACHE.
+# Set RPERFTEST_SKIP_VM=1 to report the VM tests as ignored (no qemu needed).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+T0=$(date +%s)
+TIMES=()
+step() { echo; echo "=== run-all [$(( $(date +%s) - T0 ))s] $*"; }
+mark() { TIMES+=("$1 $(( $(date +%s) - $2 ))s"); }
+
+step "1/3 unit tests: cargo test --workspace --exclude vmtest"
+t=$(date +%s)
+cargo test --workspace --exclude vmtest
+mark "unit-tests" "$t"
+
+step "2/3 static release binary: tests/vm/build-static.sh"
+t=$(date +%s)
+BIN=$(tests/vm/build-static.sh)
+echo "rperftest: $BIN"
+mark "static-build" "$t"
+
+step "3/3 VM suite: cargo test -p vmtest --test vm"
+t=$(date +%s)
+RPERFTEST_BIN=$BIN cargo test -p vmtest --test vm
+mark "vm-suite" "$t"
+
+step "all passed; timings: ${TIMES[*]}; total $(( $(date +%s) - T0 ))s"

@@ -1,0 +1,398 @@
+#!/bin/bash
+# Build the rxe test-bed image: Debian 12's stock kernel with Soft-RoCE
+# (rdma_rxe) plus a small userspace, from Debian .debs only (apt-get download +
+# dpkg-deb -x; nothing is installed on the host).
+#
+# Two modes share one kernel and one base initramfs:
+#   bare  initramfs-base.cpio: kernel modules, busybox, bash, iproute2 ip/rdma,
+#         strace, glibc + libgcc_s.  NO rdma-core library, provider, tool or
+#         perftest (checked here and again by a guest case).
+#   full  initramfs-base.cpio + initramfs-rdma.cpio (an overlay: libibverbs1,
+#         ibverbs-providers, librdmacm1, ibverbs-utils, rdmacm-utils, perftest
+#         and their library closure, ld.so.cache, mode file).  The kernel
+#         unpacks concatenated newc archives in order; run-in-vm.sh joins them.
+#
+# Outputs (in $RXE_VM_OUT, default $RXE_VM_CACHE/image):
+#   vmlinuz (bzImage)  vmlinux (same kernel, uncompressed ELF for PVH boot)
+#   initramfs-base.cpio  initramfs-rdma.cpio   (uncompressed newc, each padded
+#   to a multiple of 4 bytes)  manifest-bare.txt  manifest-full.txt
+#   kernel-version  busybox (host-side cpio tool for run-in-vm.sh)
+# The output dir is printed on stdout (the last line); progress goes to stderr.
+#
+# Env:
+#   RXE_VM_CACHE   cache dir   (default ${XDG_CACHE_HOME:-$HOME/.cache}/rxe-vm)
+#   RXE_VM_OUT     output dir  (default $RXE_VM_CACHE/image)
+#   RXE_VM_KERNEL_PKG  e.g. linux-image-6.1.0-57-amd64 (default: what
+#                  linux-image-amd64 depends on, per apt-cache)
+#   RXE_VM_FORCE=1 rebuild even if the stamp matches
+#   RXE_VM_OFFLINE=1 never call apt-get download; use whatever is cached
+#
+# Host requirements: bash, coreutils, apt-get/apt-cache (lists already
+# updated), dpkg-deb, sha256sum, ldconfig (libc-bin).  busybox, cpio and
+# depmod come from the downloaded busybox-static; xz from the downloaded
+# xz-utils (run through the downloaded ld.so).  Root is not needed.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CACHE=${RXE_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rxe-vm}
+OUT=${RXE_VM_OUT:-$CACHE/image}
+DEBS=$CACHE/debs
+STAGE=$CACHE/staging
+TREE_BASE=$CACHE/tree-base
+TREE_FULL=$CACHE/tree-full
+mkdir -p "$CACHE" "$OUT" "$DEBS"
+T_START=$(date +%s.%N)
+say() { echo "[build-image] $*" >&2; }
+die() { echo "[build-image] ERROR: $*" >&2; exit 1; }
+
+for t in apt-get apt-cache dpkg-deb sha256sum ldconfig awk od cmp flock; do
+    command -v $t >/dev/null || die "missing host tool: $t"
+done
+# one builder at a time per cache (run-in-vm.sh takes this lock shared while
+# it reads the image)
+exec 9>"$CACHE/.lock"
+flock 9
+
+# ---------------------------------------------------------------- packages
+if [ -n "${RXE_VM_KERNEL_PKG:-}" ]; then
+    KPKG=$RXE_VM_KERNEL_PKG
+elif [ "${RXE_VM_OFFLINE:-0}" = 1 ] && [ -f "$CACHE/kernel-pkg" ]; then
+    KPKG=$(cat "$CACHE/kernel-pkg")
+else
+    KPKG=$(apt-cache depends linux-image-amd64 2>/dev/null \
+           | awk '/Depends: linux-image-[0-9]/ && !k {k=$2} END {print k}')
+    [ -n "$KPKG" ] || die "cannot resolve linux-image-amd64 -> linux-image-X (run apt-get update first)"
+fi
+echo "$KPKG" >"$CACHE/kernel-pkg"
+
+# Library packages are listed explicitly; the ELF closure check below fails
+# the build if anything resolves outside the staging tree.
+BASE_PKGS=(
+  "$KPKG"
+  busybox-static bash libtinfo6
+  libc6 libgcc-s1
+  iproute2 libbpf1 libelf1 libmnl0 libbsd0 libmd0 libcap2 zlib1g
+  strace libunwind8 liblzma5
+  xz-utils
+)
+# (xz-utils is only used on the host, via the staged loader, to extract an
+#  uncompressed vmlinux from the xz bzImage; it is not put into the image)
+RDMA_PKGS=(
+  libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils rdmacm-utils perftest
+  libnl-3-200 libnl-route-3-200 libpci3 libudev1 libibumad3
+)
+PKGS=("${BASE_PKGS[@]}" "${RDMA_PKGS[@]}")
+
+EMPTY=$(mktemp -d); trap 'rm -rf "$EMPTY"' EXIT
+DEBFILES=()
+if [ "${RXE_VM_OFFLINE:-0}" = 1 ]; then
+    for p in "${PKGS[@]}"; do
+        f=$(cd "$DEBS" && ls -t "${p}_"*.deb 2>/dev/null | head -1)
+        [ -n "$f" ] || die "offline and $p not cached in $DEBS"
+        DEBFILES+=("$f")
+    done
+else
+    # One apt call for all packages (each apt invocation costs ~0.8 s).  Run it
+    # in an empty dir: apt prints nothing for a .deb already present in cwd.
+    # Output lines: 'URI' filename size SHA256:hash
+    URIS=$(cd "$EMPTY" && apt-get download --print-uris "${PKGS[@]}") \
+        || die "apt-get download --print-uris failed (run apt-get update first?)"
+    MISSING=()
+    while read -r uri fn size hash; do
+        DEBFILES+=("$fn")
+        if [ ! -f "$DEBS/$fn" ] || [ "$(stat -c %s "$DEBS/$fn")" != "$size" ]; then
+            MISSING+=("$fn")
+        fi
+    done <<<"$URIS"
+    [ "${#DEBFILES[@]}" = "${#PKGS[@]}" ] || die "expected ${#PKGS[@]} .debs, apt listed ${#DEBFILES[@]}"
+    if [ "${#MISSING[@]}" -gt 0 ]; then
+        say "downloading ${#MISSING[@]} .debs: ${MISSING[*]}"
+        # package names are the part before the first '_'
+        (cd "$DEBS" && apt-get download "${MISSING[@]%%_*}" >/dev/null 2>"$EMPTY/apt.err") \
+            || { cat "$EMPTY/apt.err" >&2; die "apt-get download failed"; }
+        for fn in "${MISSING[@]}"; do [ -f "$DEBS/$fn" ] || die "missing $DEBS/$fn after download"; done
+    fi
+fi
+
+# canonical order (apt --print-uris does not keep the command-line order)
+mapfile -t DEBFILES < <(printf '%s\n' "${DEBFILES[@]}" | LC_ALL=C sort)
+
+# --------------------------------------------------------------- stamp check
+INPUT_HASH=$( {
+    printf '%s\n' "${DEBFILES[@]}"
+    cat "$0" "$HERE/guest/init" "$HERE/guest/selftest.sh"
+} | sha256sum | cut -c1-16)
+if [ "${RXE_VM_FORCE:-0}" != 1 ] && [ -f "$OUT/.stamp" ] \
+   && [ "$(cat "$OUT/.stamp")" = "$INPUT_HASH" ] \
+   && [ -f "$OUT/initramfs-base.cpio" ] && [ -f "$OUT/initramfs-rdma.cpio" ] \
+   && [ -f "$OUT/vmlinuz" ] && [ -x "$OUT/busybox" ]; then
+    say "up to date ($OUT, stamp $INPUT_HASH, $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$T_START}")s)"
+    echo "$OUT"
+    exit 0
+fi
+
+# ------------------------------------------------------------------- unpack
+DEB_HASH=$(printf '%s\n' "${DEBFILES[@]}" | sha256sum | cut -c1-16)
+if [ ! -f "$STAGE/.stamp" ] || [ "$(cat "$STAGE/.stamp")" != "$DEB_HASH" ]; then
+    say "unpacking ${#DEBFILES[@]} .debs into $STAGE"
+    rm -rf "$STAGE"; mkdir -p "$STAGE"
+    for f in "${DEBFILES[@]}"; do dpkg-deb -x "$DEBS/$f" "$STAGE"; done
+    echo "$DEB_HASH" >"$STAGE/.stamp"
+fi
+BB=$STAGE/bin/busybox
+[ -x "$BB" ] || die "busybox not found in staging"
+KVER=$(ls "$STAGE/lib/modules" | head -1)
+[ -n "$KVER" ] || die "no kernel modules in staging"
+VMLINUZ=$STAGE/boot/vmlinuz-$KVER
+[ -f "$VMLINUZ" ] || die "no $VMLINUZ"
+
+LDSO=$STAGE/lib64/ld-linux-x86-64.so.2
+LP=$STAGE/lib/x86_64-linux-gnu:$STAGE/usr/lib/x86_64-linux-gnu:$STAGE/usr/lib/x86_64-linux-gnu/libibverbs
+
+# Uncompressed vmlinux (ELF with a PVH entry note): qemu boots it directly,
+# skipping the bzImage self-decompression, which costs ~3-4 s under TCG.
+# Payload offset = (setup_sects+1)*512 + payload_offset; the payload ends with
+# a 4-byte size trailer that xz must not see.  busybox unxz lacks the x86 BCJ
+# filter the kernel uses, so use the staged xz-utils.
+VMLINUX=$STAGE/vmlinux-$KVER
+if [ ! -s "$VMLINUX" ]; then
+    ss=$(od -An -tu1 -j $((0x1f1)) -N1 "$VMLINUZ" | tr -d ' ')
+    po=$(od -An -tu4 -j $((0x248)) -N4 "$VMLINUZ" | tr -d ' ')
+    pl=$(od -An -tu4 -j $((0x24c)) -N4 "$VMLINUZ" | tr -d ' ')
+    off=$(( (ss + 1) * 512 + po ))
+    say "extracting vmlinux (xz payload at $off, $pl bytes)"
+    if dd if="$VMLINUZ" iflag=skip_bytes,count_bytes skip=$off count=$((pl - 4)) bs=1M status=none \
+         | "$LDSO" --library-path "$LP" "$STAGE/usr/bin/xz" -dc >"$VMLINUX.tmp" 2>/dev/null \
+       && [ "$(head -c 4 "$VMLINUX.tmp" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then
+        mv "$VMLINUX.tmp" "$VMLINUX"
+    else
+        say "WARNING: vmlinux extraction failed; run-in-vm.sh will boot the bzImage (slower)"
+        rm -f "$VMLINUX.tmp"
+    fi
+fi
+
+# depmod (the .deb ships no modules.dep; busybox depmod generates one)
+MODDIR=$STAGE/lib/modules/$KVER
+if [ ! -f "$MODDIR/modules.dep" ]; then
+    say "busybox depmod $KVER"
+    "$BB" depmod -b "$STAGE" "$KVER"
+fi
+
+# ------------------------------------------------------- module load order
+# crc32_generic: rdma_rxe calls crypto_alloc_shash("crc32") for the ICRC; it
+# is CONFIG_CRYPTO_CRC32=m and NOT in rdma_rxe's modules.dep, so without it
+# `rdma link add` fails with ENOENT ("failed to init crc32 algorithm err:-2").
+WANT_MODS=(
+  virtio_pci virtio_net dummy veth crc32_generic
+  configfs ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm rdma_rxe
+  9p 9pnet_virtio
+)
+declare -A MODPATH MODDEPS SEEN
+while IFS= read -r line; do   # pure bash: ~4000 lines, no subshells
+    path=${line%%:*}; deps=${line#*:}
+    name=${path##*/}; name=${name%.ko}; name=${name//-/_}
+    MODPATH[$name]=$path
+    MODDEPS[$name]=$deps
+done <"$MODDIR/modules.dep"
+ORDER=()
+visit() {  # post-order DFS => dependencies first
+    local n=$1 d dn
+    [ -n "${SEEN[$n]:-}" ] && return
+    SEEN[$n]=1
+    [ -n "${MODPATH[$n]:-}" ] || die "module $n not found (builtin? check modules.builtin)"
+    for d in ${MODDEPS[$n]}; do
+        dn=${d##*/}; dn=${dn%.ko}; dn=${dn//-/_}
+        visit "$dn"
+    done
+    ORDER+=("${MODPATH[$n]}")
+}
+for m in "${WANT_MODS[@]}"; do
+    if grep -q "/$m.ko\$" "$MODDIR/modules.builtin" 2>/dev/null; then continue; fi
+    visit "$m"
+done
+
+# --------------------------------------------------------- binaries per mode
+# real binaries (they shadow busybox applets of the same name)
+BASE_BINS=( bin/bash bin/ip usr/bin/rdma usr/bin/strace )
+RDMA_BINS=(
+  usr/bin/ibv_devices usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong
+  usr/bin/ibv_uc_pingpong usr/bin/ibv_ud_pingpong usr/bin/ibv_srq_pingpong
+  usr/bin/ibv_xsrq_pingpong usr/bin/ibv_asyncwatch
+  usr/bin/rping usr/bin/ucmatose usr/bin/udaddy usr/bin/mckey
+  usr/bin/rdma_server usr/bin/rdma_client usr/bin/rdma_xserver usr/bin/rdma_xclient
+  usr/bin/riostream usr/bin/rstream usr/bin/cmtime
+)
+for b in "$STAGE"/usr/bin/ib_*_{bw,lat}; do RDMA_BINS+=("${b#$STAGE/}"); done
+# libibverbs provider for rxe (dlopen()ed, so not visible to ld.so --list)
+RDMA_DLOPEN=( usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so )
+# libgcc_s: not linked by the tools but needed by glibc-dynamic Rust binaries;
+# libm/libdl/libpthread/librt/...: cheap, commonly needed by user binaries
+BASE_EXTRA_LIBS=( libgcc_s.so.1 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1
+                  libresolv.so.2 libnss_files.so.2 libnss_dns.so.2 )
+
+# copy_closure TREE FILE...: copy FILEs (staging-relative) and the shared
+# libraries they need (resolved by the *staged* loader) into TREE
+copy_closure() {
+    local tree=$1 f out lib rel; shift
+    declare -A libs=()
+    for f in "$@"; do
+        [ -f "$STAGE/$f" ] || die "missing $f in staging"
+        rm -f "$tree/$f"; mkdir -p "$tree/$(dirname "$f")"
+        cp -L "$STAGE/$f" "$tree/$f"
+        out=$("$LDSO" --library-path "$LP" --list "$STAGE/$f") || die "ld.so --list $f failed"
+        if echo "$out" | grep -q 'not found'; then die "unresolved libs for $f: $(echo "$out" | grep 'not found')"; fi
+        while read -r lib; do
+            case "$lib" in "$STAGE"/*) libs[$lib]=1 ;; *) die "$f: $lib resolved outside staging (add its package)";; esac
+        done < <(echo "$out" | awk '/=>/ {print $3} !/=>/ && $1 ~ /^\// {print $1}')
+    done
+    for lib in "${!libs[@]}"; do
+        rel=${lib#$STAGE/}
+        [ -e "$tree/$rel" ] && continue
+        mkdir -p "$tree/$(dirname "$rel")"
+        cp -L "$lib" "$tree/$rel"
+    done
+}
+
+# ------------------------------------------------------------ base tree
+say "assembling base (bare) tree"
+rm -rf "$TREE_BASE"; mkdir -p "$TREE_BASE"
+cd "$TREE_BASE"
+mkdir -p bin sbin usr/bin usr/sbin lib/x86_64-linux-gnu usr/lib/x86_64-linux-gnu \
+         lib64 etc/rxe-vm usr/share/rxe-vm proc sys dev tmp run \
+         root mnt/host rxe-vm "lib/modules/$KVER"
+declare -A REAL
+for f in "${BASE_BINS[@]}" "${RDMA_BINS[@]}"; do REAL[$(basename "$f")]=1; done
+# busybox + applet links, except where a real binary of that name exists (in
+# either mode: the rdma overlay must only add files, never replace a link)
+cp "$BB" bin/busybox
+while read -r a; do
+    [ "$a" = bin/busybox ] && continue
+    [ -n "${REAL[${a##*/}]:-}" ] && continue
+    [ -e "$a" ] || [ -L "$a" ] || ln -s /bin/busybox "$a"
+done < <("$BB" --list-full)
+copy_closure "$TREE_BASE" "${BASE_BINS[@]}"
+for l in "${BASE_EXTRA_LIBS[@]}"; do
+    cp -L "$STAGE/lib/x86_64-linux-gnu/$l" lib/x86_64-linux-gnu/
+done
+# the ELF interpreter path is /lib64/ld-linux-x86-64.so.2: keep Debian's layout
+cp -L "$STAGE/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" lib/x86_64-linux-gnu/
+ln -sf /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 lib64/ld-linux-x86-64.so.2
+printf '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n' >etc/ld.so.conf
+
+# kernel modules
+: >etc/rxe-vm/modules.load
+declare -A MODARGS=( [dummy]="numdummies=0" )   # no stray dummy0
+for m in "${ORDER[@]}"; do
+    mkdir -p "lib/modules/$KVER/$(dirname "$m")"
+    cp "$MODDIR/$m" "lib/modules/$KVER/$m"
+    n=${m##*/}; n=${n%.ko}
+    echo "$m ${MODARGS[$n]:-}" >>etc/rxe-vm/modules.load
+done
+cp "$MODDIR"/modules.{order,builtin} "lib/modules/$KVER/"
+"$BB" depmod -b "$TREE_BASE" "$KVER"   # small tree: lets `modprobe` work in the guest too
+
+# minimal /etc
+echo 'root:x:0:0:root:/root:/bin/sh' >etc/passwd
+echo 'root:x:0:' >etc/group
+printf 'hosts: files dns\n' >etc/nsswitch.conf
+cat >etc/profile <<'EOF'
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export PS1='rxe-vm:\w# '
+EOF
+cp "$HERE/guest/init" init; chmod 755 init
+cp "$HERE/guest/selftest.sh" usr/share/rxe-vm/selftest.sh
+echo bare >etc/rxe-vm/mode
+
+# ------------------------------------------------------------ full tree
+say "assembling full tree (base + rdma-core + perftest)"
+rm -rf "$TREE_FULL"
+cp -a "$TREE_BASE" "$TREE_FULL"
+cd "$TREE_FULL"
+mkdir -p etc/libibverbs.d
+copy_closure "$TREE_FULL" "${RDMA_BINS[@]}" "${RDMA_DLOPEN[@]}"
+# libibverbs finds providers through /etc/libibverbs.d/*.driver ("driver rxe")
+# and dlopen()s librxe-rdmav34.so from its compiled-in provider dir.
+cp "$STAGE/etc/libibverbs.d/rxe.driver" etc/libibverbs.d/
+echo full >etc/rxe-vm/mode
+
+ldconfig -r "$TREE_BASE" || die "ldconfig -r (base) failed"
+ldconfig -r "$TREE_FULL" || die "ldconfig -r (full) failed"
+
+# ------------------------------------------------- bare must have no rdma-core
+cd "$TREE_BASE"
+leak=$(find . \( -name 'libibverbs*' -o -name 'librdmacm*' -o -name 'librxe*' -o -name '*rdmav*' \
+                 -o -name 'libmlx*' -o -name 'libefa*' -o -name 'ib_*_bw' -o -name 'ib_*_lat' \
+                 -o -name 'ibv_*' -o -name 'libibverbs.d' \) -print)
+[ -z "$leak" ] || die "bare tree contains rdma-core/perftest files: $leak"
+if grep -qaE 'libibverbs|librdmacm' etc/ld.so.cache; then die "bare ld.so.cache names rdma-core libraries"; fi
+
+# ------------------------------------------------------------ manifests
+manifest() {  # mode tree pkgs...
+    local mode=$1 tree=$2 f p; shift 2
+    declare -A want=()
+    for p in "$@"; do want[$p]=1; done
+    echo "mode=$mode"
+    echo "kernel_version=$KVER"
+    echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "stamp=$INPUT_HASH"
+    echo "[packages]"
+    for f in "${DEBFILES[@]}"; do
+        p=$(dpkg-deb -f "$DEBS/$f" Package)
+        [ -n "${want[$p]:-}" ] || continue
+        [ "$p" = xz-utils ] && continue
+        printf '%s %s\n' "$p" "$(dpkg-deb -f "$DEBS/$f" Version)"
+    done
+    echo "[modules.load]"
+    cat "$tree/etc/rxe-vm/modules.load"
+    echo "[libraries]"
+    (cd "$tree" && find lib usr/lib -name '*.so*' \( -type f -o -type l \) | LC_ALL=C sort)
+}
+manifest bare "$TREE_BASE" "${BASE_PKGS[@]}" >"$OUT/manifest-bare.txt.new"
+manifest full "$TREE_FULL" "${PKGS[@]}" >"$OUT/manifest-full.txt.new"
+cp "$OUT/manifest-bare.txt.new" "$TREE_BASE/etc/rxe-vm/manifest.txt"
+cp "$OUT/manifest-full.txt.new" "$TREE_FULL/etc/rxe-vm/manifest.txt"
+
+# ------------------------------------------------------- overlay file list
+# Everything in the full tree that the base tree lacks or has with other
+# contents.  Replacing a symlink is not allowed: the kernel's initramfs
+# unpacker cannot overwrite an existing symlink with another one.
+cd "$TREE_FULL"
+OVERLAY=()
+while IFS= read -r p; do
+    b=$TREE_BASE/$p
+    if [ ! -e "$b" ] && [ ! -L "$b" ]; then OVERLAY+=("$p"); continue; fi
+    if [ -L "$p" ]; then
+        [ -L "$b" ] && [ "$(readlink "$p")" = "$(readlink "$b")" ] || die "overlay would replace $p (symlink)"
+        continue
+    fi
+    [ -d "$p" ] && continue
+    if [ -L "$b" ] || ! cmp -s "$p" "$b"; then OVERLAY+=("$p"); fi
+done < <(find . -mindepth 1 | LC_ALL=C sort)
+say "rdma overlay: ${#OVERLAY[@]} entries"
+
+# ------------------------------------------------------------------ pack
+# Uncompressed on purpose: gunzip inside a TCG guest costs more than reading
+# ~20 MB more from the host page cache.  Each archive is padded to a multiple
+# of 4 bytes, so they can be concatenated (the kernel only accepts a newc
+# member at a 4-byte aligned offset; NUL padding between members is skipped).
+pad4() { local n; n=$(stat -c %s "$1"); head -c $(( (4 - n % 4) % 4 )) /dev/zero >>"$1"; }
+say "packing cpio archives"
+(cd "$TREE_BASE" && find . -mindepth 1 | LC_ALL=C sort | "$BB" cpio -o -H newc -R 0:0 2>/dev/null) \
+    >"$OUT/initramfs-base.cpio.new"
+pad4 "$OUT/initramfs-base.cpio.new"
+(cd "$TREE_FULL" && printf '%s\n' "${OVERLAY[@]}" | "$BB" cpio -o -H newc -R 0:0 2>/dev/null) \
+    >"$OUT/initramfs-rdma.cpio.new"
+pad4 "$OUT/initramfs-rdma.cpio.new"
+cp "$VMLINUZ" "$OUT/vmlinuz.new"
+rm -f "$OUT/initramfs.cpio" "$OUT/manifest.txt"
+if [ -s "$VMLINUX" ]; then cp "$VMLINUX" "$OUT/vmlinux.new" && mv "$OUT/vmlinux.new" "$OUT/vmlinux"; else rm -f "$OUT/vmlinux"; fi
+cp "$BB" "$OUT/busybox"   # run-in-vm.sh uses it for cpio (host may lack cpio)
+mv "$OUT/vmlinuz.new" "$OUT/vmlinuz"
+mv "$OUT/initramfs-base.cpio.new" "$OUT/initramfs-base.cpio"
+mv "$OUT/initramfs-rdma.cpio.new" "$OUT/initramfs-rdma.cpio"
+mv "$OUT/manifest-bare.txt.new" "$OUT/manifest-bare.txt"
+mv "$OUT/manifest-full.txt.new" "$OUT/manifest-full.txt"
+echo "$KVER" >"$OUT/kernel-version"
+echo "$INPUT_HASH" >"$OUT/.stamp"
+say "done: $OUT (base $(du -h "$OUT/initramfs-base.cpio" | cut -f1), rdma overlay $(du -h "$OUT/initramfs-rdma.cpio" | cut -f1), kernel $KVER) in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$T_START}")s"
+echo "$OUT"

@@ -1,0 +1,176 @@
+# Helpers for VM cases.  Source it first:   . "$VMTEST_LIB"
+# (bash; runs in the guest, cwd = $VMTEST_TMP, a fresh dir per case)
+#
+#   log MSG...              timestamped message
+#   fail MSG...             print "FAIL: MSG" and exit 1
+#   skip MSG...             print the reason and exit 77 (reported as skipped)
+#   run CMD...              run CMD, show its output, keep it in $LAST_OUT
+#                           (a file) and its status in $LAST_RC; never fails
+#   expect_rc N CMD...      run CMD (as `run`), fail unless it exits N
+#   expect_contains S [F]   fail unless fixed string S is in file F
+#                           (default: the output of the last run/expect_rc)
+#   expect_not_contains S [F]
+#   with_timeout SECS CMD...  run CMD, kill it after SECS; returns its
+#                           status, or 124 if it was killed
+#   start_server [-p PORT] [-c] [-t SECS] CMD...
+#                           start CMD in the background (output in
+#                           $SERVER_LOG, pid in $SERVER_PID) and wait until
+#                           it listens on TCP PORT (default 18515, perftest's
+#                           OOB port) or, with -c, until an rdma_cm listener
+#                           exists; fails if it exits first or SECS (30) pass
+#   wait_server [SECS]      wait for the last server to exit (default 60 s,
+#                           then kill it); status in $SERVER_RC; shows its log
+#   elf_interp FILE         print FILE's ELF interpreter (empty if static)
+#   require_cmd NAME...     skip the case unless every NAME is on PATH
+# Background processes started through start_server/with_timeout are killed
+# when the case exits; the runner also kills the case's process group.
+set -u
+VMTEST_TMP=${VMTEST_TMP:-$PWD}
+LAST_OUT=$VMTEST_TMP/last.out
+LAST_RC=0
+LAST_CMD=""
+SERVER_PID=""
+SERVER_LOG=""
+SERVER_RC=""
+_VMTEST_BG=()
+_vmtest_n=0
+
+_uptime() { local u r; read -r u r </proc/uptime; echo "$u"; }
+log() { echo "[$(_uptime)] $*"; }
+fail() { echo "FAIL: $*"; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+
+_vmtest_cleanup() {
+    local p
+    for p in "${_VMTEST_BG[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${_VMTEST_BG[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    return 0
+}
+trap _vmtest_cleanup EXIT
+
+run() {
+    LAST_CMD="$*"
+    echo "\$ $*"
+    "$@" >"$LAST_OUT" 2>&1
+    LAST_RC=$?
+    cat "$LAST_OUT"
+    echo "(rc=$LAST_RC)"
+    return 0
+}
+
+expect_rc() {
+    local want=$1; shift
+    run "$@"
+    [ "$LAST_RC" = "$want" ] || fail "expected rc=$want, got rc=$LAST_RC from: $*"
+}
+
+expect_contains() {
+    grep -qF -- "$1" "${2:-$LAST_OUT}" || fail "expected '$1' in ${2:-output of: $LAST_CMD}"
+}
+
+expect_not_contains() {
+    ! grep -qF -- "$1" "${2:-$LAST_OUT}" || fail "did not expect '$1' in ${2:-output of: $LAST_CMD}"
+}
+
+with_timeout() {
+    local secs=$1 p w rc flag; shift
+    _vmtest_n=$((_vmtest_n + 1))
+    flag=$VMTEST_TMP/.timeout.$_vmtest_n
+    "$@" &
+    p=$!
+    _VMTEST_BG+=("$p")
+    ( sleep "$secs"; : >"$flag"; kill -TERM "$p" 2>/dev/null; sleep 3; kill -KILL "$p" 2>/dev/null ) &
+    w=$!
+    wait "$p"; rc=$?
+    kill "$w" 2>/dev/null; wait "$w" 2>/dev/null
+    if [ -e "$flag" ]; then echo "with_timeout: killed after ${secs}s: $*"; return 124; fi
+    return "$rc"
+}
+
+# _listening PORT: a TCP socket in LISTEN state (0A) on PORT, v4 or v6
+_listening() {
+    local hex sl local rem st rest
+    printf -v hex ':%04X' "$1"
+    for f in /proc/net/tcp /proc/net/tcp6; do
+        [ -r "$f" ] || continue
+        while read -r sl local rem st rest; do
+            [ "$st" = 0A ] && [ "${local: -5}" = "$hex" ] && return 0
+        done <"$f"
+    done
+    return 1
+}
+
+start_server() {
+    local port=18515 cm=0 secs=30 i=0 n
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            -p) port=$2; shift 2 ;;
+            -c) cm=1; shift ;;
+            -t) secs=$2; shift 2 ;;
+            --) shift; break ;;
+            *) break ;;
+        esac
+    done
+    _vmtest_n=$((_vmtest_n + 1))
+    SERVER_LOG=$VMTEST_TMP/server.$_vmtest_n.log
+    echo "\$ $* &   (server, log $SERVER_LOG)"
+    "$@" >"$SERVER_LOG" 2>&1 &
+    SERVER_PID=$!
+    _VMTEST_BG+=("$SERVER_PID")
+    n=$((secs * 10))
+    while [ $i -lt $n ]; do
+        if [ $cm = 1 ]; then
+            rdma resource show cm_id 2>/dev/null | grep -q LISTEN && return 0
+        else
+            _listening "$port" && return 0
+        fi
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            wait "$SERVER_PID"; SERVER_RC=$?
+            sed 's/^/server| /' "$SERVER_LOG"
+            fail "server exited (rc=$SERVER_RC) before listening: $*"
+        fi
+        sleep 0.1; i=$((i + 1))
+    done
+    sed 's/^/server| /' "$SERVER_LOG"
+    fail "server not listening after ${secs}s: $*"
+}
+
+wait_server() {
+    local secs=${1:-60} i=0
+    [ -n "$SERVER_PID" ] || fail "wait_server: no server started"
+    while kill -0 "$SERVER_PID" 2>/dev/null && [ $i -lt $((secs * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null; sleep 1; kill -KILL "$SERVER_PID" 2>/dev/null
+        echo "wait_server: server still running after ${secs}s, killed"
+    fi
+    wait "$SERVER_PID"; SERVER_RC=$?
+    echo "--- server output (rc=$SERVER_RC):"
+    sed 's/^/server| /' "$SERVER_LOG"
+    return 0
+}
+
+# elf_interp FILE: print the PT_INTERP path ("" for a static executable)
+elf_interp() {
+    local f=$1 magic phoff phentsize phnum i type off size
+    magic=$(od -An -tx1 -N4 "$f" | tr -d ' \n')
+    [ "$magic" = 7f454c46 ] || { echo "elf_interp: $f is not ELF" >&2; return 1; }
+    phoff=$(od -An -tu8 -j32 -N8 "$f" | tr -d ' ')
+    phentsize=$(od -An -tu2 -j54 -N2 "$f" | tr -d ' ')
+    phnum=$(od -An -tu2 -j56 -N2 "$f" | tr -d ' ')
+    for ((i = 0; i < phnum; i++)); do
+        type=$(od -An -tu4 -j$((phoff + i * phentsize)) -N4 "$f" | tr -d ' ')
+        if [ "$type" = 3 ]; then
+            off=$(od -An -tu8 -j$((phoff + i * phentsize + 8)) -N8 "$f" | tr -d ' ')
+            size=$(od -An -tu8 -j$((phoff + i * phentsize + 32)) -N8 "$f" | tr -d ' ')
+            dd if="$f" bs=1 skip="$off" count=$((size - 1)) 2>/dev/null
+            echo
+            return 0
+        fi
+    done
+    return 0
+}
+
+require_cmd() {
+    local c
+    for c in "$@"; do command -v "$c" >/dev/null 2>&1 || skip "$c not available in this image"; done
+}
