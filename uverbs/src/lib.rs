@@ -12,7 +12,15 @@
 //! `unsafe` is allowed only in the modules that touch the kernel or mapped memory.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod cmd;
+pub mod attr;
+pub mod devinfo;
+pub mod discovery;
 pub mod error;
+pub mod ioctl;
+pub mod objects;
+pub mod sys;
+pub mod device;
 pub mod provider;
 pub mod wr;
 
