@@ -16,6 +16,7 @@ use uverbs::devinfo::{format_devinfo, format_devinfo_list, format_ibv_devices, P
 use uverbs::discovery::{self, gid, sysfs, DeviceInfo, SysfsRoot};
 #[cfg(test)]
 use uverbs::Error;
+use uverbs::queries::DeviceQueries;
 use uverbs::Result;
 
 /// Where `devinfo` gets a device's attributes.
@@ -81,6 +82,71 @@ impl DevinfoSource for SysfsSource {
 
     fn partial(&self) -> bool {
         true
+    }
+}
+
+/// Attributes from the device itself (GET_CONTEXT, QUERY_DEVICE_EX, QUERY_PORT, and the GID
+/// table from QUERY_GID_TABLE with sysfs as the fallback). A device that cannot be opened (no
+/// provider in this build, no permission) falls back to sysfs with a note on stderr.
+pub struct LiveSource {
+    sysfs: SysfsSource,
+    opened: std::collections::HashMap<String, std::result::Result<std::sync::Arc<dyn DeviceQueries>, String>>,
+    partial: bool,
+}
+
+impl LiveSource {
+    pub fn new(root: SysfsRoot) -> Self {
+        LiveSource { sysfs: SysfsSource::new(root), opened: Default::default(), partial: false }
+    }
+
+    fn ctx(&mut self, dev: &DeviceInfo) -> Option<std::sync::Arc<dyn DeviceQueries>> {
+        let entry = self
+            .opened
+            .entry(dev.ibdev.clone())
+            .or_insert_with(|| providers::open_queries(&dev.desc()).map_err(|e| e.to_string()));
+        match entry {
+            Ok(q) => Some(q.clone()),
+            Err(e) => {
+                if !self.partial {
+                    eprintln!("rperftest devinfo: {e}; showing what sysfs has");
+                }
+                self.partial = true;
+                None
+            }
+        }
+    }
+}
+
+impl DevinfoSource for LiveSource {
+    fn device_attr(&mut self, dev: &DeviceInfo) -> Result<DeviceAttr> {
+        match self.ctx(dev) {
+            Some(q) => q.device_attr(),
+            None => self.sysfs.device_attr(dev),
+        }
+    }
+
+    fn port_attr(&mut self, dev: &DeviceInfo, port: u32) -> Result<PortAttr> {
+        let Ok(p) = u8::try_from(port) else {
+            return Err(uverbs::Error::msg("query port", format!("port {port} out of range")));
+        };
+        match self.ctx(dev) {
+            Some(q) => q.port_attr(p),
+            None => self.sysfs.port_attr(dev, port),
+        }
+    }
+
+    fn gids(&mut self, dev: &DeviceInfo, port: u32, attr: &PortAttr) -> Result<Vec<GidEntry>> {
+        if let Some(q) = self.ctx(dev) {
+            if let Ok(v) = q.gid_table(port, attr.gid_tbl_len) {
+                return Ok(v);
+            }
+        }
+        // Kernels before 5.10 have no QUERY_GID_TABLE: sysfs has the same table.
+        self.sysfs.gids(dev, port, attr)
+    }
+
+    fn partial(&self) -> bool {
+        self.partial
     }
 }
 
@@ -350,7 +416,7 @@ fn one_device(
 /// `rperftest devinfo [options]` (`args`: the arguments after the subcommand). Returns the exit
 /// code.
 pub fn run_devinfo(args: &[String]) -> i32 {
-    let mut source = SysfsSource::new(SysfsRoot::system());
+    let mut source = LiveSource::new(SysfsRoot::system());
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     devinfo_main(

@@ -3,6 +3,61 @@
 //! Each provider splits into pure encode/decode (WQE bytes out, CQE bytes in: no I/O, no unsafe,
 //! fuzzable), queue state (indices, wraparound, doorbell records), and the glue implementing
 //! [`uverbs::provider::Provider`].
+//!
+//! [`open`] picks the provider by the device's driver id, once, at the top: code below it is
+//! generic over `P: Provider` (see [`ContextUser`]), so no call on the data path is dynamic.
 
+pub mod fuzzing;
 pub mod mlx5;
 pub mod rxe;
+
+use std::sync::Arc;
+
+use uverbs::objects::Context;
+use uverbs::provider::{DeviceDesc, Provider};
+use uverbs::queries::DeviceQueries;
+use uverbs::Error;
+
+/// Driver ids (`enum rdma_driver_id`) this build has a provider for.
+pub const SUPPORTED: &[(u32, &str)] = &[(rxe::RDMA_DRIVER_RXE, "rxe"), (1, "mlx5")];
+
+/// Code that runs on an opened context of whatever provider the device needs.
+pub trait ContextUser {
+    type Output;
+    fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Self::Output;
+}
+
+/// The provider's name for a driver id, if this build has one.
+pub fn provider_name(driver_id: u32) -> Option<&'static str> {
+    SUPPORTED.iter().find(|(id, _)| *id == driver_id).map(|(_, n)| *n)
+}
+
+fn unsupported(dev: &DeviceDesc) -> Error {
+    let names: Vec<&str> = SUPPORTED.iter().map(|(_, n)| *n).collect();
+    Error::msg(
+        format!("open {}", dev.ibdev),
+        format!("no userspace provider for driver id {} in this build", dev.driver_id),
+    )
+    .with_hint(format!("supported drivers: {}", names.join(", ")))
+}
+
+/// Open `dev` with its provider and hand the context to `user`.
+pub fn open<U: ContextUser>(dev: &DeviceDesc, user: U) -> Result<U::Output, Error> {
+    match dev.driver_id {
+        rxe::RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open(dev)?)),
+        1 => Ok(user.run(Context::<mlx5::Mlx5>::open(dev)?)),
+        _ => Err(unsupported(dev)),
+    }
+}
+
+/// Open `dev` for attribute queries only (devinfo, GID selection).
+pub fn open_queries(dev: &DeviceDesc) -> Result<Arc<dyn DeviceQueries>, Error> {
+    struct Q;
+    impl ContextUser for Q {
+        type Output = Arc<dyn DeviceQueries>;
+        fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Self::Output {
+            ctx
+        }
+    }
+    open(dev, Q)
+}

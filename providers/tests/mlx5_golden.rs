@@ -9,6 +9,8 @@
 #[path = "mlx5_common.rs"]
 mod common;
 
+// SAFETY (every `unsafe` post in this file): the SGEs point into buffers the test
+// owns and keeps alive while the rings are in use.
 use std::sync::Mutex;
 
 use common::*;
@@ -236,8 +238,8 @@ fn post_send_record(rig: &mut Rig, rec: &Value) {
             wr
         })
         .collect();
-    rig.ctx
-        .post_send(&mut rig.qp, &wrs)
+    unsafe { rig.ctx
+        .post_send(&mut rig.qp, &wrs) }
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(
         rig.qp.sq_cur_post() as u64,
@@ -321,8 +323,8 @@ fn post_recvs(rig: &mut Rig, upto: usize, recv_recs: &[Value]) {
                 )
             }
         };
-        rig.ctx
-            .post_recv(&mut rig.qp, &[RecvWr { wr_id, sgl: &sgl }])
+        unsafe { rig.ctx
+            .post_recv(&mut rig.qp, &[RecvWr { wr_id, sgl: &sgl }]) }
             .unwrap();
         if let Some(r) = rec {
             let slot = num(&r["slot"]) as usize;

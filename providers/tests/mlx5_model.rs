@@ -12,6 +12,8 @@
 #[path = "mlx5_common.rs"]
 mod common;
 
+// SAFETY (every `unsafe` post in this file): the SGEs point into the model's
+// registered buffers, which live for the whole test.
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -510,14 +512,14 @@ fn model_end_to_end_both_directions_with_wraparound() {
             ];
             let needs_recv = matches!(kind, 1 | 2 | 3 | 4 | 8);
             if needs_recv {
-                p.ctx
+                unsafe { p.ctx
                     .post_recv(
                         &mut p.qp[d],
                         &[RecvWr {
                             wr_id: 0x9000 + iter,
                             sgl: &recv_sg,
                         }],
-                    )
+                    ) }
                     .unwrap();
             }
             let remote = uverbs::wr::RemoteAddr {
@@ -562,7 +564,7 @@ fn model_end_to_end_both_directions_with_wraparound() {
                 rkey: RKEY,
             };
             let list: Vec<SendWr> = if iter % 3 == 0 { vec![pre, w] } else { vec![w] };
-            p.ctx.post_send(&mut p.qp[s], &list).unwrap();
+            unsafe { p.ctx.post_send(&mut p.qp[s], &list) }.unwrap();
             seen_ops.insert(kind);
 
             let wcs = poll_all(&mut p, s, 1);
@@ -657,7 +659,7 @@ fn model_end_to_end_both_directions_with_wraparound() {
                 rkey: RKEY,
             };
             w.flags = SendFlags::SIGNALED;
-            p.ctx.post_send(&mut p.qp[0], &[w]).unwrap();
+            unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             poll_all(&mut p, 0, 1);
         }
         let payload: Vec<u8> = (0..60u8).map(|x| x ^ 0x5a).collect();
@@ -666,14 +668,14 @@ fn model_end_to_end_both_directions_with_wraparound() {
             length: 100,
             lkey: 2,
         }];
-        p.ctx
+        unsafe { p.ctx
             .post_recv(
                 &mut p.qp[1],
                 &[RecvWr {
                     wr_id: 4242,
                     sgl: &recv_sg,
                 }],
-            )
+            ) }
             .unwrap();
         let sg = [Sge {
             addr: payload.as_ptr() as u64,
@@ -682,7 +684,7 @@ fn model_end_to_end_both_directions_with_wraparound() {
         }];
         let mut w = SendWr::new(4243, WrOpcode::Send, &sg);
         w.flags = SendFlags::SIGNALED | SendFlags::INLINE;
-        p.ctx.post_send(&mut p.qp[0], &[w]).unwrap();
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         assert_eq!(poll_all(&mut p, 0, 1)[0].wr_id, 4243);
         let r = poll_all(&mut p, 1, 1)[0];
         assert_eq!((r.wr_id, r.byte_len), (4242, 60));
@@ -725,7 +727,7 @@ fn model_error_completion_and_flow_control() {
         addr: buf.as_ptr() as u64 + 32,
         rkey: 0xbad,
     };
-    p.ctx.post_send(&mut p.qp[0], &[w]).unwrap();
+    unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
     let wc = poll_all(&mut p, 0, 1)[0];
     assert_eq!(
         (wc.wr_id, wc.status, wc.vendor_err),
@@ -739,7 +741,7 @@ fn model_error_completion_and_flow_control() {
         rkey: RKEY,
     };
     let list = vec![w; max + 1];
-    let e = p.ctx.post_send(&mut p.qp[0], &list).unwrap_err();
+    let e = unsafe { p.ctx.post_send(&mut p.qp[0], &list) }.unwrap_err();
     assert_eq!(
         e.index, max,
         "max_post WQEs outstanding, the next one is refused"
@@ -749,6 +751,6 @@ fn model_error_completion_and_flow_control() {
     s.wr_id = 2;
     s.flags = SendFlags::SIGNALED;
     // The queue is full now; signal through a fresh QP state: poll nothing, then reset.
-    assert!(p.ctx.post_send(&mut p.qp[0], &[s]).is_err());
+    assert!(unsafe { p.ctx.post_send(&mut p.qp[0], &[s]) }.is_err());
     assert_eq!(poll_all(&mut p, 0, 0).len(), 0);
 }

@@ -3,6 +3,8 @@
 //! finish_* mmaps them exactly as it would map rxe's cookies, and every doorbell or
 //! REQ_NOTIFY_CQ write() lands at the memfd's file position, where the test reads it back.
 
+// SAFETY (every `unsafe` post in this file): the SGEs point into buffers the test
+// owns and keeps alive while the rings are in use.
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
@@ -165,10 +167,10 @@ fn provider_end_to_end_over_a_memfd() {
     };
 
     // Before RTS: refused, nothing written, no syscall.
-    assert!(rxe.post_send(&mut qp, &[wr]).is_err());
+    assert!(unsafe { rxe.post_send(&mut qp, &[wr]) }.is_err());
     assert_eq!(written(&fd), 0);
     rxe.qp_state_changed(&mut qp, QpState::Init);
-    rxe.post_recv(&mut qp, &[RecvWr { wr_id: 5, sgl: &sg }])
+    unsafe { rxe.post_recv(&mut qp, &[RecvWr { wr_id: 5, sgl: &sg }]) }
         .unwrap();
     assert_eq!(krq.load_u32(QB_PRODUCER_INDEX), 1);
     assert_eq!(written(&fd), 0, "receives need no syscall");
@@ -180,7 +182,7 @@ fn provider_end_to_end_over_a_memfd() {
     w2.wr_id = 43;
     let mut w3 = wr;
     w3.wr_id = 44;
-    rxe.post_send(&mut qp, &[wr, w2, w3]).unwrap();
+    unsafe { rxe.post_send(&mut qp, &[wr, w2, w3]) }.unwrap();
     assert_eq!(written(&fd), 32);
     let db = pread(&fd, 0, 32);
     assert_eq!(&db[0..8], &[28, 0, 0, 0, 8, 0, 1, 0]);
@@ -218,7 +220,7 @@ fn provider_end_to_end_over_a_memfd() {
     assert_eq!(rxe.poll_cq(&mut cq, &mut wcs).unwrap(), 0);
 
     // An empty post is a no-op: no doorbell.
-    rxe.post_send(&mut qp, &[]).unwrap();
+    unsafe { rxe.post_send(&mut qp, &[]) }.unwrap();
     assert_eq!(written(&fd), 32);
 
     // Arm: REQ_NOTIFY_CQ {23, 4, 0} {cq_handle 1, solicited_only 1}.
@@ -252,7 +254,7 @@ fn provider_end_to_end_over_a_memfd() {
         )
         .unwrap();
     assert_eq!(srq.srq_num(), 0x33);
-    rxe.post_srq_recv(&mut srq, &[RecvWr { wr_id: 9, sgl: &sg }])
+    unsafe { rxe.post_srq_recv(&mut srq, &[RecvWr { wr_id: 9, sgl: &sg }]) }
         .unwrap();
     assert_eq!(ksrq.load_u32(QB_PRODUCER_INDEX), 1);
 
@@ -266,8 +268,8 @@ fn provider_end_to_end_over_a_memfd() {
     let _k2 = kernel_ring(&fd, SQ_OFF + 4 * 4096, 8, 8);
     let mut sqp = rxe.finish_qp(prep, &sattr, &created, &resp).unwrap();
     assert_eq!(sqp.recv_capacity(), 0);
-    assert!(rxe
-        .post_recv(&mut sqp, &[RecvWr { wr_id: 1, sgl: &sg }])
+    assert!(unsafe { rxe
+        .post_recv(&mut sqp, &[RecvWr { wr_id: 1, sgl: &sg }]) }
         .is_err());
 
     // AH: 8-byte response {ah_num, reserved}.

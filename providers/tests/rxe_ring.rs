@@ -594,7 +594,9 @@ fn ud_atomic_and_inline_reach_the_ring() {
     }];
     let mut iw = SendWr::new(3, WrOpcode::Send, &isg);
     iw.flags = SendFlags::INLINE | SendFlags::SIGNALED;
-    qp.post_send_with(&[iw], &providers::rxe::mem::UserMemory, |_| Ok(()))
+    // SAFETY: `payload` is a live local array of 16 bytes.
+    let user = unsafe { providers::rxe::mem::UserMemory::new() };
+    qp.post_send_with(&[iw], &user, |_| Ok(()))
         .unwrap();
     let mut w = [0u8; 256];
     rd(&k.sq, k.sq.slot_offset(0), &mut w);
@@ -609,7 +611,7 @@ fn ud_atomic_and_inline_reach_the_ring() {
     }];
     iw.sgl = &bsg;
     assert!(qp
-        .post_send_with(&[iw], &providers::rxe::mem::UserMemory, |_| Ok(()))
+        .post_send_with(&[iw], &user, |_| Ok(()))
         .is_err());
 }
 

@@ -22,6 +22,8 @@ pub mod objects;
 pub mod sys;
 pub mod device;
 pub mod provider;
+pub mod queries;
 pub mod wr;
+pub mod fuzzing;
 
 pub use error::{Error, Result};

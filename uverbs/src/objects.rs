@@ -688,12 +688,18 @@ impl<P: Provider> Srq<P> {
         Ok(Srq { inner: Arc::new(SrqInner { pd: pd.clone(), created, state: UnsafeCell::new(ManuallyDrop::new(state)) }) })
     }
 
+    /// Post receives to the SRQ.
+    ///
+    /// # Safety
+    /// The contract of [`Provider::post_srq_recv`]: each SGE's memory stays valid for writes, in
+    /// a live MR under its lkey, until the receive completes.
     #[inline]
-    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> std::result::Result<(), PostError> {
+    pub unsafe fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> std::result::Result<(), PostError> {
         let inner = &*self.inner;
         // SAFETY: unique owner, exclusive by `&mut self` (see `SrqInner`).
         let state = unsafe { &mut **inner.state.get() };
-        inner.pd.ctx.provider.post_srq_recv(state, wrs)
+        // SAFETY: the caller upholds post_srq_recv's buffer contract (this fn's own contract).
+        unsafe { inner.pd.ctx.provider.post_srq_recv(state, wrs) }
     }
     pub fn handle(&self) -> u32 {
         self.inner.created.handle
@@ -1193,14 +1199,25 @@ impl<P: Provider> Qp<P> {
         Ok((attr, caps))
     }
 
+    /// Post send work requests.
+    ///
+    /// # Safety
+    /// The contract of [`Provider::post_send`]: each SGE's memory is valid for reads (and for
+    /// writes with READ/atomics), in a live MR under its lkey, until the request completes.
     #[inline]
-    pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> std::result::Result<(), PostError> {
-        self.ctx.provider.post_send(&mut self.state, wrs)
+    pub unsafe fn post_send(&mut self, wrs: &[SendWr<'_>]) -> std::result::Result<(), PostError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.ctx.provider.post_send(&mut self.state, wrs) }
     }
 
+    /// Post receive work requests.
+    ///
+    /// # Safety
+    /// The contract of [`Provider::post_recv`].
     #[inline]
-    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> std::result::Result<(), PostError> {
-        self.ctx.provider.post_recv(&mut self.state, wrs)
+    pub unsafe fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> std::result::Result<(), PostError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.ctx.provider.post_recv(&mut self.state, wrs) }
     }
 }
 

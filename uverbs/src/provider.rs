@@ -217,9 +217,28 @@ pub trait Provider: Sized + Send + Sync + 'static {
     fn qp_state_changed(&self, qp: &mut Self::Qp, state: QpState);
 
     // ---- data path ------------------------------------------------------------------------
-    fn post_send(&self, qp: &mut Self::Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
-    fn post_recv(&self, qp: &mut Self::Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
-    fn post_srq_recv(&self, srq: &mut Self::Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+    /// Post send work requests.
+    ///
+    /// # Safety
+    /// Every SGE must describe memory that is valid for reads for its whole length and lies in
+    /// a live MR registered under its `lkey`: the provider reads INLINE payloads from those
+    /// addresses in user space (the kernel or the HCA checks the lkey only for non-inline data),
+    /// and for RDMA READ / atomics the device writes the result there. The memory must stay
+    /// valid (and, for READ/atomics, not otherwise accessed) until the request completes.
+    unsafe fn post_send(&self, qp: &mut Self::Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
+    /// Post receive work requests.
+    ///
+    /// # Safety
+    /// Every SGE must describe memory valid for writes for its whole length, in a live MR
+    /// registered under its `lkey`, until the receive completes: the device writes the message
+    /// there, and a provider may copy small payloads delivered inside a CQE there from
+    /// `poll_cq` (mlx5 inline scatter).
+    unsafe fn post_recv(&self, qp: &mut Self::Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+    /// Post receives to a shared receive queue.
+    ///
+    /// # Safety
+    /// As for [`Provider::post_recv`].
+    unsafe fn post_srq_recv(&self, srq: &mut Self::Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
     /// Fill `out` with up to `out.len()` completions; returns how many.
     fn poll_cq(&self, cq: &mut Self::Cq, out: &mut [WorkCompletion]) -> Result<usize>;
     /// Request an event on the CQ's completion channel for the next (or next solicited)

@@ -632,9 +632,11 @@ fn enomem(what: &str, detail: String) -> Error {
 }
 
 /// Copy inline payload from the application's buffer.
-fn copy_from_va(addr: u64, dst: &mut [u8]) {
-    // SAFETY: the SGE names memory the application posted for this send (as ibv_post_send's
-    // contract requires); it is read once, here, before the call returns.
+/// # Safety
+/// `[addr, addr + dst.len())` must be readable memory (post_send's contract).
+unsafe fn copy_from_va(addr: u64, dst: &mut [u8]) {
+    // SAFETY: the SGE names memory the application posted for this send (post_send's
+    // contract); it is read once, here, before the call returns.
     unsafe {
         std::ptr::copy_nonoverlapping(addr as usize as *const u8, dst.as_mut_ptr(), dst.len())
     }
@@ -927,7 +929,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
         }
     }
 
-    fn post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    unsafe fn post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         if wrs.is_empty() {
             return Ok(());
         }
@@ -966,7 +968,11 @@ impl<U: UarMap> Provider for Mlx5<U> {
                 (Some(t), Some(ud)) => t.get(ud.ah as usize).and_then(|a| a.as_ref()),
                 _ => None,
             };
-            match wqe::build_send(sq, qp.cur_post, &qp.params, wr, av, copy_from_va) {
+            match wqe::build_send(sq, qp.cur_post, &qp.params, wr, av, |a, d| {
+                // SAFETY: this runs inside the unsafe post_send, whose caller guarantees every
+                // SGE is readable for its length.
+                unsafe { copy_from_va(a, d) }
+            }) {
                 Ok(b) => {
                     let idx = (qp.cur_post & (qp.geo.sq_wqe_cnt - 1)) as usize;
                     qp.shared.sq_wrid[idx].store(wr.wr_id, Ordering::Relaxed);
@@ -992,7 +998,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
         }
     }
 
-    fn post_recv(&self, qp: &mut Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    unsafe fn post_recv(&self, qp: &mut Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         if wrs.is_empty() {
             return Ok(());
         }
@@ -1043,7 +1049,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
         }
     }
 
-    fn post_srq_recv(&self, srq: &mut Mlx5Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    unsafe fn post_srq_recv(&self, srq: &mut Mlx5Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         let s = &srq.shared;
         let stride = 1usize << s.shift;
         let mut nreq = 0u32;

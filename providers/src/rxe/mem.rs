@@ -130,7 +130,18 @@ unsafe impl RingMem for Mapping {
 /// caller owns and can read for the duration of the call. The provider cannot check that: an
 /// INLINE SGE is not looked up in any MR by the kernel — the bytes are copied here. Callers that
 /// build SGEs from untrusted input must not set INLINE.
-pub struct UserMemory;
+pub struct UserMemory {
+    _contract: (),
+}
+
+impl UserMemory {
+    /// # Safety
+    /// Every SGE later handed to [`InlineSource::copy`] through this value must name memory that
+    /// is readable for its whole length for the duration of the call.
+    pub unsafe fn new() -> Self {
+        UserMemory { _contract: () }
+    }
+}
 
 impl InlineSource for UserMemory {
     #[inline]
@@ -188,9 +199,9 @@ mod tests {
             lkey: 0,
         };
         let mut dst = [0u8; 5];
-        UserMemory.copy(&sge, &mut dst).unwrap();
+        unsafe { UserMemory::new() }.copy(&sge, &mut dst).unwrap();
         assert_eq!(&dst, b"hello");
-        assert!(UserMemory
+        assert!(unsafe { UserMemory::new() }
             .copy(
                 &Sge {
                     addr: 0,
@@ -200,7 +211,7 @@ mod tests {
                 &mut [0u8; 1]
             )
             .is_err());
-        assert!(UserMemory
+        assert!(unsafe { UserMemory::new() }
             .copy(
                 &Sge {
                     addr: u64::MAX - 1,

@@ -405,18 +405,22 @@ impl Provider for Rxe {
     }
 
     #[inline]
-    fn post_send(&self, qp: &mut RxeQp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    unsafe fn post_send(&self, qp: &mut RxeQp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         let fd = self.fd.as_fd();
-        qp.post_send_with(wrs, &UserMemory, |h| post_send_doorbell(fd, h))
+        // SAFETY: the caller guarantees every SGE is readable for its length (post_send's
+        // contract), which is what reading INLINE payloads from user memory needs.
+        let user = unsafe { UserMemory::new() };
+        qp.post_send_with(wrs, &user, |h| post_send_doorbell(fd, h))
     }
 
     #[inline]
-    fn post_recv(&self, qp: &mut RxeQp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    unsafe fn post_recv(&self, qp: &mut RxeQp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        // rxe only records the SGEs in the ring; the kernel checks them against the MR.
         qp.post_recv(wrs)
     }
 
     #[inline]
-    fn post_srq_recv(&self, srq: &mut RxeSrq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+    unsafe fn post_srq_recv(&self, srq: &mut RxeSrq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         srq.post_recv(wrs)
     }
 
