@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 mod devinfo;
+mod selftest;
 
 const TOOLS: [&str; 8] = [
     "ib_write_bw",
@@ -68,10 +69,7 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
         }
         "devices" => exit_u8(devinfo::run_devices(rest)),
         "devinfo" => exit_u8(devinfo::run_devinfo(rest)),
-        "selftest" => {
-            eprintln!("rperftest: {cmd} is not implemented yet in this build");
-            1
-        }
+        "selftest" => selftest::run_selftest(rest),
         other => {
             eprintln!("rperftest: unknown command '{other}'; run 'rperftest --help' for the list");
             2
