@@ -24,6 +24,13 @@ step "2/3 static release binary: tests/vm/build-static.sh"
 t=$(date +%s)
 BIN=$(tests/vm/build-static.sh)
 echo "rperftest: $BIN"
+# No C verbs library, ever: the product binary must not name libibverbs, librdmacm or a
+# provider library (a static binary has no NEEDED entries at all).
+NEEDED=$(readelf -d "$BIN" | grep NEEDED || true)
+if echo "$NEEDED" | grep -Eq 'libibverbs|librdmacm|libmlx5|librxe|libefa'; then
+    echo "FAILED: $BIN links an rdma-core library:"; echo "$NEEDED"; exit 1
+fi
+echo "readelf -d: ${NEEDED:-no NEEDED entries (static)}; size $(stat -c %s "$BIN") bytes"
 mark "static-build" "$t"
 
 step "3/3 VM suite: cargo test -p vmtest --test vm"

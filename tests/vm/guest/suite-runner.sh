@@ -2,6 +2,7 @@
 # Guest side of tests/vm/run-suite.sh: runs every case in /mnt/host/suite/cases
 # (shipped per run, not part of the image) and prints one line per case:
 #   VMTEST <name> ok|FAILED|skipped|xfail <seconds> [rc=N] [(note)]
+# A case whose output (or any file it wrote) contains a Rust panic message fails (rc=70).
 # then "VMTEST-DONE passed=.. failed=.. skipped=.. xfail=..".
 # It always exits 0 once it has run every case: the verdict is in the lines,
 # and a non-zero VM exit code means the bed itself broke.
@@ -69,6 +70,12 @@ for c in "$SUITE"/cases/*.sh; do
     dt=$(secs "$t0" "$(now)")
     note=""
     if [ -e "$flag" ]; then rc=124; note=" (timeout after ${t}s)"; echo "[vmtest] TIMEOUT after ${t}s" >>"$log"; fi
+    # No Rust panic may ever reach a user, whatever the case expects: scan the case's output and
+    # every file it wrote (server logs included) for the panic message.
+    if grep -rqs "panicked at" "$log" "$dir"; then
+        rc=70; note="$note (a Rust panic message appeared in the output)"
+        grep -rhs -m3 "panicked at" "$log" "$dir" | sed 's/^/[vmtest] PANIC: /' >>"$log"
+    fi
     if [ "$rc" = 0 ]; then
         [ -n "$xf" ] && note=" (passed although marked xfail: $xf; remove the header)"
         echo "VMTEST $name ok $dt$note"; passed=$((passed + 1))
