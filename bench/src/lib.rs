@@ -5,3 +5,4 @@ pub mod params;
 pub mod oob;
 pub mod report;
 pub mod stats;
+pub mod tool;

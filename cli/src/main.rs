@@ -63,10 +63,11 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
             print!("{}", usage());
             0
         }
-        c if TOOLS.contains(&c) => {
-            eprintln!("rperftest: {c} is not implemented yet in this build");
-            1
-        }
+        c if TOOLS.contains(&c) => match bench::params::Tool::from_name(c) {
+            Some(t) => exit_u8(bench::tool::run_tool(t, rest)),
+            None => 2,
+        },
+        "check-json" => exit_u8(bench::tool::check_json(rest)),
         "devices" => exit_u8(devinfo::run_devices(rest)),
         "devinfo" => exit_u8(devinfo::run_devinfo(rest)),
         "selftest" => selftest::run_selftest(rest),

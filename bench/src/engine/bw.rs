@@ -419,6 +419,135 @@ pub fn run_receiver<E: Endpoint>(
     Ok(samples)
 }
 
+/// `-b` for send tests: both sides post sends and re-post receives in one loop (iteration mode).
+/// The server holds its sends until its first receive arrives (perftest's deadlock
+/// avoidance). `posted` comes from [`prepost_receives`]. The samples describe this side's sends
+/// (first post to last send completion); the peer's are added through the report exchange.
+#[allow(clippy::too_many_arguments)]
+pub fn run_duplex_send<E: Endpoint>(
+    ep: &mut E,
+    cfg: &BwConfig,
+    targets: &[QpTarget],
+    recv_len: u32,
+    mut posted: Vec<u64>,
+    server: bool,
+    stop: &AtomicBool,
+) -> Result<BwSamples, EngineError> {
+    let nq = targets.len();
+    if nq == 0 || nq != ep.num_qps() || posted.len() != nq {
+        return Err(EngineError::Verbs(format!("duplex send: {} targets for {} QPs", nq, ep.num_qps())));
+    }
+    if cfg.duration.is_some() {
+        return Err(EngineError::Verbs("-b with -D is not supported for send tests in rperftest yet".into()));
+    }
+    let iters = cfg.iters;
+    let total = iters.saturating_mul(nq as u64);
+    let tx_depth = cfg.tx_depth.max(1) as u64;
+    let cq_mod = (cfg.cq_mod.max(1) as u64).min(tx_depth);
+    let base_flags = if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
+    let (mut scnt, mut ccnt, mut rcnt) = (vec![0u64; nq], vec![0u64; nq], vec![0u64; nq]);
+    let (mut tot_c, mut tot_r) = (0u64, 0u64);
+    let mut cycles: Vec<AddrCycle> = targets
+        .iter()
+        .map(|t| AddrCycle::new(t.local_addr, t.remote.addr, cfg.size as u64, cfg.cycle_buffer, cfg.cache_line))
+        .collect();
+    let mut wcs = [WorkCompletion::default(); POLL_BATCH];
+    let mut started = !server;
+    let mut samples = BwSamples { tposted: vec![0], tcompleted: vec![0], ..Default::default() };
+    let mut first_post: Option<u64> = None;
+    let mut last_progress = clock::now();
+    let stall_ticks = DurationWindow::ticks(cfg.stall_timeout);
+    let mut idle = 0u32;
+    while tot_c < total || tot_r < total {
+        if stop.load(Ordering::Relaxed) {
+            return Err(EngineError::Interrupted);
+        }
+        if started {
+            for q in 0..nq {
+                while scnt[q] < iters && scnt[q] < tx_depth + ccnt[q] {
+                    let (l, r) = cycles[q].current();
+                    cycles[q].advance();
+                    let sge = Sge { addr: l, length: cfg.size, lkey: targets[q].lkey };
+                    let n = scnt[q];
+                    let signaled = n % cq_mod == cq_mod - 1 || n + 1 == iters;
+                    let wr = SendWr {
+                        wr_id: make_wr_id(q, (n & 0xffff_ffff) as u32),
+                        opcode: cfg.opcode,
+                        flags: if signaled { base_flags | SendFlags::SIGNALED } else { base_flags },
+                        sgl: std::slice::from_ref(&sge),
+                        imm_data: 0,
+                        remote: RemoteAddr { addr: r, rkey: targets[q].remote.rkey },
+                        compare_add: 0,
+                        swap: 0,
+                        ud: targets[q].ud,
+                    };
+                    if first_post.is_none() {
+                        first_post = Some(clock::now());
+                    }
+                    ep.post_send(q, std::slice::from_ref(&wr))?;
+                    scnt[q] += 1;
+                }
+            }
+        }
+        let mut progress = false;
+        let n = ep.poll_send(&mut wcs)?;
+        for wc in &wcs[..n] {
+            let q = check_wc(wc, if server { "server" } else { "client" })?;
+            if q >= nq {
+                return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
+            }
+            let add = if ccnt[q] + cq_mod > iters { iters - ccnt[q] } else { cq_mod };
+            ccnt[q] += add;
+            tot_c += add;
+            samples.tcompleted[0] = clock::now();
+            progress = true;
+        }
+        let n = ep.poll_recv(&mut wcs)?;
+        for wc in &wcs[..n] {
+            let q = check_wc(wc, if server { "server" } else { "client" })?;
+            if q >= nq {
+                return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
+            }
+            started = true;
+            rcnt[q] += 1;
+            tot_r += 1;
+            progress = true;
+            if posted[q] < iters {
+                let t = &targets[q];
+                let sge = Sge { addr: t.recv_addr, length: recv_len, lkey: t.lkey };
+                let wr = RecvWr { wr_id: make_wr_id(q, (posted[q] & 0xffff_ffff) as u32), sgl: std::slice::from_ref(&sge) };
+                ep.post_recv(q, std::slice::from_ref(&wr))?;
+                posted[q] += 1;
+            }
+        }
+        if progress {
+            idle = 0;
+            last_progress = clock::now();
+        } else {
+            idle += 1;
+            if cfg.wait == WaitMode::Event {
+                let which = if tot_r < total { CqKind::Recv } else { CqKind::Send };
+                if tot_c < total && tot_r >= total || tot_r < total && tot_c >= total {
+                    if !ep.wait_cq_event(which, cfg.stall_timeout)? {
+                        return Err(stalled("completions", tot_c + tot_r, 2 * total, cfg.stall_timeout));
+                    }
+                    continue;
+                }
+            }
+            if idle >= POLLS_PER_CLOCK_CHECK {
+                idle = 0;
+                if clock::now().saturating_sub(last_progress) > stall_ticks {
+                    return Err(stalled("sends and receives", tot_c + tot_r, 2 * total, cfg.stall_timeout));
+                }
+            }
+        }
+    }
+    samples.tposted[0] = first_post.unwrap_or(samples.tcompleted[0]);
+    samples.messages = total;
+    samples.window = Some((samples.tposted[0], samples.tcompleted[0]));
+    Ok(samples)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::model::{Model, ModelSide};
@@ -558,6 +687,37 @@ mod tests {
         assert_eq!(s.messages, 300);
         assert_eq!(m.recvs_posted(0), 300);
         assert!(s.window.is_some());
+    }
+
+    #[test]
+    fn duplex_send_sends_and_receives_on_both_roles() {
+        for server in [false, true] {
+            let mut m = Model::new(ModelSide::Receiver { incoming: 300 }, 1);
+            let t = targets(&m, 1);
+            let mut c = cfg(WrOpcode::Send, 300, 64, 16, 1);
+            c.rx_depth = 64;
+            c.record_peak = false;
+            let posted = prepost_receives(&mut m, &c, &t, 64).unwrap();
+            let s = run_duplex_send(&mut m, &c, &t, 64, posted, server, &AtomicBool::new(false)).unwrap();
+            assert_eq!(s.messages, 300);
+            assert_eq!(m.posted(0), 300);
+            assert_eq!(m.recvs_posted(0), 300);
+            assert!(m.max_outstanding(0) <= 64);
+            let (a, b) = s.window.unwrap();
+            assert!(b >= a);
+        }
+    }
+
+    #[test]
+    fn duplex_send_stalls_with_a_bounded_wait() {
+        let mut m = Model::new(ModelSide::Receiver { incoming: 0 }, 1);
+        let t = targets(&m, 1);
+        let mut c = cfg(WrOpcode::Send, 100, 16, 1, 1);
+        c.rx_depth = 16;
+        c.stall_timeout = Duration::from_millis(200);
+        let posted = prepost_receives(&mut m, &c, &t, 64).unwrap();
+        let e = run_duplex_send(&mut m, &c, &t, 64, posted, true, &AtomicBool::new(false)).unwrap_err();
+        assert!(matches!(e, EngineError::Stalled { .. }), "{e}");
     }
 
     #[test]

@@ -1,0 +1,440 @@
+//! The real [`Endpoint`]: one side's QPs, CQs, optional SRQ and completion channel, and the one
+//! memory region the test uses, over `uverbs` objects. Generic over the provider, so the loops'
+//! post/poll calls are static and inline.
+//!
+//! Buffer layout (perftest §4.1): `B = max(size, cycle_buffer)`; the send area of QP `i` starts
+//! at `i × B`, its receive/target area (the advertised VAddr) at `(num_qps + i) × B`; the region
+//! is `round_up(B, cache_line) × 2 × num_qps` bytes (+ one cache line for UD, whose receives
+//! carry a 40-byte GRH in front of the payload).
+//!
+//! This is the only module of the engine with `unsafe`: posting work requests hands buffer
+//! addresses to the device. Every SGE is checked to lie inside this endpoint's own MR under its
+//! lkey before it is posted, and the MR outlives every QP (field order), which is the buffer
+//! contract of `Qp::post_send` / `Qp::post_recv` / `Srq::post_recv`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use uverbs::objects::{
+    AccessFlags, Ah, CompChannel, Context, Cq, Mr, Pd, Qp, QpInit, RtrParams, RtsParams, Srq, DEFAULT_QKEY,
+};
+use uverbs::provider::{AhAttr, Provider, QpCaps, QpType};
+use uverbs::wr::{RecvWr, SendWr, Sge, UdDest, WorkCompletion};
+
+use super::{CqKind, Endpoint, EngineError};
+
+/// Bytes of the GRH in front of every UD receive.
+pub const UD_GRH: u64 = 40;
+
+/// Where each QP's areas lie inside the MR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufLayout {
+    pub num_qps: usize,
+    /// `B = max(largest size, cycle buffer)`.
+    pub area: u64,
+    pub cache_line: u64,
+    pub ud: bool,
+}
+
+impl BufLayout {
+    pub fn new(num_qps: usize, max_size: u64, cycle_buffer: u64, cache_line: u64, ud: bool) -> Self {
+        BufLayout { num_qps: num_qps.max(1), area: max_size.max(cycle_buffer).max(1), cache_line: cache_line.max(1), ud }
+    }
+    /// Total bytes to allocate.
+    pub fn total(&self) -> u64 {
+        let c = self.area.div_ceil(self.cache_line) * self.cache_line;
+        c * 2 * self.num_qps as u64 + if self.ud { self.cache_line } else { 0 }
+    }
+    /// Offset of QP `q`'s send area.
+    pub fn send_off(&self, q: usize) -> u64 {
+        q as u64 * self.area
+    }
+    /// Offset of QP `q`'s receive/target area (the advertised VAddr).
+    pub fn recv_off(&self, q: usize) -> u64 {
+        (self.num_qps + q) as u64 * self.area
+    }
+    /// Offset where receives are posted (UD: shifted so the payload after the GRH starts on a
+    /// cache line).
+    pub fn recv_post_off(&self, q: usize) -> u64 {
+        if self.ud {
+            self.recv_off(q) + self.cache_line.max(UD_GRH) - UD_GRH
+        } else {
+            self.recv_off(q)
+        }
+    }
+}
+
+/// What to create.
+#[derive(Clone, Debug)]
+pub struct VerbsSetup {
+    pub qp_type: QpType,
+    pub num_qps: usize,
+    pub tx_depth: u32,
+    /// Receive queue depth per QP (0 with SRQ); the SRQ depth when `use_srq`.
+    pub rx_depth: u32,
+    pub inline_size: u32,
+    pub use_srq: bool,
+    /// `-e`: CQs report to a completion channel.
+    pub use_event: bool,
+    pub comp_vector: u32,
+    /// Separate receive CQ (send / write-with-imm tests); else the send CQ serves both.
+    pub recv_cq: bool,
+    pub send_cq_depth: u32,
+    pub recv_cq_depth: u32,
+    pub layout: BufLayout,
+    pub access: AccessFlags,
+    pub port: u8,
+    pub pkey_index: u16,
+    /// Fill the buffer with pseudo-random words (all tests but write_lat, which needs zeros).
+    pub random_fill: bool,
+    pub hugepages: bool,
+}
+
+/// The peer's side of one QP connection plus our path settings.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectParams {
+    pub path_mtu: u8,
+    pub remote_qpn: u32,
+    pub remote_psn: u32,
+    pub remote_lid: u16,
+    pub remote_gid: [u8; 16],
+    /// Our GID index (GRH) if one is in use.
+    pub sgid_index: Option<u8>,
+    pub sl: u8,
+    pub traffic_class: u8,
+    pub flow_label: u32,
+    pub own_psn: u32,
+    /// RTR max_dest_rd_atomic (our out_reads).
+    pub max_dest_rd_atomic: u8,
+    /// RTS max_rd_atomic (the peer's out_reads).
+    pub max_rd_atomic: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    /// Move on to RTS (LAT tests, the BW client, both sides with `-b`).
+    pub to_rts: bool,
+}
+
+/// One side's verbs resources. Field order is drop order: QPs (and AHs) go before the CQs, SRQ
+/// and the MR they reference.
+pub struct VerbsEndpoint<P: Provider> {
+    qps: Vec<Qp<P>>,
+    ahs: Vec<Option<Ah<P>>>,
+    ud_dest: Vec<Option<UdDest>>,
+    srq: Option<Srq<P>>,
+    send_cq: Cq<P>,
+    recv_cq: Option<Cq<P>>,
+    channel: Option<CompChannel>,
+    /// Armed state of (send, recv) CQ.
+    armed: [bool; 2],
+    mr: Mr<P>,
+    pd: Arc<Pd<P>>,
+    layout: BufLayout,
+    max_inline: u32,
+    port: u8,
+}
+
+fn verr(what: &str, e: uverbs::Error) -> EngineError {
+    EngineError::Verbs(format!("{what}: {e}"))
+}
+
+impl<P: Provider> VerbsEndpoint<P> {
+    /// Create PD, MR, CQs, [SRQ], QPs and move the QPs to INIT.
+    pub fn create(ctx: &Arc<Context<P>>, s: &VerbsSetup) -> Result<Self, EngineError> {
+        let pd = Pd::new(ctx).map_err(|e| verr("allocate PD", e))?;
+        let total = usize::try_from(s.layout.total()).map_err(|_| EngineError::Verbs("buffer too large".into()))?;
+        let mr = Mr::alloc(&pd, total, s.access | AccessFlags::LOCAL_WRITE, s.hugepages)
+            .map_err(|e| verr(&format!("Couldn't allocate MR of {total} bytes"), e))?;
+        if s.random_fill {
+            let mut x: u32 = 0x9e37_79b9 ^ (super::clock::now() as u32);
+            let mut chunk = vec![0u8; 4096.min(total)];
+            let mut off = 0;
+            while off < total {
+                for w in chunk.chunks_mut(4) {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    let b = x.to_ne_bytes();
+                    w.copy_from_slice(&b[..w.len()]);
+                }
+                let n = chunk.len().min(total - off);
+                mr.write_at(off, &chunk[..n]).map_err(|e| verr("fill buffer", e))?;
+                off += n;
+            }
+        }
+        let channel = if s.use_event { Some(CompChannel::new(ctx).map_err(|e| verr("create completion channel", e))?) } else { None };
+        let send_cq = Cq::new(ctx, s.send_cq_depth.max(1), channel.as_ref(), s.comp_vector)
+            .map_err(|e| verr("Couldn't create send CQ", e))?;
+        let recv_cq = if s.recv_cq {
+            Some(
+                Cq::new(ctx, s.recv_cq_depth.max(1), channel.as_ref(), s.comp_vector)
+                    .map_err(|e| verr("Couldn't create receive CQ", e))?,
+            )
+        } else {
+            None
+        };
+        let srq = if s.use_srq {
+            Some(Srq::new(&pd, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't create SRQ", e))?)
+        } else {
+            None
+        };
+        let mut qps = Vec::with_capacity(s.num_qps);
+        let mut max_inline = s.inline_size;
+        for _ in 0..s.num_qps {
+            let caps = QpCaps {
+                max_send_wr: s.tx_depth.max(1),
+                max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: s.inline_size,
+            };
+            let init = QpInit {
+                qp_type: s.qp_type,
+                send_cq: &send_cq,
+                recv_cq: recv_cq.as_ref().unwrap_or(&send_cq),
+                srq: srq.as_ref(),
+                caps,
+                sq_sig_all: false,
+            };
+            let mut qp = Qp::new(&pd, &init).map_err(|e| {
+                verr("Failed to create QP (Requested QP size might be too big. Try reducing TX depth and/or inline size)", e)
+            })?;
+            max_inline = max_inline.min(qp.caps().max_inline_data);
+            qp.set_qkey(DEFAULT_QKEY);
+            qp.to_init(s.port, s.pkey_index, s.access).map_err(|e| verr("Failed to modify QP to INIT", e))?;
+            qps.push(qp);
+        }
+        let n = qps.len();
+        Ok(VerbsEndpoint {
+            qps,
+            ahs: (0..n).map(|_| None).collect(),
+            ud_dest: vec![None; n],
+            srq,
+            send_cq,
+            recv_cq,
+            channel,
+            armed: [false; 2],
+            mr,
+            pd,
+            layout: s.layout,
+            max_inline,
+            port: s.port,
+        })
+    }
+
+    pub fn qpn(&self, q: usize) -> u32 {
+        self.qps[q].qpn()
+    }
+    pub fn lkey(&self) -> u32 {
+        self.mr.lkey()
+    }
+    pub fn rkey(&self) -> u32 {
+        self.mr.rkey()
+    }
+    /// Address of QP `q`'s send area.
+    pub fn send_addr(&self, q: usize) -> u64 {
+        self.mr.addr() + self.layout.send_off(q)
+    }
+    /// The VAddr QP `q` advertises (its receive/target area).
+    pub fn recv_addr(&self, q: usize) -> u64 {
+        self.mr.addr() + self.layout.recv_off(q)
+    }
+    /// Where receives of QP `q` are posted.
+    pub fn recv_post_addr(&self, q: usize) -> u64 {
+        self.mr.addr() + self.layout.recv_post_off(q)
+    }
+    /// Inline size the QPs actually accept (≤ what was asked).
+    pub fn max_inline(&self) -> u32 {
+        self.max_inline
+    }
+    pub fn srqn(&self) -> Option<u32> {
+        self.srq.as_ref().map(|s| s.srqn())
+    }
+    /// UD destination of QP `q` (after [`Self::connect`]).
+    pub fn ud_dest(&self, q: usize) -> Option<UdDest> {
+        self.ud_dest[q]
+    }
+
+    /// INIT → RTR [→ RTS] for QP `q`; UD: also the address handle towards the peer.
+    pub fn connect(&mut self, q: usize, c: &ConnectParams) -> Result<(), EngineError> {
+        let port = self.port;
+        let mut ah = match c.sgid_index {
+            Some(ix) => RtrParams::roce_path(port, c.remote_gid, ix, 0xff),
+            None => RtrParams::ib_path(port, c.remote_lid, c.sl),
+        };
+        ah.dlid = c.remote_lid;
+        ah.sl = c.sl;
+        ah.traffic_class = c.traffic_class;
+        ah.flow_label = c.flow_label;
+        let qp_type = self.qps[q].qp_type();
+        let rtr = RtrParams {
+            path_mtu: c.path_mtu,
+            dest_qpn: c.remote_qpn,
+            rq_psn: c.remote_psn,
+            max_dest_rd_atomic: c.max_dest_rd_atomic.max(1),
+            min_rnr_timer: 12,
+            ah,
+        };
+        let qpn = self.qps[q].qpn();
+        self.qps[q].to_rtr(&rtr).map_err(|e| verr(&format!("Failed to modify QP {qpn:#x} to RTR"), e))?;
+        if c.to_rts || qp_type == QpType::Ud {
+            let rts = RtsParams {
+                sq_psn: c.own_psn,
+                timeout: c.timeout,
+                retry_cnt: c.retry_cnt,
+                rnr_retry: c.rnr_retry,
+                max_rd_atomic: c.max_rd_atomic.max(1),
+            };
+            self.qps[q].to_rts(&rts).map_err(|e| verr("Failed to modify QP to RTS", e))?;
+        }
+        if qp_type == QpType::Ud {
+            let attr = AhAttr { port_num: port, ..ah };
+            let a = Ah::new(&self.pd, &attr).map_err(|e| verr("Failed to create AH for UD", e))?;
+            self.ud_dest[q] = Some(UdDest { ah: a.number(), remote_qpn: c.remote_qpn, remote_qkey: DEFAULT_QKEY });
+            self.ahs[q] = Some(a);
+        }
+        Ok(())
+    }
+
+    fn check_sges(&self, sgl: &[Sge]) -> Result<(), EngineError> {
+        let base = self.mr.addr();
+        let end = base + self.mr.len() as u64;
+        for s in sgl {
+            let ok = s.lkey == self.mr.lkey()
+                && s.addr >= base
+                && s.addr.checked_add(u64::from(s.length)).is_some_and(|e| e <= end);
+            if !ok {
+                return Err(EngineError::Verbs(format!(
+                    "refusing to post an SGE outside the test buffer (addr {:#x} len {} lkey {:#x})",
+                    s.addr, s.length, s.lkey
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn area_ptr(&self, off: u64) -> Option<*mut u8> {
+        if off < self.mr.len() as u64 {
+            // In bounds of the mapping: the offset is below the MR length.
+            Some(self.mr.as_mut_ptr().wrapping_add(off as usize))
+        } else {
+            None
+        }
+    }
+}
+
+impl<P: Provider> Endpoint for VerbsEndpoint<P> {
+    fn num_qps(&self) -> usize {
+        self.qps.len()
+    }
+
+    #[inline]
+    fn post_send(&mut self, qp: usize, wrs: &[SendWr<'_>]) -> Result<(), EngineError> {
+        for w in wrs {
+            self.check_sges(w.sgl)?;
+        }
+        let q = self.qps.get_mut(qp).ok_or_else(|| EngineError::Verbs(format!("no QP #{qp}")))?;
+        // SAFETY: every SGE was just checked to lie inside `self.mr` under its lkey; the MR is
+        // owned by this endpoint and is dropped after the QPs (field order), so the memory stays
+        // registered and mapped until the device is done with it.
+        unsafe { q.post_send(wrs) }.map_err(EngineError::from)
+    }
+
+    #[inline]
+    fn post_recv(&mut self, qp: usize, wrs: &[RecvWr<'_>]) -> Result<(), EngineError> {
+        for w in wrs {
+            self.check_sges(w.sgl)?;
+        }
+        if let Some(srq) = self.srq.as_mut() {
+            // SAFETY: as in post_send: SGEs checked inside our MR, which outlives the SRQ.
+            return unsafe { srq.post_recv(wrs) }.map_err(EngineError::from);
+        }
+        let q = self.qps.get_mut(qp).ok_or_else(|| EngineError::Verbs(format!("no QP #{qp}")))?;
+        // SAFETY: as in post_send.
+        unsafe { q.post_recv(wrs) }.map_err(EngineError::from)
+    }
+
+    #[inline]
+    fn poll_send(&mut self, out: &mut [WorkCompletion]) -> Result<usize, EngineError> {
+        self.send_cq.poll(out).map_err(|e| verr("poll CQ failed", e))
+    }
+
+    #[inline]
+    fn poll_recv(&mut self, out: &mut [WorkCompletion]) -> Result<usize, EngineError> {
+        match self.recv_cq.as_mut() {
+            Some(cq) => cq.poll(out).map_err(|e| verr("poll CQ failed", e)),
+            None => self.send_cq.poll(out).map_err(|e| verr("poll CQ failed", e)),
+        }
+    }
+
+    fn wait_cq_event(&mut self, which: CqKind, timeout: Duration) -> Result<bool, EngineError> {
+        let Some(ch) = self.channel.as_ref() else {
+            return Ok(true);
+        };
+        let idx = if which == CqKind::Recv && self.recv_cq.is_some() { 1 } else { 0 };
+        if !self.armed[idx] {
+            // Arm, then let the caller poll once more: a completion may have arrived between
+            // its empty poll and the arming.
+            let cq = if idx == 1 { self.recv_cq.as_mut().unwrap_or(&mut self.send_cq) } else { &mut self.send_cq };
+            cq.arm(false).map_err(|e| verr("Couldn't request CQ notification", e))?;
+            self.armed[idx] = true;
+            return Ok(true);
+        }
+        match ch.wait(Some(timeout)).map_err(|e| verr("Failed to get cq_event", e))? {
+            None => Ok(false),
+            Some(handle) => {
+                if handle == self.send_cq.user_handle() {
+                    self.send_cq.event_received();
+                    self.armed[0] = false;
+                } else if let Some(r) = self.recv_cq.as_mut().filter(|c| c.user_handle() == handle) {
+                    r.event_received();
+                    self.armed[1] = false;
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    fn recv_area_byte(&self, qp: usize, offset: usize) -> u8 {
+        match self.area_ptr(self.layout.recv_off(qp) + offset as u64) {
+            // SAFETY: in bounds of the live mapping (checked by area_ptr); a volatile read because
+            // the device writes this memory behind the compiler's back.
+            Some(p) => unsafe { std::ptr::read_volatile(p) },
+            None => 0,
+        }
+    }
+
+    fn set_send_area_byte(&mut self, qp: usize, offset: usize, value: u8) {
+        if let Some(p) = self.area_ptr(self.layout.send_off(qp) + offset as u64) {
+            // SAFETY: in bounds of the live mapping; volatile so the store is not elided before
+            // the device reads it at post time.
+            unsafe { std::ptr::write_volatile(p, value) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_perftest() {
+        let l = BufLayout::new(2, 65536, 4096, 64, false);
+        assert_eq!(l.total(), 65536 * 4);
+        assert_eq!(l.send_off(1), 65536);
+        assert_eq!(l.recv_off(0), 2 * 65536);
+        assert_eq!(l.recv_off(1), 3 * 65536);
+        let s = BufLayout::new(1, 2, 4096, 64, false);
+        assert_eq!(s.total(), 8192);
+        assert_eq!(s.recv_off(0), 4096);
+    }
+
+    #[test]
+    fn ud_receives_put_the_payload_on_a_cache_line() {
+        let l = BufLayout::new(1, 1024, 4096, 64, true);
+        assert_eq!(l.total(), 8192 + 64);
+        assert_eq!(l.recv_post_off(0) + UD_GRH, l.recv_off(0) + 64);
+        // the last receive (GRH + payload) stays inside the allocation
+        assert!(l.recv_post_off(0) + UD_GRH + 4096 <= l.total());
+    }
+}

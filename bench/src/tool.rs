@@ -1,0 +1,1231 @@
+//! The eight perftest tools end to end: command line → device → out-of-band session (the
+//! tool's exact plan of exchanges) → verbs resources → engine loops → statistics → report lines,
+//! in perftest 6.06's output order. Generic over the provider inside [`providers::open`], so the
+//! data path is static calls.
+
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use uverbs::attr::{DeviceAttr, PortAttr};
+use uverbs::discovery::gid::{select_gid, GidRule};
+use uverbs::objects::{AccessFlags, Context};
+use uverbs::provider::{Provider, QpType};
+use uverbs::queries::DeviceQueries;
+use uverbs::wr::WcStatus;
+
+use crate::engine::bw::{self, BwConfig, BwSamples, DurationWindow, QpTarget};
+use crate::engine::lat::{self, LatConfig, LatSamples};
+use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
+use crate::engine::{self, clock, AtomicKind, EngineError, WaitMode};
+use crate::oob::msg::{self, AtomicType as WireAtomic, BwReport, ConnType, KeyFormat, KeyMsg, PeerVersion, SysData};
+use crate::oob::{self, Action, Channel, Hooks, KeyPurpose, Listener, OobConfig, OobError};
+use crate::params::{
+    self, AtomicType, Connection, Output, ParseOutcome, Params, ReportFormat, Role, TestKind, TestMethod, TestType, Tool,
+    Verb,
+};
+use crate::report::{self, json, AddrShow, BwColumns, BwLine, OutputMode, ReportHeader, Side, Style, DASH_LINE};
+use crate::stats::{self, BwInput, BwResult, LatencyReport};
+
+/// Text output style (Debian 12's perftest, the version we present).
+const STYLE: Style = Style::V606;
+/// Give up on a data path that makes no progress for this long (the VM is ~50× slow).
+const STALL: Duration = Duration::from_secs(60);
+
+/// A failure: what to print (already perftest-like lines) and the exit status.
+#[derive(Debug, Clone)]
+pub struct ToolError {
+    pub code: i32,
+    pub msg: String,
+}
+
+impl ToolError {
+    fn new(code: i32, msg: impl Into<String>) -> Self {
+        ToolError { code, msg: msg.into() }
+    }
+}
+
+impl From<OobError> for ToolError {
+    fn from(e: OobError) -> Self {
+        let msg = match e.perftest_lines() {
+            Some(l) => format!("{}{}", l, e),
+            None => e.to_string(),
+        };
+        ToolError::new(1, msg)
+    }
+}
+
+/// Where a side's stdout goes (the loopback server's is discarded).
+#[derive(Clone, Copy)]
+struct Out {
+    quiet: bool,
+    /// `--output=…`: only the one number is printed.
+    only_result: bool,
+}
+
+impl Out {
+    fn text(&self, s: &str) {
+        if self.quiet || self.only_result {
+            return;
+        }
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(s.as_bytes());
+        let _ = o.flush();
+    }
+    fn result(&self, s: &str) {
+        if self.quiet {
+            return;
+        }
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(s.as_bytes());
+        let _ = o.flush();
+    }
+    fn err(&self, s: &str) {
+        if self.quiet {
+            return;
+        }
+        let mut e = std::io::stderr().lock();
+        let _ = e.write_all(s.as_bytes());
+    }
+}
+
+/// Exit status of a failed run loop (perftest-facts §6.1).
+fn run_fail_code(p: &Params) -> i32 {
+    match p.tool {
+        Tool::SendBw | Tool::SendLat | Tool::ReadLat | Tool::AtomicLat => 17,
+        Tool::ReadBw if p.test_method == TestMethod::All => 17,
+        _ => 1,
+    }
+}
+
+fn device_fail_code(tool: Tool) -> i32 {
+    match tool {
+        Tool::ReadBw | Tool::AtomicBw => 7,
+        _ => 1,
+    }
+}
+
+/// `rperftest ib_write_bw …`: the whole tool; returns the exit status.
+pub fn run_tool(tool: Tool, args: &[String]) -> i32 {
+    let p = match params::parse(tool, args) {
+        Ok(ParseOutcome::Run(p)) => p,
+        Ok(ParseOutcome::Help(s)) => {
+            print!("{s}");
+            return params::EXIT_HELP;
+        }
+        Ok(ParseOutcome::Version(s)) => {
+            print!("{s}");
+            return params::EXIT_VERSION;
+        }
+        Err(e) => {
+            if e.shows_usage() {
+                eprintln!(" Invalid Command or flag.");
+                eprintln!(" Please check command line and run again.\n");
+                eprintln!("{e}");
+                print!("{}", params::usage(tool, tool.name()));
+            } else {
+                eprintln!("{e}");
+            }
+            return e.exit_code();
+        }
+    };
+    for n in &p.notices {
+        if n.to_stderr {
+            eprint!("{}", n.text);
+        } else {
+            print!("{}", n.text);
+        }
+    }
+    let _ = std::io::stdout().flush();
+    if p.loopback {
+        return run_loopback(tool, args);
+    }
+    let out = Out { quiet: false, only_result: p.output != Output::Full };
+    match run_side(&p, out, None) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("{}", e.msg.trim_end());
+            e.code
+        }
+    }
+}
+
+/// `--loopback`: the server in a thread (output discarded), the client here, over 127.0.0.1.
+fn run_loopback(tool: Tool, args: &[String]) -> i32 {
+    let base: Vec<String> = args.iter().filter(|a| a.as_str() != "--loopback").cloned().collect();
+    let reparse = |extra: &[&str]| -> Result<Box<Params>, ToolError> {
+        let mut a = base.clone();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        match params::parse(tool, &a) {
+            Ok(ParseOutcome::Run(p)) => Ok(p),
+            Ok(_) => Err(ToolError::new(1, "unexpected help/version")),
+            Err(e) => Err(ToolError::new(e.exit_code(), e.to_string())),
+        }
+    };
+    let server_p = match reparse(&[]) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{}", e.msg);
+            return e.code;
+        }
+    };
+    let cfg = OobConfig {
+        port: 0,
+        bind_addr: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+        accept_timeout: Some(Duration::from_secs(60)),
+        ..OobConfig::default()
+    };
+    let listener = match Listener::bind(&cfg) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let port = listener.port().to_string();
+    // The client's -p is the listener's port; drop a user -p from the client's copy.
+    let mut client_args: Vec<String> = Vec::new();
+    let mut it = base.iter().peekable();
+    while let Some(a) = it.next() {
+        if a == "-p" || a == "--port" {
+            it.next();
+            continue;
+        }
+        if a.starts_with("--port=") || (a.starts_with("-p") && a.len() > 2 && !a.starts_with("--")) {
+            continue;
+        }
+        client_args.push(a.clone());
+    }
+    client_args.extend(["-p".to_string(), port, "127.0.0.1".to_string()]);
+    let client_p = match params::parse(tool, &client_args) {
+        Ok(ParseOutcome::Run(p)) => p,
+        Ok(_) => return 1,
+        Err(e) => {
+            eprintln!("{e}");
+            return e.exit_code();
+        }
+    };
+    let server = std::thread::spawn(move || {
+        let out = Out { quiet: true, only_result: false };
+        run_side(&server_p, out, Some(listener))
+    });
+    let out = Out { quiet: false, only_result: client_p.output != Output::Full };
+    let rc = match run_side(&client_p, out, None) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("{}", e.msg.trim_end());
+            e.code
+        }
+    };
+    match server.join() {
+        Ok(Ok(())) => rc,
+        Ok(Err(e)) => {
+            eprintln!("loopback server: {}", e.msg.trim_end());
+            if rc == 0 {
+                e.code
+            } else {
+                rc
+            }
+        }
+        Err(_) => {
+            eprintln!("loopback server thread panicked");
+            1
+        }
+    }
+}
+
+fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), ToolError> {
+    let dev = uverbs::discovery::find_device(p.ib_dev.as_deref()).map_err(|e| {
+        let msg = match &p.ib_dev {
+            Some(n) => format!("IB device {n} not found\n Unable to find the Infiniband/RoCE device\n{e}"),
+            None => format!(" Did not detect devices \n If device exists, check if driver is up\n{e}"),
+        };
+        ToolError::new(device_fail_code(p.tool), msg)
+    })?;
+    let user = SideUser { p, out, listener };
+    providers::open(&dev.desc(), user)
+        .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
+}
+
+struct SideUser<'a> {
+    p: &'a Params,
+    out: Out,
+    listener: Option<Listener>,
+}
+
+impl providers::ContextUser for SideUser<'_> {
+    type Output = Result<(), ToolError>;
+    fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Self::Output {
+        run_with_context(self.p, self.out, self.listener, ctx)
+    }
+}
+
+/// Device facts the tool needs.
+struct DevFacts {
+    name: String,
+    attr: DeviceAttr,
+    port: PortAttr,
+    ethernet: bool,
+    gid_index: Option<u8>,
+    gid: [u8; 16],
+    /// In perftest's known-device table (inline supported).
+    known: bool,
+}
+
+fn port_state_name(s: u32) -> &'static str {
+    match s {
+        0 => "Nop",
+        1 => "Down",
+        2 => "Init",
+        3 => "Armed",
+        4 => "Active",
+        5 => "Active deferred",
+        _ => "Unknown",
+    }
+}
+
+fn page_size() -> i32 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if v > 0 {
+        v as i32
+    } else {
+        4096
+    }
+}
+
+fn cache_line() -> i32 {
+    std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(64)
+}
+
+fn random_psn() -> u32 {
+    let mut b = [0u8; 4];
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b)).is_err() {
+        let t = clock::now() ^ u64::from(std::process::id()).rotate_left(17);
+        b = (t as u32).to_ne_bytes();
+    }
+    u32::from_ne_bytes(b) & 0xff_ffff
+}
+
+fn read_proc_stat() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = s.lines().next()?;
+    let f: Vec<&str> = line.split_whitespace().collect();
+    Some((f.get(1)?.parse().ok()?, f.get(4)?.parse().ok()?))
+}
+
+fn wire_verb(v: Verb) -> msg::Verb {
+    match v {
+        Verb::Send => msg::Verb::Send,
+        Verb::SendImm => msg::Verb::SendImm,
+        Verb::Write => msg::Verb::Write,
+        Verb::WriteImm => msg::Verb::WriteImm,
+        Verb::Read => msg::Verb::Read,
+        Verb::Atomic => msg::Verb::Atomic,
+    }
+}
+
+fn engine_verb(v: Verb) -> engine::Verb {
+    match v {
+        Verb::Send => engine::Verb::Send,
+        Verb::SendImm => engine::Verb::SendImm,
+        Verb::Write => engine::Verb::Write,
+        Verb::WriteImm => engine::Verb::WriteImm,
+        Verb::Read => engine::Verb::Read,
+        Verb::Atomic => engine::Verb::Atomic,
+    }
+}
+
+fn conn_type(c: Connection) -> ConnType {
+    match c {
+        Connection::Rc => ConnType::Rc,
+        Connection::Uc => ConnType::Uc,
+        Connection::Ud => ConnType::Ud,
+        Connection::Xrc => ConnType::Xrc,
+        Connection::Dc => ConnType::Dc,
+        Connection::Srd => ConnType::Srd,
+    }
+}
+
+fn to_tool(t: Tool) -> oob::Tool {
+    match t {
+        Tool::WriteBw => oob::Tool::WriteBw,
+        Tool::ReadBw => oob::Tool::ReadBw,
+        Tool::SendBw => oob::Tool::SendBw,
+        Tool::AtomicBw => oob::Tool::AtomicBw,
+        Tool::WriteLat => oob::Tool::WriteLat,
+        Tool::ReadLat => oob::Tool::ReadLat,
+        Tool::SendLat => oob::Tool::SendLat,
+        Tool::AtomicLat => oob::Tool::AtomicLat,
+    }
+}
+
+fn output_mode(o: Output) -> OutputMode {
+    match o {
+        Output::Full => OutputMode::Full,
+        Output::Bandwidth => OutputMode::Bandwidth,
+        Output::MessageRate => OutputMode::MessageRate,
+        Output::Latency => OutputMode::Latency,
+    }
+}
+
+fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Result<DevFacts, ToolError> {
+    let name = ctx.device().ibdev.clone();
+    let attr = ctx.device_attr().map_err(|e| ToolError::new(1, format!(" Couldn't query device {name}: {e}")))?;
+    let port = ctx
+        .port_attr(p.ib_port)
+        .map_err(|e| ToolError::new(1, format!(" Unable to query port {} attributes: {e}", p.ib_port)))?;
+    if port.state != uverbs::attr::PORT_ACTIVE {
+        return Err(ToolError::new(
+            1,
+            format!(
+                " Port number {} state is {}\n Couldn't set the link layer\n",
+                p.ib_port,
+                port_state_name(port.state)
+            ),
+        ));
+    }
+    let ethernet = match p.force_link {
+        Some(params::LinkType::Ethernet) => true,
+        Some(params::LinkType::Ib) => false,
+        None => port.is_ethernet(),
+    };
+    let want_gid = p.gid_index.is_some() || ethernet;
+    let (gid_index, gid) = if want_gid {
+        let table = ctx
+            .gid_table(u32::from(p.ib_port), port.gid_tbl_len)
+            .or_else(|_| {
+                uverbs::discovery::gid::read_gid_table(
+                    &uverbs::discovery::sysfs::SysfsRoot::system(),
+                    &name,
+                    u32::from(p.ib_port),
+                    port.link_layer,
+                )
+            })
+            .map_err(|e| ToolError::new(1, format!(" Couldn't read the GID table of {name} port {}: {e}", p.ib_port)))?;
+        let ix = match p.gid_index {
+            Some(ix) => u32::from(ix),
+            None => {
+                let c = select_gid(&table, p.ipv6, GidRule::Walk606).ok_or_else(|| {
+                    ToolError::new(1, format!(" No valid GID on {name} port {} (is the netdev up with an IP address?)", p.ib_port))
+                })?;
+                c.index
+            }
+        };
+        let gid = table.iter().find(|e| e.index == ix).map(|e| e.gid).ok_or_else(|| {
+            ToolError::new(1, format!(" GID index {ix} is empty on {name} port {} (check -x against the GID table)", p.ib_port))
+        })?;
+        (Some(ix as u8), gid)
+    } else {
+        (None, [0u8; 16])
+    };
+    // Mellanox (0x02c9) is in perftest's known-device table; rxe (vendor 0) is not.
+    let known = attr.vendor_id == 0x02c9;
+    Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known })
+}
+
+fn run_with_context<P: Provider>(
+    p: &Params,
+    out: Out,
+    listener: Option<Listener>,
+    ctx: Arc<Context<P>>,
+) -> Result<(), ToolError> {
+    let dev = query_device(p, &ctx)?;
+
+    // Inline size (ctx_set_max_inline): unknown devices get 0, and say so if a value was set
+    // (read/atomic tools always set 0 while parsing).
+    let explicit_inline = p.inline_size.is_some() || matches!(p.verb, Verb::Read | Verb::Atomic);
+    let inline = if !dev.known {
+        if explicit_inline {
+            out.text(DASH_LINE);
+            out.err("Device not recognized to implement inline feature. Disabling it\n");
+        }
+        0
+    } else if matches!(p.verb, Verb::Read | Verb::Atomic) {
+        0
+    } else {
+        p.inline_size.unwrap_or_else(|| p.default_inline(true))
+    };
+    // Outstanding reads (read/atomic): -o capped to the device maximum, default that maximum.
+    let out_reads = if matches!(p.verb, Verb::Read | Verb::Atomic) {
+        let max = dev.attr.max_qp_rd_atom.max(1);
+        match p.out_reads {
+            Some(o) if o > max => {
+                out.text(DASH_LINE);
+                out.err(&format!(" Number of outstanding reads is above max = {max}\n Changing to that max value\n"));
+                max
+            }
+            Some(o) if o > 0 => o,
+            _ => max,
+        }
+    } else {
+        1
+    };
+    // Local MTU: the port's active MTU, or -m lowered to it.
+    let active = dev.port.active_mtu.clamp(1, 5) as u8;
+    let local_mtu = match p.mtu.and_then(params::mtu_enum) {
+        Some(m) if m > active => {
+            out.text(&format!(
+                " Requested mtu is higher than active mtu \n Changing to active mtu - {}\n",
+                msg::mtu_bytes(active).unwrap_or(0)
+            ));
+            active
+        }
+        Some(m) => m,
+        None => active,
+    };
+
+    let tcp_client = p.is_tcp_client();
+    let oob_role = if tcp_client { oob::Role::Client } else { oob::Role::Server };
+    let sizes = p.sizes();
+    let max_bytes = sizes.iter().copied().max().unwrap_or(p.size) * sizes.len().max(1) as u64;
+    let per_read = if p.test_type == TestType::Duration {
+        u64::from(p.duration) + 120
+    } else {
+        120 + p.iters.saturating_mul(u64::from(p.num_qps)).saturating_mul(max_bytes) / 1_000_000
+    };
+    let cfg = OobConfig { port: p.port, timeout: Duration::from_secs(per_read.min(24 * 3600)), ..OobConfig::default() };
+    let ch = if tcp_client {
+        let host = p.server_name.as_deref().unwrap_or("127.0.0.1");
+        Channel::connect(host, &cfg).map_err(|e| {
+            ToolError::new(1, format!("Couldn't connect to {host}:{}\n Unable to init the socket connection\n{e}", p.port))
+        })?
+    } else {
+        let l = match listener {
+            Some(l) => l,
+            None => Listener::bind(&cfg)
+                .map_err(|e| ToolError::new(1, format!("Couldn't listen to port {}\n{e}", p.port)))?,
+        };
+        out.text(report::WAITING_FOR_CLIENT);
+        l.accept().map_err(|e| ToolError::new(1, format!("accept() failed\n Unable to init the socket connection\n{e}")))?
+    };
+
+    let plan_opts = oob::PlanOptions {
+        num_qps: p.num_qps as usize,
+        bidirectional: p.duplex,
+        all_sizes: if p.test_method == TestMethod::All { Some(sizes.len()) } else { None },
+        write_with_imm: p.verb == Verb::WriteImm,
+        duration: p.test_type == TestType::Duration,
+        report_per_port: p.report_per_port,
+        negotiate: false,
+        rdma_cm: false,
+    };
+    let mut side = SideRun {
+        p,
+        out,
+        ctx,
+        dev,
+        inline,
+        out_reads,
+        local_mtu,
+        mtu: local_mtu,
+        sys: SysData { page_size: page_size(), cache_line: cache_line() },
+        sizes,
+        ep: None,
+        my_keys: Vec::new(),
+        remote_keys: Vec::new(),
+        header: None,
+        results: Vec::new(),
+        last_bw: None,
+        peer_report: None,
+        posted: Vec::new(),
+        stop: AtomicBool::new(false),
+    };
+    let mut plan_opts = plan_opts;
+    if side.p.connection == Connection::Ud && side.p.test_method == TestMethod::All {
+        // sizes are capped to the MTU later; the plan needs the final count, computed from the
+        // local MTU (the peer applies the same rule with the same effective MTU in practice).
+        let cap = u64::from(msg::mtu_bytes(local_mtu).unwrap_or(4096));
+        plan_opts.all_sizes = Some(side.sizes.iter().filter(|&&s| s <= cap).count());
+    }
+    let steps = oob::plan(to_tool(p.tool), oob_role, &plan_opts);
+    oob::execute(ch, &steps, &mut side)
+}
+
+enum RunResult {
+    Bw(BwResult),
+    Lat(Box<LatencyReport>, u64),
+    LatDuration { iters: u64, t_avg: f64, tps: f64 },
+    Nothing,
+}
+
+struct SideRun<'a, P: Provider> {
+    p: &'a Params,
+    out: Out,
+    ctx: Arc<Context<P>>,
+    dev: DevFacts,
+    inline: u32,
+    out_reads: u32,
+    local_mtu: u8,
+    mtu: u8,
+    sys: SysData,
+    sizes: Vec<u64>,
+    ep: Option<VerbsEndpoint<P>>,
+    my_keys: Vec<KeyMsg>,
+    remote_keys: Vec<KeyMsg>,
+    header: Option<ReportHeader>,
+    results: Vec<(RunResult, Option<f32>)>,
+    last_bw: Option<BwResult>,
+    peer_report: Option<BwReport>,
+    posted: Vec<u64>,
+    stop: AtomicBool,
+}
+
+impl<P: Provider> SideRun<'_, P> {
+    fn is_test_client(&self) -> bool {
+        self.p.machine == Role::Client
+    }
+
+    fn ep(&mut self) -> Result<&mut VerbsEndpoint<P>, ToolError> {
+        self.ep.as_mut().ok_or_else(|| ToolError::new(1, "internal error: resources not created"))
+    }
+
+    fn fail(&self, e: EngineError) -> ToolError {
+        let msg = match &e {
+            EngineError::Completion { status, .. } => {
+                let hint = match status {
+                    WcStatus::LocLenErr | WcStatus::LocQpOpErr | WcStatus::RemInvReqErr | WcStatus::RemOpErr if self.p.verb.has_recv_comp() => {
+                        "\n (are both sides run with the same message size -s / -a and connection type -c?)"
+                    }
+                    _ => "",
+                };
+                format!("{e}{hint}")
+            }
+            _ => e.to_string(),
+        };
+        ToolError::new(run_fail_code(self.p), msg)
+    }
+
+    /// Create the resources (after the MTU exchange) and print the header block.
+    fn setup(&mut self) -> Result<(), ToolError> {
+        let p = self.p;
+        let mtu_bytes = u64::from(msg::mtu_bytes(self.mtu).unwrap_or(1024));
+        let ud = p.connection == Connection::Ud;
+        if ud {
+            if p.test_method == TestMethod::All {
+                self.sizes.retain(|&s| s <= mtu_bytes);
+            } else if self.sizes[0] > mtu_bytes {
+                if p.size_requested {
+                    return Err(ToolError::new(1, " Max message size in UD cannot be greater than MTU"));
+                }
+                self.out.err(&format!(" Max msg size in UD is MTU {mtu_bytes}\n Changing to this MTU\n"));
+                self.sizes[0] = mtu_bytes;
+            }
+        }
+        let nq = p.num_qps as usize;
+        let max_size = self.sizes.iter().copied().max().unwrap_or(p.size);
+        let layout = BufLayout::new(
+            nq,
+            max_size,
+            self.sys.page_size.max(1) as u64,
+            self.sys.cache_line.max(1) as u64,
+            ud,
+        );
+        let access = match p.verb {
+            Verb::Write | Verb::WriteImm => AccessFlags::REMOTE_WRITE,
+            Verb::Read => AccessFlags::REMOTE_READ,
+            Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
+            Verb::Send | Verb::SendImm => AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE,
+        } | AccessFlags::LOCAL_WRITE;
+        let recv_cq = p.verb.has_recv_comp();
+        let setup = VerbsSetup {
+            qp_type: match p.connection {
+                Connection::Uc => QpType::Uc,
+                Connection::Ud => QpType::Ud,
+                _ => QpType::Rc,
+            },
+            num_qps: nq,
+            tx_depth: p.tx_depth,
+            rx_depth: p.rx_depth,
+            inline_size: self.inline,
+            use_srq: p.use_srq,
+            use_event: p.use_event,
+            comp_vector: p.eq_num.unwrap_or(0),
+            recv_cq,
+            send_cq_depth: p.tx_depth.saturating_mul(p.num_qps).max(1),
+            recv_cq_depth: p.rx_depth.saturating_mul(p.num_qps).max(1),
+            layout,
+            access,
+            port: p.ib_port,
+            pkey_index: p.pkey_index as u16,
+            random_fill: p.tool != Tool::WriteLat,
+            hugepages: p.use_hugepages,
+        };
+        let ep = VerbsEndpoint::create(&self.ctx, &setup).map_err(|e| ToolError::new(1, format!(" Couldn't create IB resources\n{e}")))?;
+        if ep.max_inline() < self.inline {
+            self.out.err(&format!(
+                "  Actual inline-size({}) < requested inline-size({})\n",
+                ep.max_inline(),
+                self.inline
+            ));
+            self.inline = ep.max_inline();
+        }
+        let lid = if self.dev.ethernet { 0 } else { self.dev.port.port_lid };
+        self.my_keys = (0..nq)
+            .map(|q| KeyMsg {
+                lid,
+                out_reads: self.out_reads as u16,
+                qpn: ep.qpn(q) & 0xff_ffff,
+                psn: random_psn(),
+                rkey: ep.rkey(),
+                vaddr: ep.recv_addr(q),
+                tail_markers_vaddr: 0,
+                gid: self.dev.gid,
+                srqn: 0,
+            })
+            .collect();
+        self.remote_keys = vec![KeyMsg::default(); nq];
+        self.ep = Some(ep);
+
+        let mut h = ReportHeader::new(wire_verb(p.verb), p.kind == TestKind::Bw, &self.dev.name);
+        h.atomic_type = match p.atomic_type {
+            AtomicType::CmpAndSwap => WireAtomic::CmpAndSwap,
+            AtomicType::FetchAndAdd => WireAtomic::FetchAndAdd,
+        };
+        h.bidirectional = p.duplex;
+        h.post_list = p.post_list;
+        h.recv_post_list = p.recv_post_list;
+        h.events_comp = if p.use_event { Some(p.eq_num.unwrap_or(0) as i32) } else { None };
+        h.dual_port = p.dualport;
+        h.num_qps = p.num_qps;
+        h.connection = conn_type(p.connection);
+        h.use_srq = p.use_srq;
+        h.pcie_relax_order = Some(p.tool != Tool::WriteLat && !p.disable_pcie_relaxed);
+        h.new_post_send = false;
+        h.is_client = self.is_test_client();
+        h.tx_depth = p.tx_depth;
+        h.rx_depth = p.rx_depth;
+        h.cq_mod = p.cq_mod;
+        h.mtu_bytes = mtu_bytes as u32;
+        h.link_type = if self.dev.ethernet { report::LinkType::Ethernet } else { report::LinkType::Ib };
+        h.gid_index = self.dev.gid_index.map(i32::from);
+        h.inline_size = self.inline;
+        h.out_reads = self.out_reads;
+        self.out.text(&report::header(&h, STYLE));
+        self.header = Some(h);
+        Ok(())
+    }
+
+    fn connect(&mut self) -> Result<(), ToolError> {
+        let p = self.p;
+        let to_rts = p.kind == TestKind::Lat || self.is_test_client() || p.duplex;
+        for q in 0..p.num_qps as usize {
+            let r = self.remote_keys[q];
+            let c = ConnectParams {
+                path_mtu: self.mtu,
+                remote_qpn: r.qpn,
+                remote_psn: r.psn,
+                remote_lid: p.dlid.unwrap_or(r.lid),
+                remote_gid: r.gid,
+                sgid_index: self.dev.gid_index,
+                sl: p.sl,
+                traffic_class: p.tclass as u8,
+                flow_label: if p.flow_labels.is_empty() { 0 } else { p.flow_labels[q % p.flow_labels.len()] },
+                own_psn: self.my_keys[q].psn,
+                max_dest_rd_atomic: self.out_reads.min(255) as u8,
+                max_rd_atomic: u32::from(r.out_reads).clamp(1, 255) as u8,
+                timeout: p.qp_timeout,
+                retry_cnt: 7,
+                rnr_retry: 7,
+                to_rts,
+            };
+            self.ep()?.connect(q, &c).map_err(|e| ToolError::new(1, format!("{e}\n Unable to Connect the HCA's through the link")))?;
+        }
+        Ok(())
+    }
+
+    fn addr_show(&self) -> AddrShow {
+        AddrShow {
+            verb: wire_verb(self.p.verb),
+            rdma_cm: false,
+            srqn: false,
+            gid: self.dev.gid_index.is_some(),
+            mgid: false,
+            dlid: self.p.dlid,
+        }
+    }
+
+    fn targets(&self, size: u64) -> Vec<QpTarget> {
+        let Some(ep) = self.ep.as_ref() else { return Vec::new() };
+        let _ = size;
+        (0..self.p.num_qps as usize)
+            .map(|q| QpTarget {
+                lkey: ep.lkey(),
+                local_addr: ep.send_addr(q),
+                recv_addr: ep.recv_post_addr(q),
+                remote: uverbs::wr::RemoteAddr { addr: self.remote_keys[q].vaddr, rkey: self.remote_keys[q].rkey },
+                ud: ep.ud_dest(q),
+            })
+            .collect()
+    }
+
+    fn recv_len(&self, size: u64) -> u32 {
+        let extra = if self.p.connection == Connection::Ud { UD_GRH } else { 0 };
+        (size + extra) as u32
+    }
+
+    fn atomic_operands(&self) -> (u64, u64) {
+        match self.p.atomic_type {
+            AtomicType::FetchAndAdd => (1, 0),
+            AtomicType::CmpAndSwap => (0, 0),
+        }
+    }
+
+    fn wait(&self) -> WaitMode {
+        if self.p.use_event {
+            WaitMode::Event
+        } else {
+            WaitMode::Busy
+        }
+    }
+
+    fn bw_config(&self, size: u64) -> BwConfig {
+        let p = self.p;
+        let (compare_add, swap) = self.atomic_operands();
+        let duration = (p.test_type == TestType::Duration).then(|| DurationWindow {
+            total: Duration::from_secs(u64::from(p.duration)),
+            margin: Duration::from_secs(u64::from(p.margin.unwrap_or(p.duration / 4))),
+        });
+        BwConfig {
+            iters: p.iters,
+            tx_depth: p.tx_depth,
+            rx_depth: p.rx_depth,
+            cq_mod: p.cq_mod,
+            post_list: p.post_list,
+            size: size as u32,
+            opcode: engine::opcode_for(engine_verb(p.verb), self.atomic_kind()),
+            inline: self.inline > 0 && size <= u64::from(self.inline),
+            wait: self.wait(),
+            record_peak: !p.no_peak && duration.is_none() && p.iters <= 20000,
+            duration,
+            stall_timeout: STALL,
+            cycle_buffer: self.sys.page_size.max(1) as u64,
+            cache_line: self.sys.cache_line.max(1) as u64,
+            compare_add,
+            swap,
+        }
+    }
+
+    fn atomic_kind(&self) -> AtomicKind {
+        match self.p.atomic_type {
+            AtomicType::CmpAndSwap => AtomicKind::CmpAndSwap,
+            AtomicType::FetchAndAdd => AtomicKind::FetchAndAdd,
+        }
+    }
+
+    fn lat_config(&self, size: u64) -> LatConfig {
+        let p = self.p;
+        let (compare_add, swap) = self.atomic_operands();
+        LatConfig {
+            iters: p.iters,
+            size: size as u32,
+            opcode: engine::opcode_for(engine_verb(p.verb), self.atomic_kind()),
+            inline: self.inline > 0 && size <= u64::from(self.inline),
+            wait: self.wait(),
+            stall_timeout: STALL,
+            duration: (p.test_type == TestType::Duration).then(|| Duration::from_secs(u64::from(p.duration))),
+            recv_len: self.recv_len(size),
+            compare_add,
+            swap,
+        }
+    }
+
+    fn bw_result(&self, size: u64, s: &BwSamples, cfg: &BwConfig, receiver: bool) -> Result<BwResult, ToolError> {
+        let p = self.p;
+        let duration = cfg.duration.is_some();
+        let (tp, tc): (Vec<u64>, Vec<u64>) = match (receiver || duration, s.window) {
+            (true, Some((a, b))) => (vec![a], vec![b]),
+            _ => (s.tposted.clone(), s.tcompleted.clone()),
+        };
+        let peak = cfg.record_peak && !receiver && !duration;
+        let inp = BwInput {
+            tposted: &tp,
+            tcompleted: &tc,
+            iters: if duration { s.messages } else { p.iters },
+            num_qps: u64::from(p.num_qps),
+            size,
+            post_list: u64::from(p.post_list),
+            cq_mod: u64::from(p.cq_mod),
+            ticks_per_sec: clock::TICKS_PER_SEC as f64,
+            peak,
+            duration,
+            report_gbits: p.report_fmt == ReportFormat::Gbs,
+            run_inf_bi_factor: 1,
+            iters_per_port: [0, 0],
+        };
+        stats::bandwidth(&inp).map_err(|e| ToolError::new(1, format!("Can't produce a report: {e}")))
+    }
+
+    fn lat_result(&self, s: &LatSamples) -> Result<RunResult, ToolError> {
+        let p = self.p;
+        let tpu = if p.cycles { 1.0 } else { clock::TICKS_PER_SEC as f64 / 1e6 };
+        let rtt = wire_verb(p.verb).rtt_factor();
+        match s.window {
+            Some((a, b)) => {
+                let iters = s.iters.max(1);
+                let (t_avg, tps) = stats::latency_duration(b.saturating_sub(a), tpu, rtt, iters);
+                Ok(RunResult::LatDuration { iters: s.iters, t_avg, tps })
+            }
+            None => {
+                let rep = stats::latency(&s.tposted, tpu, rtt).map_err(|e| ToolError::new(run_fail_code(p), e.to_string()))?;
+                Ok(RunResult::Lat(Box::new(rep), s.iters))
+            }
+        }
+    }
+
+    fn run(&mut self, size_index: usize) -> Result<(), ToolError> {
+        let p = self.p;
+        let size = self.sizes.get(size_index).copied().unwrap_or(p.size);
+        let targets = self.targets(size);
+        let cpu0 = if p.cpu_util && p.test_type == TestType::Duration { read_proc_stat() } else { None };
+        let client = self.is_test_client();
+        let result = match p.tool {
+            Tool::WriteBw | Tool::ReadBw | Tool::AtomicBw | Tool::SendBw => {
+                let cfg = self.bw_config(size);
+                let receiver = p.tool == Tool::SendBw && !client && !p.duplex;
+                let duplex_send = p.tool == Tool::SendBw && p.duplex;
+                let mut cfg = cfg;
+                if duplex_send {
+                    cfg.record_peak = false;
+                }
+                let posted = std::mem::take(&mut self.posted);
+                let recv_len = self.recv_len(size);
+                let stop = &self.stop;
+                let ep = self.ep.as_mut().ok_or_else(|| ToolError::new(1, "no resources"))?;
+                let r = if duplex_send {
+                    bw::run_duplex_send(ep, &cfg, &targets, recv_len, posted, !client, stop)
+                } else if receiver {
+                    bw::run_receiver(ep, &cfg, &targets, recv_len, posted, stop)
+                } else {
+                    bw::run_sender(ep, &cfg, &targets, stop)
+                };
+                let s = r.map_err(|e| self.fail(e))?;
+                let res = self.bw_result(size, &s, &cfg, receiver || duplex_send)?;
+                self.last_bw = Some(res);
+                RunResult::Bw(res)
+            }
+            Tool::WriteLat | Tool::SendLat | Tool::ReadLat | Tool::AtomicLat => {
+                let cfg = self.lat_config(size);
+                let role = if client { lat::Role::Client } else { lat::Role::Server };
+                let stop = &self.stop;
+                let t = targets.first().copied().unwrap_or_default();
+                let ep = self.ep.as_mut().ok_or_else(|| ToolError::new(1, "no resources"))?;
+                let r = match p.tool {
+                    Tool::WriteLat => lat::run_write_lat(ep, &cfg, &t, role, stop),
+                    Tool::SendLat => lat::run_send_lat(ep, &cfg, &t, role, stop),
+                    _ => lat::run_read_lat(ep, &cfg, &t, stop),
+                };
+                let s = r.map_err(|e| self.fail(e))?;
+                self.lat_result(&s)?
+            }
+        };
+        let cpu = match (cpu0, if p.cpu_util { read_proc_stat() } else { None }) {
+            (Some((u0, i0)), Some((u1, i1))) => Some(stats::cpu_util([u0, u1], [i0, i1])),
+            _ => None,
+        };
+        if self.results.len() <= size_index {
+            self.results.resize_with(size_index + 1, || (RunResult::Nothing, None));
+        }
+        self.results[size_index] = (result, cpu);
+        Ok(())
+    }
+
+    fn post_receives(&mut self, size_index: usize) -> Result<(), ToolError> {
+        let p = self.p;
+        let size = self.sizes.get(size_index).copied().unwrap_or(p.size);
+        let targets = self.targets(size);
+        let recv_len = self.recv_len(size);
+        match p.tool {
+            Tool::SendLat => {
+                let cfg = self.lat_config(size);
+                let t = targets.first().copied().unwrap_or_default();
+                let depth = p.rx_depth;
+                let ep = self.ep()?;
+                lat::prepost_lat_receives(ep, &cfg, &t, depth).map_err(|e| ToolError::new(run_fail_code(p), e.to_string()))?;
+            }
+            _ => {
+                let cfg = self.bw_config(size);
+                let ep = self.ep.as_mut().ok_or_else(|| ToolError::new(1, "no resources"))?;
+                let posted = bw::prepost_receives(ep, &cfg, &targets, recv_len)
+                    .map_err(|e| ToolError::new(run_fail_code(p), format!("Couldn't post recv: {e}")))?;
+                self.posted = posted;
+            }
+        }
+        Ok(())
+    }
+
+    fn columns(&self) -> BwColumns {
+        BwColumns {
+            gbits: self.p.report_fmt == ReportFormat::Gbs,
+            per_port: false,
+            cpu_util: self.p.cpu_util && self.p.test_type == TestType::Duration,
+        }
+    }
+
+    fn write_json(&self, r: &json::JsonResults, cpu: Option<f32>) {
+        if !self.p.out_json {
+            return;
+        }
+        if let Some(h) = &self.header {
+            let content = json::json_report(h, r, Style::V629, cpu, output_mode(self.p.output));
+            if let Err(e) = json::write_json_file(std::path::Path::new(&self.p.out_json_file), &content) {
+                self.out.err(&format!(" Failed to write {}: {e}\n", self.p.out_json_file));
+            }
+        }
+    }
+
+    fn print_bw(&self, r: &BwResult, cpu: Option<f32>) {
+        let line = BwLine {
+            size: r.size,
+            iters: r.iters,
+            bw_peak: r.bw_peak,
+            bw_avg: r.bw_avg,
+            msg_rate: r.msg_rate,
+            ..Default::default()
+        };
+        self.print_bw_line(&line, cpu);
+    }
+
+    fn print_bw_line(&self, line: &BwLine, cpu: Option<f32>) {
+        let c = self.columns();
+        self.out.result(&report::bw_result_line(STYLE, c, line, cpu, output_mode(self.p.output)));
+        self.write_json(
+            &json::JsonResults::Bw {
+                size: line.size,
+                iters: line.iters,
+                bw_peak: line.bw_peak,
+                bw_avg: line.bw_avg,
+                msg_rate: line.msg_rate,
+                high_precision: report::bw_high_precision(c.gbits, line.bw_avg),
+            },
+            cpu,
+        );
+    }
+
+    fn print_own(&self, size_index: usize) {
+        let p = self.p;
+        let Some((r, cpu)) = self.results.get(size_index) else { return };
+        let size = self.sizes.get(size_index).copied().unwrap_or(p.size);
+        let mode = output_mode(p.output);
+        match r {
+            RunResult::Bw(b) => self.print_bw(b, *cpu),
+            RunResult::Lat(rep, iters) => {
+                self.out.result(&report::lat_report(size, *iters, rep, p.unsorted, p.histogram, p.cycles, *cpu, mode));
+                let st = &rep.stats;
+                self.write_json(
+                    &json::JsonResults::Lat {
+                        size,
+                        iters: *iters,
+                        t_min: st.t_min,
+                        t_max: st.t_max,
+                        t_typical: st.t_typical,
+                        t_avg: st.t_avg,
+                        t_stdev: st.t_stdev,
+                        p99: st.p99,
+                        p99_9: st.p99_9,
+                    },
+                    *cpu,
+                );
+            }
+            RunResult::LatDuration { iters, t_avg, tps } => {
+                self.out.result(&report::lat_duration_line(size, *iters, *t_avg, *tps, *cpu, mode));
+                self.write_json(&json::JsonResults::LatDuration { size, iters: *iters, t_avg: *t_avg, tps: *tps }, *cpu);
+            }
+            RunResult::Nothing => {}
+        }
+    }
+
+    fn own_report(&self) -> BwReport {
+        match &self.last_bw {
+            Some(r) => BwReport {
+                size: r.size,
+                iters: r.iters,
+                bw_peak: r.bw_peak,
+                bw_avg: r.bw_avg,
+                msg_rate: r.msg_rate,
+                ..Default::default()
+            },
+            None => BwReport { size: self.sizes.last().copied().unwrap_or(self.p.size), ..Default::default() },
+        }
+    }
+}
+
+impl<P: Provider> Hooks for SideRun<'_, P> {
+    type Error = ToolError;
+
+    fn own_version(&self) -> &str {
+        params::PERFTEST_VERSION
+    }
+    fn sysdata(&self) -> SysData {
+        self.sys
+    }
+    fn mtu_enum(&self) -> u8 {
+        self.local_mtu
+    }
+    fn negotiate(&mut self) -> (msg::Negotiate, msg::NegotiateLayout) {
+        // Never called: we present 6.06, which does not negotiate.
+        let blob = msg::device_attr_blob(self.dev.attr.vendor_id, self.dev.attr.vendor_part_id, self.out_reads as i32);
+        (
+            msg::Negotiate {
+                test_method: 0,
+                connection_type: self.p.connection.wire_value() as i32,
+                verb: self.p.verb.wire_value() as i32,
+                tst: if self.p.kind == TestKind::Bw { 1 } else { 0 },
+                atomic_type: self.p.atomic_type.wire_value() as i32,
+                test_type: if self.p.test_type == TestType::Duration { 1 } else { 0 },
+                report_fmt: if self.p.report_fmt == ReportFormat::Gbs { 0 } else { 1 },
+                size: self.p.size,
+                iters: self.p.iters,
+                aes_xts: 0,
+                num_of_qps: self.p.num_qps as i32,
+                duration: self.p.duration as i32,
+                use_rdma_cm: 0,
+                use_write_with_imm: 0,
+                no_enhanced_reorder: 0,
+                sig_offload: 0,
+                data_validation: 0,
+                device_attr: blob,
+                mlx5dv_comp_mask: 0,
+            },
+            msg::NegotiateLayout::WithMlx5dv,
+        )
+    }
+    fn key_format(&self) -> KeyFormat {
+        KeyFormat::new(self.dev.gid_index.is_some(), false)
+    }
+    fn key(&mut self, qp: usize) -> KeyMsg {
+        self.my_keys.get(qp).copied().unwrap_or_default()
+    }
+    fn report(&mut self) -> BwReport {
+        self.own_report()
+    }
+
+    fn on_version(&mut self, peer: &PeerVersion) -> Result<(), ToolError> {
+        msg::check_version(peer)?;
+        Ok(())
+    }
+    fn on_sysdata(&mut self, remote: SysData) -> Result<(), ToolError> {
+        self.sys = self.sys.merged(remote);
+        Ok(())
+    }
+    fn on_mtu(&mut self, remote: Option<u8>) -> Result<(), ToolError> {
+        self.mtu = msg::effective_mtu(self.local_mtu, remote);
+        self.setup()
+    }
+    fn on_key(&mut self, qp: usize, purpose: KeyPurpose, remote: KeyMsg) -> Result<(), ToolError> {
+        if purpose == KeyPurpose::QpInfo {
+            if let Some(k) = self.remote_keys.get_mut(qp) {
+                *k = remote;
+            }
+        }
+        Ok(())
+    }
+    fn on_report(&mut self, remote: BwReport) -> Result<(), ToolError> {
+        self.peer_report = Some(remote);
+        Ok(())
+    }
+
+    fn action(&mut self, action: Action) -> Result<(), ToolError> {
+        match action {
+            Action::ConnectQps => self.connect()?,
+            Action::PrintLocal => {
+                let show = self.addr_show();
+                for k in &self.my_keys {
+                    self.out.text(&report::address_line(Side::Local, k, &show));
+                }
+            }
+            Action::PrintRemote { qp } => {
+                let show = self.addr_show();
+                if let Some(k) = self.remote_keys.get(qp) {
+                    self.out.text(&report::address_line(Side::Remote, k, &show));
+                }
+            }
+            Action::PrintResultHeader => {
+                let p = self.p;
+                if p.kind == TestKind::Bw {
+                    self.out.text(&report::bw_result_header(STYLE, self.columns()));
+                } else {
+                    self.out.text(&report::lat_result_header(
+                        p.test_type == TestType::Duration,
+                        p.cpu_util && p.test_type == TestType::Duration,
+                    ));
+                }
+            }
+            Action::PostReceives { size_index } => self.post_receives(size_index)?,
+            Action::Run { size_index } => self.run(size_index)?,
+            Action::PrintOwnResult { size_index } => self.print_own(size_index),
+            Action::PrintSummedResult { size_index } => {
+                let cpu = self.results.get(size_index).and_then(|r| r.1);
+                let mine = self.own_report();
+                let peer = self.peer_report.unwrap_or_default();
+                let sum = mine.summed(&peer);
+                self.print_bw_line(&BwLine::from(&sum), cpu);
+            }
+            Action::PrintPeerResult => {
+                if let Some(r) = self.peer_report {
+                    self.print_bw_line(&BwLine::from(&r), None);
+                }
+            }
+            Action::PrintDashLine => self.out.text(DASH_LINE),
+        }
+        Ok(())
+    }
+}
+
+/// `rperftest check-json FILE...`: 0 if every file parses as JSON (used by the VM cases, which
+/// have no python or jq), else 1 with the parser's position.
+pub fn check_json(files: &[String]) -> i32 {
+    if files.is_empty() {
+        eprintln!("usage: rperftest check-json FILE...");
+        return 2;
+    }
+    let mut rc = 0;
+    for f in files {
+        match std::fs::read_to_string(f) {
+            Ok(s) => match serde_json::from_str::<serde_json::Value>(&s) {
+                Ok(_) => println!("{f}: valid JSON"),
+                Err(e) => {
+                    eprintln!("{f}: invalid JSON: {e}");
+                    rc = 1;
+                }
+            },
+            Err(e) => {
+                eprintln!("{f}: {e}");
+                rc = 1;
+            }
+        }
+    }
+    rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_perftest() {
+        let p = |t: Tool| Params::defaults(t);
+        assert_eq!(run_fail_code(&p(Tool::SendBw)), 17);
+        assert_eq!(run_fail_code(&p(Tool::WriteBw)), 1);
+        assert_eq!(run_fail_code(&p(Tool::ReadLat)), 17);
+        assert_eq!(device_fail_code(Tool::ReadBw), 7);
+        assert_eq!(device_fail_code(Tool::WriteLat), 1);
+    }
+
+    #[test]
+    fn help_and_version_exit_1() {
+        assert_eq!(run_tool(Tool::WriteBw, &["-V".to_string()]), 1);
+    }
+
+    #[test]
+    fn bad_option_exits_1() {
+        assert_eq!(run_tool(Tool::WriteBw, &["--no-such-option".to_string()]), 1);
+    }
+}
