@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+mod cmtest;
 mod devinfo;
 mod selftest;
 
@@ -71,6 +72,7 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
         "devices" => exit_u8(devinfo::run_devices(rest)),
         "devinfo" => exit_u8(devinfo::run_devinfo(rest)),
         "selftest" => selftest::run_selftest(rest),
+        "cm-ping" => cmtest::run(rest),
         other => {
             eprintln!("rperftest: unknown command '{other}'; run 'rperftest --help' for the list");
             2

@@ -39,18 +39,7 @@ cd /tmp
 . /mnt/host/lib.sh
 export PATH=/mnt/host:$PATH
 echo "rxe: $RXE_DEV on $RXE_NETDEV ($RXE_IP), RoCEv2 GID index $RXE_GID_IDX, kernel $(uname -r)"
-help=$(rperftest ib_write_bw --help 2>&1); hrc=$?
-if [ $hrc != 0 ] || [[ $help == *"not implemented"* || $help == *"not yet implemented"* ]]; then
-    # >>> FALLBACK: remove this block once `rperftest ib_write_bw` exists >>>
-    echo
-    echo "NOTE: rperftest ib_write_bw is not implemented yet; showing C perftest's"
-    echo "      ib_write_bw on the same rxe0 instead. rperftest said: $(echo "$help" | head -1)"
-    echo
-    TOOL=(ib_write_bw)
-    # <<< FALLBACK <<<
-else
-    TOOL=(rperftest ib_write_bw)
-fi
+TOOL=(rperftest ib_write_bw)
 start_server "${TOOL[@]}" -d "$RXE_DEV" -x "$RXE_GID_IDX"
 echo "--- client: ${TOOL[*]} -d $RXE_DEV -x $RXE_GID_IDX $RXE_IP"
 "${TOOL[@]}" -d "$RXE_DEV" -x "$RXE_GID_IDX" "$RXE_IP"

@@ -24,6 +24,6 @@ pub mod device;
 pub mod provider;
 pub mod queries;
 pub mod wr;
-pub mod fuzzing;
+pub mod cm;
 
 pub use error::{Error, Result};
