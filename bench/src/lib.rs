@@ -6,3 +6,4 @@ pub mod oob;
 pub mod report;
 pub mod stats;
 pub mod tool;
+pub mod fuzzing;

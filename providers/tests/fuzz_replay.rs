@@ -5,14 +5,19 @@
 use std::path::PathBuf;
 
 fn corpus_dir(target: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(target)
 }
 
 /// Run `f` on every file of the target's corpus; report every failing file by name.
 fn replay(target: &str, f: fn(&[u8])) {
     let dir = corpus_dir(target);
     let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()));
-    let mut files: Vec<PathBuf> = rd.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect();
+    let mut files: Vec<PathBuf> = rd
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .collect();
     files.sort();
     assert!(!files.is_empty(), "corpus {} is empty", dir.display());
     let mut failed = Vec::new();
@@ -22,7 +27,13 @@ fn replay(target: &str, f: fn(&[u8])) {
             failed.push(p.display().to_string());
         }
     }
-    assert!(failed.is_empty(), "{target}: {} of {} corpus files fail:\n{}", failed.len(), files.len(), failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{target}: {} of {} corpus files fail:\n{}",
+        failed.len(),
+        files.len(),
+        failed.join("\n")
+    );
     eprintln!("{target}: {} corpus files replayed", files.len());
 }
 

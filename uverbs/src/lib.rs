@@ -25,5 +25,6 @@ pub mod provider;
 pub mod queries;
 pub mod wr;
 pub mod cm;
+pub mod fuzzing;
 
 pub use error::{Error, Result};
