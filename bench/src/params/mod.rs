@@ -406,9 +406,24 @@ impl ParamError {
 }
 
 impl fmt::Display for ParamError {
+    /// One line, always: the option and the message quote user arguments, and a control
+    /// character in an argument (a newline, an escape sequence) is shown escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.option, self.message)
+        write_escaped(f, &self.option)?;
+        f.write_str(": ")?;
+        write_escaped(f, &self.message)
     }
+}
+
+fn write_escaped(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    for c in s.chars() {
+        if c.is_control() {
+            write!(f, "{}", c.escape_default())?;
+        } else {
+            fmt::Write::write_char(f, c)?;
+        }
+    }
+    Ok(())
 }
 
 impl std::error::Error for ParamError {}
