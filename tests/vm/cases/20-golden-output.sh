@@ -29,13 +29,13 @@ one_run() {
     local who=$1 tool=$2; shift 2
     local bin=("$tool"); [ "$who" = ours ] && bin=(rperftest "$tool")
     local try
-    for try in 1 2; do
+    for try in 1 2 3; do
         start_server -t 60 bash -c 'exec "$@" 2>'"$who.$tool.srv.err" _ "${bin[@]}" "${X[@]}" "$@"
         with_timeout 120 "${bin[@]}" "${X[@]}" "$@" "$RXE_IP" >"$who.$tool.cli.out" 2>"$who.$tool.cli.err"
         local rc=$?
         wait_server 60 >/dev/null
         cp "$SERVER_LOG" "$who.$tool.srv.out"
-        if [ $try = 1 ] && grep -q "Can't produce a report" "$who.$tool.cli.err" "$who.$tool.srv.err" 2>/dev/null; then
+        if [ $try -lt 3 ] && c_clock_flaked "$who.$tool".{cli,srv}.{out,err}; then
             log "C perftest could not calibrate its clock; retrying"; continue
         fi
         [ "$rc" = 0 ] || { cat "$who.$tool.cli.out" "$who.$tool.cli.err"; fail "$who $tool client rc=$rc"; }
