@@ -132,14 +132,13 @@ struct SelfTest {
 impl providers::ContextUser for SelfTest {
     type Output = u8;
     fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> u8 {
-        let mut s = Session::<P>::new(self, ctx);
-        match s.setup() {
-            Ok(()) => {}
+        let mut s = match Session::<P>::setup(self, ctx) {
+            Ok(s) => s,
             Err(e) => {
                 eprintln!("rperftest selftest: setup failed: {e}");
                 return 2;
             }
-        }
+        };
         s.run_all();
         println!("selftest: {} passed, {} failed", s.passed, s.failed);
         if s.failed == 0 {
@@ -172,8 +171,8 @@ struct Pair<P: Provider> {
 struct Session<P: Provider> {
     t: SelfTest,
     ctx: Arc<Context<P>>,
-    pd: Option<Arc<Pd<P>>>,
-    mr: Option<Mr<P>>,
+    pd: Arc<Pd<P>>,
+    mr: Mr<P>,
     gid: [u8; 16],
     mtu: u8,
     max_rd_atomic: u8,
@@ -183,61 +182,43 @@ struct Session<P: Provider> {
 }
 
 impl<P: Provider> Session<P> {
-    fn new(t: SelfTest, ctx: Arc<Context<P>>) -> Self {
-        Session {
-            t,
-            ctx,
-            pd: None,
-            mr: None,
-            gid: [0; 16],
-            mtu: 3,
-            max_rd_atomic: 1,
-            passed: 0,
-            failed: 0,
-            seed: 0x9e37_79b9_7f4a_7c15,
-        }
-    }
-
-    fn setup(&mut self) -> Result<(), String> {
-        let port = self.t.opts.port;
-        let pa = self.ctx.query_port(port).map_err(|e| e.to_string())?;
+    /// Query the port and device, find the GID, register the one MR every check uses.
+    fn setup(t: SelfTest, ctx: Arc<Context<P>>) -> Result<Self, String> {
+        let port = t.opts.port;
+        let pa = ctx.query_port(port).map_err(|e| e.to_string())?;
         if pa.legacy_resp.state != 4 {
             return Err(format!("port {port} is not ACTIVE (state {})", pa.legacy_resp.state));
         }
-        self.mtu = pa.legacy_resp.active_mtu;
-        let da = self.ctx.query_device().map_err(|e| e.to_string())?;
-        self.max_rd_atomic = da.max_qp_rd_atom.clamp(1, 16) as u8;
-        let e = self.ctx.query_gid_entry(u32::from(port), self.t.gid_index).map_err(|e| e.to_string());
-        self.gid = match e {
+        let mtu = pa.legacy_resp.active_mtu;
+        let da = ctx.query_device().map_err(|e| e.to_string())?;
+        let max_rd_atomic = da.max_qp_rd_atom.clamp(1, 16) as u8;
+        let gid = match ctx.query_gid_entry(u32::from(port), t.gid_index) {
             Ok(g) => g.gid,
             Err(_) => {
                 // Kernels before 5.10: sysfs has the same table.
-                let t = gid::read_gid_table(&SysfsRoot::system(), &self.ctx.device().ibdev, u32::from(port), uverbs::attr::LINK_LAYER_ETHERNET)
+                let table = gid::read_gid_table(&SysfsRoot::system(), &ctx.device().ibdev, u32::from(port), uverbs::attr::LINK_LAYER_ETHERNET)
                     .map_err(|e| e.to_string())?;
-                t.iter().find(|g| g.index == self.t.gid_index).map(|g| g.gid).ok_or(format!("GID index {} is empty", self.t.gid_index))?
+                table.iter().find(|g| g.index == t.gid_index).map(|g| g.gid).ok_or(format!("GID index {} is empty", t.gid_index))?
             }
         };
-        let pd = Pd::new(&self.ctx).map_err(|e| e.to_string())?;
-        let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_ATOMIC;
-        let mr = Mr::alloc(&pd, MR_LEN, access, false).map_err(|e| e.to_string())?;
+        let pd = Pd::new(&ctx).map_err(|e| e.to_string())?;
+        let mr = Mr::alloc(&pd, MR_LEN, Self::access(), false).map_err(|e| e.to_string())?;
         println!(
             "rperftest selftest: {} ({} provider), port {port}, {}, path MTU {} B, transport {:?}",
-            self.ctx.device().ibdev,
+            ctx.device().ibdev,
             P::NAME,
-            self.t.why,
-            128u32 << self.mtu,
-            self.ctx.transport()
+            t.why,
+            128u32 << mtu,
+            ctx.transport()
         );
-        self.pd = Some(pd);
-        self.mr = Some(mr);
-        Ok(())
+        Ok(Session { t, ctx, pd, mr, gid, mtu, max_rd_atomic, passed: 0, failed: 0, seed: 0x9e37_79b9_7f4a_7c15 })
     }
 
     fn pd(&self) -> &Arc<Pd<P>> {
-        self.pd.as_ref().expect("setup ran")
+        &self.pd
     }
     fn mr(&self) -> &Mr<P> {
-        self.mr.as_ref().expect("setup ran")
+        &self.mr
     }
 
     fn report(&mut self, name: &str, r: Check) {
