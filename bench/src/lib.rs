@@ -1,9 +1,11 @@
 //! perftest-compatible benchmark engine.
 
+pub mod cm_session;
 pub mod engine;
 pub mod params;
 pub mod oob;
 pub mod report;
+pub mod signal;
 pub mod stats;
 pub mod tool;
 pub mod fuzzing;

@@ -15,6 +15,7 @@ use uverbs::provider::{Provider, QpType};
 use uverbs::queries::DeviceQueries;
 use uverbs::wr::WcStatus;
 
+use crate::cm_session;
 use crate::engine::bw::{self, BwConfig, BwSamples, DurationWindow, QpTarget};
 use crate::engine::lat::{self, LatConfig, LatSamples};
 use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
@@ -30,8 +31,32 @@ use crate::stats::{self, BwInput, BwResult, LatencyReport};
 
 /// Text output style (Debian 12's perftest, the version we present).
 const STYLE: Style = Style::V606;
-/// Give up on a data path that makes no progress for this long (the VM is ~50× slow).
-const STALL: Duration = Duration::from_secs(60);
+/// Give up on a data path that makes no progress for this long (the VM is ~50× slow);
+/// `RPERFTEST_STALL_TIMEOUT` (seconds) overrides it. See docs/faults.md.
+const STALL_DEFAULT: Duration = Duration::from_secs(60);
+/// Environment variable: data-path stall timeout in seconds.
+pub const ENV_STALL_TIMEOUT: &str = "RPERFTEST_STALL_TIMEOUT";
+/// Bound of every out-of-band read during setup (version … key exchanges, before the result
+/// header), when the peer has nothing slow to do; `RPERFTEST_OOB_TIMEOUT` (seconds) overrides
+/// it. During the measurement the bound grows with the test (the peer may be running it).
+const OOB_SETUP_DEFAULT: Duration = Duration::from_secs(30);
+/// Environment variable: OOB setup-exchange timeout in seconds.
+pub const ENV_OOB_TIMEOUT: &str = "RPERFTEST_OOB_TIMEOUT";
+
+/// A timeout in seconds from the environment (`value` is the variable's content, if set):
+/// a positive number (fractions allowed, at most a day), else an error naming the variable.
+pub fn timeout_setting(name: &str, value: Option<&str>, default: Duration) -> Result<Duration, String> {
+    let Some(v) = value else { return Ok(default) };
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!("{name}={v:?} is not a timeout: give seconds, a number > 0 and at most 86400 (e.g. {name}=60)")),
+    }
+}
+
+fn env_timeout(name: &str, default: Duration) -> Result<Duration, ToolError> {
+    let v = std::env::var(name).ok();
+    timeout_setting(name, v.as_deref(), default).map_err(|e| ToolError::new(1, e))
+}
 
 /// A failure: what to print (already perftest-like lines) and the exit status.
 #[derive(Debug, Clone)]
@@ -48,11 +73,15 @@ impl ToolError {
 
 impl From<OobError> for ToolError {
     fn from(e: OobError) -> Self {
+        let code = match e {
+            OobError::Interrupted { .. } => crate::signal::exit_code(crate::signal::signal_number()),
+            _ => 1,
+        };
         let msg = match e.perftest_lines() {
             Some(l) => format!("{}{}", l, e),
             None => e.to_string(),
         };
-        ToolError::new(1, msg)
+        ToolError::new(code, msg)
     }
 }
 
@@ -138,6 +167,8 @@ pub fn run_tool(tool: Tool, args: &[String]) -> i32 {
         }
     }
     let _ = std::io::stdout().flush();
+    // Ctrl-C/SIGTERM from here on stop the run cleanly (resources dropped, one line, 128+sig).
+    crate::signal::install();
     if p.loopback {
         return run_loopback(tool, args);
     }
@@ -238,6 +269,9 @@ fn run_loopback(tool: Tool, args: &[String]) -> i32 {
 }
 
 fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), ToolError> {
+    if p.use_rdma_cm {
+        return run_side_cm(p, out, listener.is_some());
+    }
     let dev = uverbs::discovery::find_device(p.ib_dev.as_deref()).map_err(|e| {
         let msg = match &p.ib_dev {
             Some(n) => format!("IB device {n} not found\n Unable to find the Infiniband/RoCE device\n{e}"),
@@ -245,8 +279,43 @@ fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), Tool
         };
         ToolError::new(device_fail_code(p.tool), msg)
     })?;
-    let user = SideUser { p, out, listener };
+    let user = SideUser { p, out, listener, cm: None };
     providers::open(&dev.desc(), user)
+        .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
+}
+
+/// `-z`/`-R`: the control connection over rdma_cm comes first and decides the device (the one
+/// the server's address resolves to; `-d` must agree when given).
+fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
+    if loopback {
+        return Err(ToolError::new(1, " --loopback is not supported with -z/-R (rdma_cm needs the RDMA interface's address)"));
+    }
+    if p.connection != Connection::Rc {
+        return Err(ToolError::new(1, " rperftest supports -z/-R with RC connections only (-c RC)"));
+    }
+    let start = if let Some(host) = p.server_name.as_deref() {
+        let dst = cm_session::resolve_host(host, p.port, p.ipv6).map_err(|e| ToolError::new(1, e))?;
+        cm_session::start_client(dst, p.qp_timeout)
+            .map_err(|e| ToolError::new(1, format!(" Unable to perform rdma_client function\n{e}")))?
+    } else {
+        out.text(report::WAITING_FOR_CLIENT);
+        cm_session::start_server(None, p.port, p.ipv6, None)
+            .map_err(|e| ToolError::new(1, format!(" Unable to perform rdma_server function\n{e}")))?
+    };
+    let dev = start.device().clone();
+    if let Some(want) = p.ib_dev.as_deref() {
+        if want != dev.info.ibdev {
+            return Err(ToolError::new(
+                1,
+                format!(
+                    " rdma_cm: the connection uses {} (port {}), not {want} (-d); give the IP of {want}'s netdev or drop -d",
+                    dev.info.ibdev, dev.port
+                ),
+            ));
+        }
+    }
+    let user = SideUser { p, out, listener: None, cm: Some(start) };
+    providers::open(&dev.info.desc(), user)
         .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
 }
 
@@ -254,12 +323,13 @@ struct SideUser<'a> {
     p: &'a Params,
     out: Out,
     listener: Option<Listener>,
+    cm: Option<cm_session::CmStart>,
 }
 
 impl providers::ContextUser for SideUser<'_> {
     type Output = Result<(), ToolError>;
     fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Self::Output {
-        run_with_context(self.p, self.out, self.listener, ctx)
+        run_with_context(self.p, self.out, self.listener, self.cm, ctx)
     }
 }
 
@@ -379,6 +449,9 @@ fn output_mode(o: Output) -> OutputMode {
 fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Result<DevFacts, ToolError> {
     let name = ctx.device().ibdev.clone();
     let attr = ctx.device_attr().map_err(|e| ToolError::new(1, format!(" Couldn't query device {name}: {e}")))?;
+    if let Some(msg) = port_number_problem(&name, p.ib_port, attr.phys_port_cnt) {
+        return Err(ToolError::new(1, msg));
+    }
     let port = ctx
         .port_attr(p.ib_port)
         .map_err(|e| ToolError::new(1, format!(" Unable to query port {} attributes: {e}", p.ib_port)))?;
@@ -420,23 +493,145 @@ fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Result<DevFac
             }
         };
         let gid = table.iter().find(|e| e.index == ix).map(|e| e.gid).ok_or_else(|| {
-            ToolError::new(1, format!(" GID index {ix} is empty on {name} port {} (check -x against the GID table)", p.ib_port))
+            let valid: Vec<u32> = table.iter().map(|e| e.index).collect();
+            ToolError::new(1, empty_gid_message(&name, p.ib_port, ix, port.gid_tbl_len, &valid))
         })?;
         (Some(ix as u8), gid)
     } else {
         (None, [0u8; 16])
     };
+    let limits = DevLimits {
+        max_msg_sz: port.max_msg_sz,
+        max_qp_wr: attr.max_qp_wr,
+        max_cqe: attr.max_cqe,
+        max_srq_wr: attr.max_srq_wr,
+    };
+    if let Some(msg) = limits_problem(&name, p, &limits) {
+        return Err(ToolError::new(1, msg));
+    }
     // Mellanox (0x02c9) is in perftest's known-device table; rxe (vendor 0) is not.
     let known = attr.vendor_id == 0x02c9;
     Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known })
+}
+
+/// An exchange failure with perftest's lead-in lines; a stop signal is reported alone (and
+/// exits 128 + signal).
+fn oob_fail(lead: String, e: OobError) -> ToolError {
+    match e {
+        OobError::Interrupted { .. } => ToolError::from(e),
+        _ => ToolError::new(1, format!("{lead}{e}")),
+    }
+}
+
+/// `-i` against the device's port count (ports are 1-based).
+fn port_number_problem(dev: &str, port: u8, ports: u8) -> Option<String> {
+    if port >= 1 && port <= ports {
+        return None;
+    }
+    let range = if ports <= 1 { "use -i 1 or leave -i out".to_string() } else { format!("use -i 1 to -i {ports}") };
+    Some(format!(" Port {port} (-i) does not exist: {dev} has {ports} port{}; {range}", if ports == 1 { "" } else { "s" }))
+}
+
+/// `-x` names an index with no GID: say which indices hold one.
+fn empty_gid_message(dev: &str, port: u8, ix: u32, tbl_len: u32, valid: &[u32]) -> String {
+    let where_ = if tbl_len > 0 && ix >= tbl_len {
+        format!("beyond the GID table ({tbl_len} entries)")
+    } else {
+        "empty".to_string()
+    };
+    let list = if valid.is_empty() {
+        "none is populated (is the netdev up with an IP address?)".to_string()
+    } else {
+        let shown: Vec<String> = valid.iter().take(16).map(|i| i.to_string()).collect();
+        format!("populated indices: {}{}", shown.join(", "), if valid.len() > 16 { ", …" } else { "" })
+    };
+    format!(" GID index {ix} (-x) is {where_} on {dev} port {port}; {list} (rperftest devinfo -v lists them)")
+}
+
+/// The device limits the options are checked against before anything is created.
+#[derive(Clone, Copy, Debug)]
+struct DevLimits {
+    max_msg_sz: u32,
+    max_qp_wr: u32,
+    max_cqe: u32,
+    max_srq_wr: u32,
+}
+
+/// A message size or queue depth beyond the device's limits, as one line naming the option and
+/// the limit (a zero limit means the device did not report it and is not checked).
+fn limits_problem(dev: &str, p: &Params, l: &DevLimits) -> Option<String> {
+    let max_size = p.sizes().into_iter().max().unwrap_or(p.size);
+    if l.max_msg_sz > 0 && max_size > u64::from(l.max_msg_sz) {
+        let opt = if p.test_method == TestMethod::All { "-a (largest size)" } else { "-s" };
+        return Some(format!(
+            " Message size {max_size} ({opt}) is larger than the port's max_msg_sz {} on {dev}; use -s {} or less",
+            l.max_msg_sz, l.max_msg_sz
+        ));
+    }
+    if l.max_qp_wr > 0 && p.tx_depth > l.max_qp_wr {
+        return Some(format!(
+            " TX depth {} (-t) exceeds the device's max_qp_wr {} on {dev}; use -t {} or less",
+            p.tx_depth, l.max_qp_wr, l.max_qp_wr
+        ));
+    }
+    let rx_limit = if p.use_srq { l.max_srq_wr } else { l.max_qp_wr };
+    if rx_limit > 0 && p.verb.has_recv_comp() && p.rx_depth > rx_limit {
+        let what = if p.use_srq { "max_srq_wr" } else { "max_qp_wr" };
+        return Some(format!(
+            " RX depth {} (-r) exceeds the device's {what} {rx_limit} on {dev}; use -r {rx_limit} or less",
+            p.rx_depth
+        ));
+    }
+    let cq = u64::from(p.tx_depth).max(u64::from(p.rx_depth)) * u64::from(p.num_qps.max(1));
+    if l.max_cqe > 0 && cq > u64::from(l.max_cqe) {
+        return Some(format!(
+            " CQ depth {cq} (-t/-r × -q {}) exceeds the device's max_cqe {} on {dev}; lower -t, -r or -q",
+            p.num_qps, l.max_cqe
+        ));
+    }
+    None
+}
+
+/// Run `f` (an engine loop) while a watcher thread sets `stop` when a stop signal arrives or the
+/// peer closes the out-of-band connection (`peer_gone` says which), so a survivor ends within a
+/// fraction of a second instead of at the stall timeout.
+fn watched<R>(stop: &AtomicBool, peer_gone: &AtomicBool, sock: Option<&std::net::TcpStream>, f: impl FnOnce() -> R) -> R {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::Ordering;
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let done = &done;
+        s.spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                if crate::signal::requested() {
+                    stop.store(true, Ordering::Release);
+                    return;
+                }
+                if let Some(sk) = sock {
+                    if crate::signal::peer_hung_up(sk.as_raw_fd(), Duration::ZERO) {
+                        peer_gone.store(true, Ordering::Release);
+                        stop.store(true, Ordering::Release);
+                        return;
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let r = f();
+        done.store(true, Ordering::Release);
+        r
+    })
 }
 
 fn run_with_context<P: Provider>(
     p: &Params,
     out: Out,
     listener: Option<Listener>,
+    cm: Option<cm_session::CmStart>,
     ctx: Arc<Context<P>>,
 ) -> Result<(), ToolError> {
+    let stall = env_timeout(ENV_STALL_TIMEOUT, STALL_DEFAULT)?;
+    let setup_timeout = env_timeout(ENV_OOB_TIMEOUT, OOB_SETUP_DEFAULT)?;
     let dev = query_device(p, &ctx)?;
 
     // Inline size (ctx_set_max_inline): unknown devices get 0, and say so if a value was set
@@ -491,12 +686,43 @@ fn run_with_context<P: Provider>(
     } else {
         120 + p.iters.saturating_mul(u64::from(p.num_qps)).saturating_mul(max_bytes) / 1_000_000
     };
-    let cfg = OobConfig { port: p.port, timeout: Duration::from_secs(per_read.min(24 * 3600)), ..OobConfig::default() };
-    let ch = if tcp_client {
+    let run_timeout = Duration::from_secs(per_read.min(24 * 3600)).max(setup_timeout);
+    let cfg = OobConfig { port: p.port, timeout: setup_timeout, ..OobConfig::default() };
+    let mut cm_data = None;
+    let ch = if let Some(start) = cm {
+        let mut c = cm_session::CmOob::establish(&ctx, start, setup_timeout, cfg.connect_retry_for, p.qp_timeout).map_err(|e| {
+            let f = if tcp_client { "rdma_client" } else { "rdma_server" };
+            ToolError::new(1, format!(" Unable to perform {f} function\n{e}"))
+        })?;
+        c.set_gid_index(dev.gid_index);
+        if p.work_rdma_cm {
+            let dcfg = cm_session::CmDataConfig {
+                dst: match p.server_name.as_deref() {
+                    Some(h) => Some(cm_session::resolve_host(h, p.port, p.ipv6).map_err(|e| ToolError::new(1, e))?),
+                    None => None,
+                },
+                port: p.port,
+                bind: None,
+                ipv6: p.ipv6,
+                tos: p.tos,
+                ack_timeout: p.qp_timeout,
+                retry_count: p.retry_count.min(7) as u8,
+                rd_atomic: if matches!(p.verb, Verb::Read | Verb::Atomic) { out_reads.min(255) as u8 } else { 0 },
+                timeout: setup_timeout,
+            };
+            cm_data = Some(if tcp_client {
+                cm_session::CmData::client(dcfg)
+            } else {
+                cm_session::CmData::server(dcfg, p.num_qps)
+                    .map_err(|e| ToolError::new(1, format!(" Failed to create RDMA CM connection\n{e}")))?
+            });
+        }
+        cm_session::OobLink::Cm(Box::new(c))
+    } else if tcp_client {
         let host = p.server_name.as_deref().unwrap_or("127.0.0.1");
-        Channel::connect(host, &cfg).map_err(|e| {
-            ToolError::new(1, format!("Couldn't connect to {host}:{}\n Unable to init the socket connection\n{e}", p.port))
-        })?
+        cm_session::OobLink::Tcp(Channel::connect(host, &cfg).map_err(|e| {
+            oob_fail(format!("Couldn't connect to {host}:{}\n Unable to init the socket connection\n", p.port), e)
+        })?)
     } else {
         let l = match listener {
             Some(l) => l,
@@ -504,7 +730,13 @@ fn run_with_context<P: Provider>(
                 .map_err(|e| ToolError::new(1, format!("Couldn't listen to port {}\n{e}", p.port)))?,
         };
         out.text(report::WAITING_FOR_CLIENT);
-        l.accept().map_err(|e| ToolError::new(1, format!("accept() failed\n Unable to init the socket connection\n{e}")))?
+        cm_session::OobLink::Tcp(
+            l.accept().map_err(|e| oob_fail("accept() failed\n Unable to init the socket connection\n".into(), e))?,
+        )
+    };
+    let peer_sock = match &ch {
+        cm_session::OobLink::Tcp(c) => c.stream().try_clone().ok(),
+        cm_session::OobLink::Cm(_) => None,
     };
 
     let plan_opts = oob::PlanOptions {
@@ -515,7 +747,8 @@ fn run_with_context<P: Provider>(
         duration: p.test_type == TestType::Duration,
         report_per_port: p.report_per_port,
         negotiate: false,
-        rdma_cm: false,
+        rdma_cm: p.use_rdma_cm,
+        cm_qps: p.work_rdma_cm,
     };
     let mut side = SideRun {
         p,
@@ -537,6 +770,11 @@ fn run_with_context<P: Provider>(
         peer_report: None,
         posted: Vec::new(),
         stop: AtomicBool::new(false),
+        peer_gone: AtomicBool::new(false),
+        peer_sock,
+        stall,
+        run_timeout,
+        cm_data,
     };
     let mut plan_opts = plan_opts;
     if side.p.connection == Connection::Ud && side.p.test_method == TestMethod::All {
@@ -546,7 +784,11 @@ fn run_with_context<P: Provider>(
         plan_opts.all_sizes = Some(side.sizes.iter().filter(|&&s| s <= cap).count());
     }
     let steps = oob::plan(to_tool(p.tool), oob_role, &plan_opts);
-    oob::execute(ch, &steps, &mut side)
+    let r = oob::execute(ch, &steps, &mut side);
+    if let Some(d) = side.cm_data.as_mut() {
+        d.finish();
+    }
+    r
 }
 
 enum RunResult {
@@ -576,6 +818,16 @@ struct SideRun<'a, P: Provider> {
     peer_report: Option<BwReport>,
     posted: Vec<u64>,
     stop: AtomicBool,
+    /// Set by the watcher when the peer closed the OOB connection during a run.
+    peer_gone: AtomicBool,
+    /// A second handle on the OOB socket, watched for a hang-up while the engine runs.
+    peer_sock: Option<std::net::TcpStream>,
+    /// Data-path stall timeout.
+    stall: Duration,
+    /// OOB read timeout from the result header on.
+    run_timeout: Duration,
+    /// `-R`: the rdma_cm data connections.
+    cm_data: Option<cm_session::CmData>,
 }
 
 impl<P: Provider> SideRun<'_, P> {
@@ -588,6 +840,17 @@ impl<P: Provider> SideRun<'_, P> {
     }
 
     fn fail(&self, e: EngineError) -> ToolError {
+        if e == EngineError::Interrupted {
+            if self.peer_gone.load(std::sync::atomic::Ordering::Acquire) {
+                return ToolError::new(
+                    run_fail_code(self.p),
+                    "peer closed the connection during the test: it was stopped, killed or failed; \
+                     look at the other side's output",
+                );
+            }
+            let sig = crate::signal::signal_number();
+            return ToolError::new(crate::signal::exit_code(sig), crate::signal::stop_message(sig, "the test"));
+        }
         let msg = match &e {
             EngineError::Completion { status, .. } => {
                 let hint = match status {
@@ -618,6 +881,12 @@ impl<P: Provider> SideRun<'_, P> {
                 self.out.err(&format!(" Max msg size in UD is MTU {mtu_bytes}\n Changing to this MTU\n"));
                 self.sizes[0] = mtu_bytes;
             }
+        }
+        if p.work_rdma_cm && self.header.is_none() {
+            // -R: the header now (perftest prints it before the rdma_cm connection); the
+            // resources come with the connection (Action::ConnectCm calls this again).
+            self.print_header(mtu_bytes);
+            return Ok(());
         }
         let nq = p.num_qps as usize;
         let max_size = self.sizes.iter().copied().max().unwrap_or(p.size);
@@ -683,7 +952,15 @@ impl<P: Provider> SideRun<'_, P> {
             .collect();
         self.remote_keys = vec![KeyMsg::default(); nq];
         self.ep = Some(ep);
+        if self.header.is_none() {
+            self.print_header(mtu_bytes);
+        }
+        Ok(())
+    }
 
+    /// The header block (test name, settings, address family of the exchange).
+    fn print_header(&mut self, mtu_bytes: u64) {
+        let p = self.p;
         let mut h = ReportHeader::new(wire_verb(p.verb), p.kind == TestKind::Bw, &self.dev.name);
         h.atomic_type = match p.atomic_type {
             AtomicType::CmpAndSwap => WireAtomic::CmpAndSwap,
@@ -708,13 +985,30 @@ impl<P: Provider> SideRun<'_, P> {
         h.gid_index = self.dev.gid_index.map(i32::from);
         h.inline_size = self.inline;
         h.out_reads = self.out_reads;
+        h.rdma_cm_qps = p.work_rdma_cm;
+        h.data_ex_rdma_cm = p.use_rdma_cm;
+        h.tos = p.tos.map(i32::from);
         self.out.text(&report::header(&h, STYLE));
         self.header = Some(h);
-        Ok(())
+    }
+
+    /// `-R`: create the resources on the connection's device and connect every data QP
+    /// through rdma_cm (client: CONNECT; server: ACCEPT of the client's requests).
+    fn connect_cm(&mut self) -> Result<(), ToolError> {
+        self.setup()?;
+        let ibdev = self.dev.name.clone();
+        let (Some(d), Some(ep)) = (self.cm_data.as_mut(), self.ep.as_mut()) else {
+            return Err(ToolError::new(1, "internal error: no rdma_cm data connection state"));
+        };
+        d.connect_all(&ibdev, ep).map_err(|e| ToolError::new(1, format!(" Failed to create RDMA CM connection\n{e}")))
     }
 
     fn connect(&mut self) -> Result<(), ToolError> {
         let p = self.p;
+        if p.work_rdma_cm {
+            // Connected through rdma_cm already (Action::ConnectCm).
+            return Ok(());
+        }
         let to_rts = p.kind == TestKind::Lat || self.is_test_client() || p.duplex;
         for q in 0..p.num_qps as usize {
             let r = self.remote_keys[q];
@@ -744,7 +1038,7 @@ impl<P: Provider> SideRun<'_, P> {
     fn addr_show(&self) -> AddrShow {
         AddrShow {
             verb: wire_verb(self.p.verb),
-            rdma_cm: false,
+            rdma_cm: self.p.use_rdma_cm,
             srqn: false,
             gid: self.dev.gid_index.is_some(),
             mgid: false,
@@ -805,7 +1099,7 @@ impl<P: Provider> SideRun<'_, P> {
             wait: self.wait(),
             record_peak: !p.no_peak && duration.is_none() && p.iters <= 20000,
             duration,
-            stall_timeout: STALL,
+            stall_timeout: self.stall,
             cycle_buffer: self.sys.page_size.max(1) as u64,
             cache_line: self.sys.cache_line.max(1) as u64,
             compare_add,
@@ -829,7 +1123,7 @@ impl<P: Provider> SideRun<'_, P> {
             opcode: engine::opcode_for(engine_verb(p.verb), self.atomic_kind()),
             inline: self.inline > 0 && size <= u64::from(self.inline),
             wait: self.wait(),
-            stall_timeout: STALL,
+            stall_timeout: self.stall,
             duration: (p.test_type == TestType::Duration).then(|| Duration::from_secs(u64::from(p.duration))),
             recv_len: self.recv_len(size),
             compare_add,
@@ -899,13 +1193,15 @@ impl<P: Provider> SideRun<'_, P> {
                 let recv_len = self.recv_len(size);
                 let stop = &self.stop;
                 let ep = self.ep.as_mut().ok_or_else(|| ToolError::new(1, "no resources"))?;
-                let r = if duplex_send {
-                    bw::run_duplex_send(ep, &cfg, &targets, recv_len, posted, !client, stop)
-                } else if receiver {
-                    bw::run_receiver(ep, &cfg, &targets, recv_len, posted, stop)
-                } else {
-                    bw::run_sender(ep, &cfg, &targets, stop)
-                };
+                let r = watched(stop, &self.peer_gone, self.peer_sock.as_ref(), || {
+                    if duplex_send {
+                        bw::run_duplex_send(ep, &cfg, &targets, recv_len, posted, !client, stop)
+                    } else if receiver {
+                        bw::run_receiver(ep, &cfg, &targets, recv_len, posted, stop)
+                    } else {
+                        bw::run_sender(ep, &cfg, &targets, stop)
+                    }
+                });
                 let s = r.map_err(|e| self.fail(e))?;
                 let res = self.bw_result(size, &s, &cfg, receiver || duplex_send)?;
                 self.last_bw = Some(res);
@@ -917,11 +1213,11 @@ impl<P: Provider> SideRun<'_, P> {
                 let stop = &self.stop;
                 let t = targets.first().copied().unwrap_or_default();
                 let ep = self.ep.as_mut().ok_or_else(|| ToolError::new(1, "no resources"))?;
-                let r = match p.tool {
+                let r = watched(stop, &self.peer_gone, self.peer_sock.as_ref(), || match p.tool {
                     Tool::WriteLat => lat::run_write_lat(ep, &cfg, &t, role, stop),
                     Tool::SendLat => lat::run_send_lat(ep, &cfg, &t, role, stop),
                     _ => lat::run_read_lat(ep, &cfg, &t, stop),
-                };
+                });
                 let s = r.map_err(|e| self.fail(e))?;
                 self.lat_result(&s)?
             }
@@ -1106,6 +1402,9 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     fn report(&mut self) -> BwReport {
         self.own_report()
     }
+    fn run_timeout(&self) -> Option<Duration> {
+        Some(self.run_timeout)
+    }
 
     fn on_version(&mut self, peer: &PeerVersion) -> Result<(), ToolError> {
         msg::check_version(peer)?;
@@ -1135,6 +1434,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     fn action(&mut self, action: Action) -> Result<(), ToolError> {
         match action {
             Action::ConnectQps => self.connect()?,
+            Action::ConnectCm => self.connect_cm()?,
             Action::PrintLocal => {
                 let show = self.addr_show();
                 for k in &self.my_keys {
@@ -1227,5 +1527,72 @@ mod tests {
     #[test]
     fn bad_option_exits_1() {
         assert_eq!(run_tool(Tool::WriteBw, &["--no-such-option".to_string()]), 1);
+    }
+
+    #[test]
+    fn timeout_settings_from_the_environment() {
+        let d = Duration::from_secs(60);
+        assert_eq!(timeout_setting(ENV_STALL_TIMEOUT, None, d), Ok(d));
+        assert_eq!(timeout_setting(ENV_STALL_TIMEOUT, Some("5"), d), Ok(Duration::from_secs(5)));
+        assert_eq!(timeout_setting(ENV_STALL_TIMEOUT, Some(" 0.5 "), d), Ok(Duration::from_millis(500)));
+        for bad in ["0", "-1", "abc", "", "inf", "NaN", "100000"] {
+            let e = timeout_setting(ENV_STALL_TIMEOUT, Some(bad), d).unwrap_err();
+            assert!(e.starts_with("RPERFTEST_STALL_TIMEOUT="), "{e}");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn port_number_is_checked_against_the_port_count() {
+        assert_eq!(port_number_problem("rxe0", 1, 1), None);
+        assert_eq!(
+            port_number_problem("rxe0", 2, 1).as_deref(),
+            Some(" Port 2 (-i) does not exist: rxe0 has 1 port; use -i 1 or leave -i out")
+        );
+        assert_eq!(
+            port_number_problem("mlx5_0", 3, 2).as_deref(),
+            Some(" Port 3 (-i) does not exist: mlx5_0 has 2 ports; use -i 1 to -i 2")
+        );
+        assert!(port_number_problem("x", 0, 1).is_some());
+    }
+
+    #[test]
+    fn empty_gid_lists_the_populated_indices() {
+        assert_eq!(
+            empty_gid_message("rxe0", 1, 5, 1024, &[0, 1]),
+            " GID index 5 (-x) is empty on rxe0 port 1; populated indices: 0, 1 (rperftest devinfo -v lists them)"
+        );
+        let m = empty_gid_message("rxe0", 1, 200, 16, &[]);
+        assert!(m.contains("beyond the GID table (16 entries)") && m.contains("none is populated"), "{m}");
+        let many: Vec<u32> = (0..40).collect();
+        assert!(empty_gid_message("d", 1, 99, 128, &many).contains("14, 15, …"));
+    }
+
+    #[test]
+    fn limits_name_the_option_and_the_limit() {
+        let l = DevLimits { max_msg_sz: 1 << 23, max_qp_wr: 1 << 14, max_cqe: 1 << 16, max_srq_wr: 1 << 14 };
+        let mut p = Params::defaults(Tool::WriteBw);
+        assert_eq!(limits_problem("rxe0", &p, &l), None);
+        p.size = (1 << 23) + 1;
+        assert_eq!(
+            limits_problem("rxe0", &p, &l).as_deref(),
+            Some(" Message size 8388609 (-s) is larger than the port's max_msg_sz 8388608 on rxe0; use -s 8388608 or less")
+        );
+        let mut p = Params::defaults(Tool::WriteBw);
+        p.tx_depth = 20000;
+        assert_eq!(
+            limits_problem("rxe0", &p, &l).as_deref(),
+            Some(" TX depth 20000 (-t) exceeds the device's max_qp_wr 16384 on rxe0; use -t 16384 or less")
+        );
+        let mut p = Params::defaults(Tool::SendBw);
+        p.rx_depth = 20000;
+        assert!(limits_problem("rxe0", &p, &l).unwrap().contains("RX depth 20000 (-r)"));
+        let mut p = Params::defaults(Tool::WriteBw);
+        p.num_qps = 8;
+        p.tx_depth = 16384;
+        assert!(limits_problem("rxe0", &p, &l).unwrap().contains("max_cqe 65536"));
+        // A device that reports no limit is not checked.
+        let none = DevLimits { max_msg_sz: 0, max_qp_wr: 0, max_cqe: 0, max_srq_wr: 0 };
+        assert_eq!(limits_problem("d", &p, &none), None);
     }
 }

@@ -8,7 +8,7 @@ use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, UdDest, WorkComplet
 
 use super::addr::AddrCycle;
 use super::clock::{self, TICKS_PER_SEC};
-use super::{check_wc, make_wr_id, CqKind, Endpoint, EngineError, WaitMode};
+use super::{check_wc, make_wr_id, wait_event, CqKind, Endpoint, EngineError, WaitMode};
 
 /// Everything the BW loops need, already derived (perftest's §1.3 rules applied by the caller).
 #[derive(Clone, Debug)]
@@ -47,8 +47,11 @@ pub struct DurationWindow {
 }
 
 impl DurationWindow {
-    fn ticks(d: Duration) -> u64 {
-        d.as_nanos() as u64 * TICKS_PER_SEC / 1_000_000_000
+    /// Clock ticks in `d`. In u128: `nanos * TICKS_PER_SEC` overflows u64 beyond 18.4 s (it
+    /// used to wrap in release builds, so a 60 s stall timeout fired after 4.7 s).
+    pub(crate) fn ticks(d: Duration) -> u64 {
+        let t = d.as_nanos().saturating_mul(u128::from(TICKS_PER_SEC)) / 1_000_000_000;
+        u64::try_from(t).unwrap_or(u64::MAX)
     }
 }
 
@@ -245,7 +248,7 @@ pub fn run_sender<E: Endpoint>(
         if n == 0 {
             idle_polls += 1;
             if cfg.wait == WaitMode::Event && tot_ccnt < total {
-                if !ep.wait_cq_event(CqKind::Send, cfg.stall_timeout)? {
+                if !wait_event(ep, CqKind::Send, cfg.stall_timeout, stop)? {
                     return Err(stalled("send completions", tot_ccnt, total, cfg.stall_timeout));
                 }
                 continue;
@@ -371,7 +374,7 @@ pub fn run_receiver<E: Endpoint>(
         if n == 0 {
             idle_polls += 1;
             if cfg.wait == WaitMode::Event {
-                if !ep.wait_cq_event(CqKind::Recv, cfg.stall_timeout)? {
+                if !wait_event(ep, CqKind::Recv, cfg.stall_timeout, stop)? {
                     return Err(stalled("messages", tot, total, cfg.stall_timeout));
                 }
                 continue;
@@ -528,7 +531,7 @@ pub fn run_duplex_send<E: Endpoint>(
             if cfg.wait == WaitMode::Event {
                 let which = if tot_r < total { CqKind::Recv } else { CqKind::Send };
                 if tot_c < total && tot_r >= total || tot_r < total && tot_c >= total {
-                    if !ep.wait_cq_event(which, cfg.stall_timeout)? {
+                    if !wait_event(ep, which, cfg.stall_timeout, stop)? {
                         return Err(stalled("completions", tot_c + tot_r, 2 * total, cfg.stall_timeout));
                     }
                     continue;
@@ -718,6 +721,14 @@ mod tests {
         let posted = prepost_receives(&mut m, &c, &t, 64).unwrap();
         let e = run_duplex_send(&mut m, &c, &t, 64, posted, true, &AtomicBool::new(false)).unwrap_err();
         assert!(matches!(e, EngineError::Stalled { .. }), "{e}");
+    }
+
+    #[test]
+    fn long_windows_do_not_overflow() {
+        assert_eq!(DurationWindow::ticks(Duration::from_secs(60)), 60 * TICKS_PER_SEC);
+        assert_eq!(DurationWindow::ticks(Duration::from_secs(24 * 3600)), 24 * 3600 * TICKS_PER_SEC);
+        assert_eq!(DurationWindow::ticks(Duration::from_millis(1)), TICKS_PER_SEC / 1000);
+        assert_eq!(DurationWindow::ticks(Duration::MAX), u64::MAX);
     }
 
     #[test]

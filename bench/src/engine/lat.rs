@@ -8,7 +8,7 @@ use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, WorkCompletion, WrO
 
 use super::bw::QpTarget;
 use super::clock;
-use super::{check_wc, make_wr_id, CqKind, Endpoint, EngineError, WaitMode};
+use super::{check_wc, make_wr_id, wait_event, CqKind, Endpoint, EngineError, WaitMode};
 
 #[derive(Clone, Debug)]
 pub struct LatConfig {
@@ -96,7 +96,7 @@ fn wait_one<E: Endpoint>(
             if stop.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
-            if !ep.wait_cq_event(which, cfg.stall_timeout)? {
+            if !wait_event(ep, which, cfg.stall_timeout, stop)? {
                 return Err(EngineError::Stalled { waiting_for: what.to_string(), seconds: cfg.stall_timeout.as_secs() });
             }
         }

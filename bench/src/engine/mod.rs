@@ -130,6 +130,31 @@ pub(crate) fn check_wc(wc: &WorkCompletion, side: &'static str) -> Result<usize,
     Ok(wr_id_qp(wc.wr_id))
 }
 
+/// Event mode: wait up to `timeout` for a CQ event, in slices of at most 250 ms so a stop
+/// request (Ctrl-C, a dead peer) ends the wait quickly. Same result as
+/// [`Endpoint::wait_cq_event`]: false when nothing came within `timeout`.
+pub(crate) fn wait_event<E: Endpoint>(
+    ep: &mut E,
+    which: CqKind,
+    timeout: Duration,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<bool, EngineError> {
+    const SLICE: Duration = Duration::from_millis(250);
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(EngineError::Interrupted);
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(false);
+        }
+        if ep.wait_cq_event(which, left.min(SLICE))? {
+            return Ok(true);
+        }
+    }
+}
+
 /// The opcode perftest posts for a verb.
 pub fn opcode_for(verb: Verb, atomic: AtomicKind) -> WrOpcode {
     match verb {

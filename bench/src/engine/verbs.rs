@@ -225,6 +225,10 @@ impl<P: Provider> VerbsEndpoint<P> {
     pub fn qpn(&self, q: usize) -> u32 {
         self.qps[q].qpn()
     }
+    /// QP `q` itself (rdma_cm `-R` moves it INIT/RTR/RTS with the kernel's attributes).
+    pub fn qp_mut(&mut self, q: usize) -> &mut Qp<P> {
+        &mut self.qps[q]
+    }
     pub fn lkey(&self) -> u32 {
         self.mr.lkey()
     }

@@ -30,6 +30,8 @@ pub enum OobError {
     Accept { port: u16, source: io::Error },
     /// Any other socket error during a step.
     Io { step: String, source: io::Error },
+    /// A wait was cut short by SIGINT/SIGTERM/SIGHUP ([`crate::signal`]).
+    Interrupted { step: String },
 }
 
 impl OobError {
@@ -96,6 +98,7 @@ impl fmt::Display for OobError {
             OobError::Io { step, source } => {
                 write!(f, "socket error during {step}: {source}; check the network and the peer")
             }
+            OobError::Interrupted { step } => f.write_str(&crate::signal::stop_message(crate::signal::signal_number(), step)),
         }
     }
 }

@@ -17,5 +17,5 @@ pub use msg::{
     Verb,
 };
 pub use plan::{plan, Action, KeyPurpose, PlanOptions, Role, Step, Tool};
-pub use session::{execute, Hooks};
+pub use session::{execute, Exchange, Hooks};
 pub use transport::{Channel, Listener, OobConfig, DEFAULT_TIMEOUT};

@@ -76,6 +76,9 @@ pub struct PlanOptions {
     pub negotiate: bool,
     /// rdma_cm exchange (`-z`/`-R`): no `done` is written at close.
     pub rdma_cm: bool,
+    /// `-R`: the data QPs are connected through rdma_cm between two sync key exchanges right
+    /// after the MTU [and NEGOTIATE] exchange (perftest's `create_rdma_cm_connection`).
+    pub cm_qps: bool,
 }
 
 impl Default for PlanOptions {
@@ -89,6 +92,7 @@ impl Default for PlanOptions {
             report_per_port: false,
             negotiate: false,
             rdma_cm: false,
+            cm_qps: false,
         }
     }
 }
@@ -115,6 +119,8 @@ pub enum KeyPurpose {
 pub enum Action {
     /// Move the QPs to RTR (and RTS where the role sends) with the remote keys received so far.
     ConnectQps,
+    /// `-R`: create the resources and connect every data QP through rdma_cm.
+    ConnectCm,
     /// Print the local address line(s) of every QP.
     PrintLocal,
     /// Print the remote address line of this QP (just received).
@@ -176,6 +182,9 @@ pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
         p.push(Step::Negotiate);
     }
     let key = |qp: usize, purpose: KeyPurpose| Step::Key { qp, purpose };
+    if o.cm_qps {
+        p.extend([key(0, KeyPurpose::Sync), Step::Do(Action::ConnectCm), key(0, KeyPurpose::Sync)]);
+    }
     let close = |p: &mut Vec<Step>| {
         p.push(key(0, KeyPurpose::Close));
         if !o.rdma_cm {

@@ -53,13 +53,28 @@ pub trait Hooks {
     }
     /// A local action between exchanges.
     fn action(&mut self, action: Action) -> Result<(), Self::Error>;
+    /// The read timeout from the result header on (the measurement phase, where the peer may
+    /// be running its test between two exchanges). `None`: keep the channel's timeout, which
+    /// then bounds only the setup exchanges.
+    fn run_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// Run `plan` to the end. Consumes the channel when the plan writes `done` (or at the end).
-pub fn execute<H: Hooks>(mut ch: Channel, plan: &[Step], hooks: &mut H) -> Result<(), H::Error> {
+pub fn execute<H: Hooks, C: Exchange>(mut ch: C, plan: &[Step], hooks: &mut H) -> Result<(), H::Error> {
     let mut peer: Option<PeerVersion> = None;
     let own = PeerVersion::from_text(hooks.own_version());
+    let mut measuring = false;
     for step in plan {
+        if !measuring
+            && matches!(step, Step::Do(Action::PrintResultHeader | Action::PostReceives { .. } | Action::Run { .. }))
+        {
+            measuring = true;
+            if let Some(t) = hooks.run_timeout() {
+                ch.set_timeout(t)?;
+            }
+        }
         match *step {
             Step::Version => {
                 let v = ch.exchange_version(&own.text)?;
@@ -106,4 +121,47 @@ pub fn execute<H: Hooks>(mut ch: Channel, plan: &[Step], hooks: &mut H) -> Resul
         }
     }
     Ok(())
+}
+
+/// The exchanges a plan needs, over whatever carries them: the TCP [`Channel`] or the rdma_cm
+/// control QP of `-z`/`-R` (`crate::cm_session::CmOob`). Every method is one perftest exchange
+/// (client writes first, server reads first).
+pub trait Exchange {
+    /// Bound every later wait by `timeout`.
+    fn set_timeout(&mut self, timeout: std::time::Duration) -> Result<(), OobError>;
+    fn exchange_version(&mut self, own: &str) -> Result<PeerVersion, OobError>;
+    fn exchange_sysdata(&mut self, local: SysData) -> Result<SysData, OobError>;
+    fn exchange_mtu(&mut self, local_enum: u8, peer: &PeerVersion) -> Result<Option<u8>, OobError>;
+    fn exchange_negotiate(&mut self, local: &Negotiate, layout: NegotiateLayout) -> Result<Negotiate, OobError>;
+    fn exchange_key(&mut self, mine: &KeyMsg, fmt: KeyFormat) -> Result<KeyMsg, OobError>;
+    fn exchange_report(&mut self, mine: &BwReport, per_port: bool, peer: &PeerVersion) -> Result<BwReport, OobError>;
+    /// Write one block the peer never reads (`done`).
+    fn send(&mut self, step: &str, block: &[u8]) -> Result<(), OobError>;
+}
+
+impl Exchange for Channel {
+    fn set_timeout(&mut self, timeout: std::time::Duration) -> Result<(), OobError> {
+        Channel::set_timeout(self, timeout)
+    }
+    fn exchange_version(&mut self, own: &str) -> Result<PeerVersion, OobError> {
+        Channel::exchange_version(self, own)
+    }
+    fn exchange_sysdata(&mut self, local: SysData) -> Result<SysData, OobError> {
+        Channel::exchange_sysdata(self, local)
+    }
+    fn exchange_mtu(&mut self, local_enum: u8, peer: &PeerVersion) -> Result<Option<u8>, OobError> {
+        Channel::exchange_mtu(self, local_enum, peer)
+    }
+    fn exchange_negotiate(&mut self, local: &Negotiate, layout: NegotiateLayout) -> Result<Negotiate, OobError> {
+        Channel::exchange_negotiate(self, local, layout)
+    }
+    fn exchange_key(&mut self, mine: &KeyMsg, fmt: KeyFormat) -> Result<KeyMsg, OobError> {
+        Channel::exchange_key(self, mine, fmt)
+    }
+    fn exchange_report(&mut self, mine: &BwReport, per_port: bool, peer: &PeerVersion) -> Result<BwReport, OobError> {
+        Channel::exchange_report(self, mine, per_port, peer)
+    }
+    fn send(&mut self, step: &str, block: &[u8]) -> Result<(), OobError> {
+        Channel::send(self, step, block)
+    }
 }

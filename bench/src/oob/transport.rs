@@ -77,32 +77,34 @@ impl Listener {
     /// Accept exactly one client and close the listening socket.
     pub fn accept(self) -> Result<Channel, OobError> {
         let port = self.port();
-        let stream = match self.cfg.accept_timeout {
-            None => self.inner.accept().map(|(s, _)| s).map_err(|source| OobError::Accept { port, source })?,
-            Some(limit) => {
-                self.inner.set_nonblocking(true).map_err(|source| OobError::Accept { port, source })?;
-                let start = Instant::now();
-                loop {
-                    match self.inner.accept() {
-                        Ok((s, _)) => {
-                            s.set_nonblocking(false).map_err(|source| OobError::Accept { port, source })?;
-                            break s;
-                        }
-                        Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
-                            if start.elapsed() >= limit {
-                                return Err(OobError::Accept {
-                                    port,
-                                    source: io::Error::new(
-                                        ErrorKind::TimedOut,
-                                        format!("no client connected within {} s", limit.as_secs()),
-                                    ),
-                                });
-                            }
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
-                        Err(source) => return Err(OobError::Accept { port, source }),
-                    }
+        // Always a non-blocking loop: std's blocking accept() restarts on EINTR, so Ctrl-C
+        // would not end a server waiting for its client.
+        self.inner.set_nonblocking(true).map_err(|source| OobError::Accept { port, source })?;
+        let start = Instant::now();
+        let stream = loop {
+            match self.inner.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(false).map_err(|source| OobError::Accept { port, source })?;
+                    break s;
                 }
+                Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
+                    if crate::signal::requested() {
+                        return Err(OobError::Interrupted { step: "the wait for a client".into() });
+                    }
+                    if let Some(limit) = self.cfg.accept_timeout {
+                        if start.elapsed() >= limit {
+                            return Err(OobError::Accept {
+                                port,
+                                source: io::Error::new(
+                                    ErrorKind::TimedOut,
+                                    format!("no client connected within {} s", limit.as_secs()),
+                                ),
+                            });
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(source) => return Err(OobError::Accept { port, source }),
             }
         };
         Channel::from_stream(stream, Role::Server, self.cfg.timeout)
@@ -161,7 +163,11 @@ impl Channel {
             let mut last_err = None;
             for a in &addrs {
                 tries += 1;
-                let per_try = cfg.timeout.max(Duration::from_secs(1));
+                if crate::signal::requested() {
+                    return Err(OobError::Interrupted { step: format!("the connection to {target}") });
+                }
+                // A SYN that gets no answer should not hold a client for the whole OOB timeout.
+                let per_try = cfg.timeout.clamp(Duration::from_secs(1), Duration::from_secs(10));
                 match TcpStream::connect_timeout(a, per_try) {
                     Ok(s) => return Channel::from_stream(s, Role::Client, cfg.timeout),
                     Err(e) => last_err = Some(e),
@@ -229,11 +235,28 @@ impl Channel {
 
     fn recv_into(&mut self, step: &str, buf: &mut [u8], mut got: usize) -> Result<(), OobError> {
         let expected = buf.len();
+        // The whole message must arrive within the timeout (a peer trickling bytes does not
+        // extend it). Reads wait in short slices so a stop signal is seen within POLL_SLICE.
+        let deadline = if self.timeout.is_zero() { None } else { Some(Instant::now() + self.timeout) };
         while got < expected {
+            if crate::signal::requested() {
+                return Err(OobError::Interrupted { step: step.to_string() });
+            }
+            let slice = match deadline {
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(OobError::Timeout { step: step.to_string(), secs: self.timeout.as_secs(), got, expected });
+                    }
+                    left.min(crate::signal::POLL_SLICE)
+                }
+                None => crate::signal::POLL_SLICE,
+            };
+            let _ = self.stream.set_read_timeout(Some(slice.max(Duration::from_millis(1))));
             match self.stream.read(&mut buf[got..]) {
                 Ok(0) => return Err(OobError::PeerClosed { step: step.to_string(), got, expected }),
                 Ok(n) => got += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
                 Err(e) => return Err(self.map_io(step, e, got, expected)),
             }
         }
@@ -365,8 +388,14 @@ impl Channel {
             .collect();
         shorter.sort_unstable();
         let mut got = 0;
+        // Errors name the full record length, not the shorter prefix being read.
+        let full = |e: OobError| match e {
+            OobError::PeerClosed { step, got, .. } => OobError::PeerClosed { step, got, expected: want },
+            OobError::Timeout { step, secs, got, .. } => OobError::Timeout { step, secs, got, expected: want },
+            e => e,
+        };
         for l in shorter {
-            self.recv_into(STEP, &mut buf[..l], got)?;
+            self.recv_into(STEP, &mut buf[..l], got).map_err(full)?;
             got = l;
             if buf[l - 1] == 0 {
                 return Err(OobError::malformed(

@@ -200,6 +200,9 @@ c_clock_flaked() {
 }
 
 pair() {
+    local ready=()
+    # -c: the server is ready when an rdma_cm listener exists (-R/-z have no TCP port)
+    if [ "$1" = -c ]; then ready=(-c); shift; fi
     local tool=$1; shift
     local srv=() cli=()
     while [ "$1" != "--" ]; do srv+=("$1"); shift; done
@@ -207,7 +210,7 @@ pair() {
     cli=("$@")
     local try
     for try in 1 2 3; do
-        start_server -t 60 "${srv[@]}"
+        start_server "${ready[@]}" -t 60 "${srv[@]}"
         run with_timeout 120 "${cli[@]}"
         cp "$LAST_OUT" "$VMTEST_TMP/client.out"
         wait_server 60
