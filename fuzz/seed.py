@@ -329,6 +329,27 @@ add("netlink", "two-devices-unpadded", nlmsg(0x1401, 2, 5, dev) + nlmsg(0x1401, 
 add("netlink", "bare-attrs", dev)
 add("netlink", "truncated", nlmsg(0x1401, 2, 5, dev)[:50])
 
+# rdma_cm GET_EVENT answers: uid u64, id u32, event u32, status u32, a 304-byte parameter
+# union (conn: qp_num, qkey, private_data[256], private_data_len, srq, responder_resources,
+# initiator_depth, flow_control, retry_count, rnr_retry_count, valid), reserved u32, ece (2 x u32)
+def cm_event(event, status=0, uid=0x1234, cid=3, pdata=b"", full=True, **conn):
+    param = struct.pack(LE + "II", conn.get("qp_num", 0x11), conn.get("qkey", 0))
+    param += pdata.ljust(256, b"\0") + bytes([len(pdata), 0, conn.get("rr", 1), conn.get("id", 1), 1, 7, 7, 1])
+    param = param.ljust(304, b"\0")
+    b = struct.pack(LE + "QIII", uid, cid, event, status & 0xFFFFFFFF) + param
+    return b + (struct.pack(LE + "III", 0, 0, 0) if full else b"")
+
+for name, data in [
+    ("addr-resolved", cm_event(0)), ("route-resolved", cm_event(2)),
+    ("connect-request-56", cm_event(4, pdata=bytes(range(56)))),
+    ("connect-response-196", cm_event(5, pdata=bytes(i & 0xFF for i in range(196)))),
+    ("established", cm_event(9)), ("disconnected", cm_event(10)),
+    ("rejected-8", cm_event(8, status=8)), ("route-error", cm_event(3, status=-19)),
+    ("old-kernel-short", cm_event(9, full=False)), ("pdata-len-max", cm_event(4, pdata=b"\xff" * 255)),
+    ("truncated", cm_event(0)[:100]), ("empty", b""),
+]:
+    add("cm_event", name, data)
+
 sysfs_root = ROOT / "uverbs/tests/fixtures/sysfs/rxe"
 for p in sorted(sysfs_root.rglob("*")):
     if p.is_file():

@@ -297,3 +297,46 @@ pub fn sysfs(data: &[u8]) {
         assert_eq!(parsed.octets(), g, "format_ipv6 {ip:?}");
     }
 }
+
+/// Target `cm_event`: bytes the kernel's rdma_cm hands back — a GET_EVENT answer, a QUERY
+/// answer (ADDR/GID, PATH, ROUTE) or an INIT_QP_ATTR answer; every decoder sees the same input.
+///
+/// Checks: no decoder panics; an event decodes exactly when the kernel's minimum length is
+/// there, and a short answer decodes as the same answer zero-padded (old kernels omit the
+/// trailing fields, which then read as zero); private data never exceeds the ABI array and
+/// follows its length byte; the UD view of the parameters is bounded the same way; the QP
+/// attribute mask from INIT_QP_ATTR keeps only the bits a legacy MODIFY_QP accepts.
+pub fn cm_event(data: &[u8]) {
+    use crate::cm::{sys as cmsys, wire};
+    const EVENT_MIN: usize = 20 + 304;
+    let full = core::mem::size_of::<cmsys::EventResp>();
+    match wire::decode_event(data) {
+        Ok(ev) => {
+            assert!(data.len() >= EVENT_MIN, "decoded an event from {} bytes", data.len());
+            let mut padded = data.to_vec();
+            if padded.len() < full {
+                padded.resize(full, 0);
+                assert_eq!(wire::decode_event(&padded).ok().as_ref(), Some(&ev), "short event = zero-padded event");
+            }
+            assert!(ev.private_data().len() <= cmsys::RDMA_MAX_PRIVATE_DATA);
+            // The length byte of the connection parameters sits right after the 256-byte array.
+            let len_byte = data[20 + 8 + cmsys::RDMA_MAX_PRIVATE_DATA] as usize;
+            assert_eq!(ev.private_data().len(), len_byte.min(cmsys::RDMA_MAX_PRIVATE_DATA));
+            assert_eq!(ev.private_data(), &data[20 + 8..20 + 8 + ev.private_data().len()]);
+            let ud = ev.ud();
+            assert!(ud.private_data.len() <= cmsys::RDMA_MAX_PRIVATE_DATA);
+            let _ = wire::reject_reason_name(ev.status);
+        }
+        Err(e) => {
+            assert!(data.len() < EVENT_MIN, "event of {} bytes refused: {e}", data.len());
+            assert!(!e.to_string().contains('\n'));
+        }
+    }
+    let _ = wire::decode_query_addr(data);
+    let _ = wire::decode_query_path(data);
+    let _ = wire::decode_query_route(data);
+    let _ = wire::decode_sockaddr(data);
+    if let Ok((_, mask)) = wire::decode_qp_attr(data) {
+        assert_eq!(mask.bits() & !((1u32 << 21) - 1), 0, "INIT_QP_ATTR mask beyond bit 20: {:#x}", mask.bits());
+    }
+}

@@ -48,3 +48,8 @@ fn netlink() {
 fn sysfs() {
     replay("sysfs", fuzzing::sysfs);
 }
+
+#[test]
+fn cm_event() {
+    replay("cm_event", fuzzing::cm_event);
+}
