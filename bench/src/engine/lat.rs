@@ -193,6 +193,18 @@ pub fn run_write_lat<E: Endpoint>(
         ep.post_send(0, std::slice::from_ref(&wr))?;
         wait_one(ep, CqKind::Send, cfg, stop, side, "the write's completion")?;
     }
+    // The server's last write is answered by the client's last write: wait for it too (as
+    // perftest does, looping until it has received `iters`), or the server would tear its QP
+    // down while that write is in flight and the client would retry into a QP that is gone.
+    if cfg.duration.is_none() {
+        while rcnt < iters {
+            rcnt += 1;
+            let want = rcnt as u8;
+            spin_until(ep, stop, cfg.stall_timeout, || format!("the peer's write #{rcnt}"), |ep| {
+                Ok(ep.recv_area_byte(0, size - 1) == want)
+            })?;
+        }
+    }
     Ok(finish(tposted, iters, w))
 }
 
@@ -329,6 +341,17 @@ mod tests {
             assert!(s.tposted.windows(2).all(|w| w[1] >= w[0]));
             assert_eq!(m.posted(0), 1000);
         }
+    }
+
+    #[test]
+    fn write_lat_server_waits_for_the_clients_last_write() {
+        let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: true }, 1);
+        m.peer_stops_after(9);
+        let t = target(&m);
+        let mut c = cfg(WrOpcode::RdmaWrite, 10);
+        c.stall_timeout = Duration::from_millis(100);
+        let e = run_write_lat(&mut m, &c, &t, Role::Server, &AtomicBool::new(false)).unwrap_err();
+        assert!(e.to_string().contains("peer's write #10"), "{e}");
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub struct Model {
     recv_area: Vec<u8>,
     send_area: Vec<u8>,
     peer_sent: u64,
+    /// The ping-pong peer sends at most this many messages.
+    peer_limit: Option<u64>,
 }
 
 const PER_POLL: usize = 7;
@@ -61,6 +63,7 @@ impl Model {
             recv_area: vec![0; 1 << 16],
             send_area: vec![0; 1 << 16],
             peer_sent: 0,
+            peer_limit: None,
         };
         if let ModelSide::Receiver { incoming } = side {
             m.incoming_left = incoming;
@@ -113,9 +116,14 @@ impl Model {
         }
     }
 
+    /// The ping-pong peer stops after sending `n` messages (its QP stays up).
+    pub fn peer_stops_after(&mut self, n: u64) {
+        self.peer_limit = Some(n);
+    }
+
     /// The ping-pong peer sends its next message.
     fn peer_send(&mut self) {
-        if self.silent {
+        if self.silent || self.peer_limit.is_some_and(|n| self.peer_sent >= n) {
             return;
         }
         self.peer_sent += 1;
