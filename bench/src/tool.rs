@@ -135,6 +135,67 @@ fn device_fail_code(tool: Tool) -> i32 {
     }
 }
 
+/// Options perftest 6.06's `--help` lists that rperftest parses but does not implement: one
+/// line naming the option and why, printed before anything else happens (exit 1). The parser
+/// keeps accepting them so that their values and conflicts are checked as perftest does.
+pub fn unsupported_option(p: &Params) -> Option<String> {
+    let no = |opt: &str, why: &str| Some(format!(" {opt} is not supported by rperftest: {why}"));
+    if p.dualport {
+        return no("-O/--dualport", "dual-port mode (and --report-per-port) would need QPs on a second port; run one test per port");
+    }
+    if p.use_mcg || p.mgid.is_some() {
+        let opt = if p.use_mcg { "-g/--mcg" } else { "-M/--MGID" };
+        return no(opt, "multicast tests are not implemented");
+    }
+    if !p.report_counters.is_empty() {
+        return no(
+            "-W/--report-counters",
+            "read /sys/class/infiniband/<dev>/ports/<port>/{counters,hw_counters} before and after the run instead",
+        );
+    }
+    if p.dont_xchg_versions {
+        return no("--dont_xchg_versions", "perftest 6.06 itself aborts without the version exchange");
+    }
+    if p.source_ip.is_some() {
+        return no("--source_ip/--bind_source_ip", "the kernel picks the source address from the routing table");
+    }
+    if p.mmap_file.is_some() {
+        return no("--mmap", "buffers come from anonymous memory (or --use_hugepages)");
+    }
+    if p.latency_gap > 0 {
+        return no("--latency_gap", "latency tests post back to back");
+    }
+    if p.rate_limit_type != params::RateLimitType::Disabled {
+        return no("--rate_limit/--rate_limit_type", "rate limiting is not implemented");
+    }
+    if p.report_both {
+        return no("--report-both", "with -b only the summed line is printed");
+    }
+    if p.reversed {
+        return no("--reversed", "the side that connects (the client) always sends");
+    }
+    if p.payload_file_path.is_some() {
+        return no("--payload_file_path", "buffers are filled with pseudo-random data");
+    }
+    if p.use_null_mr {
+        return no("--use-null-mr", "null MRs are not implemented");
+    }
+    None
+}
+
+/// `-w`/`-y` (perftest's verifier limits) against the last BW line printed: perftest's
+/// messages; `-y` is only checked together with `-w`, as in perftest (its quirk).
+fn limits_verdict(p: &Params, last: Option<(f64, f64)>) -> Option<&'static str> {
+    let (Some(bw_limit), Some((bw, rate))) = (p.limit_bw, last) else { return None };
+    if bw < bw_limit {
+        return Some("Error: BW result is below bw limit");
+    }
+    match p.limit_msgrate {
+        Some(m) if rate < m => Some("Error: Msg rate  is below msg_rate limit"),
+        _ => None,
+    }
+}
+
 /// `rperftest ib_write_bw …`: the whole tool; returns the exit status.
 pub fn run_tool(tool: Tool, args: &[String]) -> i32 {
     let p = match params::parse(tool, args) {
@@ -159,6 +220,10 @@ pub fn run_tool(tool: Tool, args: &[String]) -> i32 {
             return e.exit_code();
         }
     };
+    if let Some(msg) = unsupported_option(&p) {
+        eprintln!("{msg}");
+        return 1;
+    }
     for n in &p.notices {
         if n.to_stderr {
             eprint!("{}", n.text);
@@ -389,6 +454,15 @@ fn read_proc_stat() -> Option<(u64, u64)> {
     let line = s.lines().next()?;
     let f: Vec<&str> = line.split_whitespace().collect();
     Some((f.get(1)?.parse().ok()?, f.get(4)?.parse().ok()?))
+}
+
+/// CPU utilisation between two /proc/stat readings (perftest: Δuser / (Δuser + Δidle) × 100);
+/// None unless both were read.
+fn cpu_between(w: [Option<(u64, u64)>; 2]) -> Option<f32> {
+    match w {
+        [Some((u0, i0)), Some((u1, i1))] => Some(stats::cpu_util([u0, u1], [i0, i1])),
+        _ => None,
+    }
 }
 
 fn wire_verb(v: Verb) -> msg::Verb {
@@ -686,7 +760,17 @@ fn run_with_context<P: Provider>(
     } else {
         120 + p.iters.saturating_mul(u64::from(p.num_qps)).saturating_mul(max_bytes) / 1_000_000
     };
-    let run_timeout = Duration::from_secs(per_read.min(24 * 3600)).max(setup_timeout);
+    let run_timeout = if p.test_method == TestMethod::Infinitely {
+        // --run_infinitely: the peer's run has no end, so the wait for its next message has
+        // none either over TCP (0 = no deadline; a hang-up or a signal still ends it at once).
+        if p.use_rdma_cm {
+            Duration::from_secs(24 * 3600)
+        } else {
+            Duration::ZERO
+        }
+    } else {
+        Duration::from_secs(per_read.min(24 * 3600)).max(setup_timeout)
+    };
     let cfg = OobConfig { port: p.port, timeout: setup_timeout, ..OobConfig::default() };
     let mut cm_data = None;
     let ch = if let Some(start) = cm {
@@ -775,6 +859,8 @@ fn run_with_context<P: Provider>(
         stall,
         run_timeout,
         cm_data,
+        measuring: false,
+        last_line: std::cell::Cell::new(None),
     };
     let mut plan_opts = plan_opts;
     if side.p.connection == Connection::Ud && side.p.test_method == TestMethod::All {
@@ -788,7 +874,24 @@ fn run_with_context<P: Provider>(
     if let Some(d) = side.cm_data.as_mut() {
         d.finish();
     }
-    r
+    if r.is_err() && side.client_ended_infinite_run() {
+        // perftest's server of an infinite run ends when its client does.
+        side.out.text(" Client closed connection\n");
+        side.out.text(DASH_LINE);
+        return Ok(());
+    }
+    r?;
+    if let Some(msg) = limits_verdict(p, side.last_line.get()) {
+        return Err(ToolError::new(1, msg));
+    }
+    if p.wait_destroy > 0 {
+        // --wait_destroy: keep the resources for N seconds (a stop signal cuts it short).
+        let until = std::time::Instant::now() + Duration::from_secs(u64::from(p.wait_destroy));
+        while std::time::Instant::now() < until && !crate::signal::requested() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    Ok(())
 }
 
 enum RunResult {
@@ -828,11 +931,29 @@ struct SideRun<'a, P: Provider> {
     run_timeout: Duration,
     /// `-R`: the rdma_cm data connections.
     cm_data: Option<cm_session::CmData>,
+    /// The result header was printed: the measurement phase began.
+    measuring: bool,
+    /// BW average and message rate of the last BW line printed (for `-w`/`-y`).
+    last_line: std::cell::Cell<Option<(f64, f64)>>,
 }
 
-impl<P: Provider> SideRun<'_, P> {
+impl<'a, P: Provider> SideRun<'a, P> {
     fn is_test_client(&self) -> bool {
         self.p.machine == Role::Client
+    }
+
+    /// `--run_infinitely` server whose client went away during the run (its only way to end),
+    /// not stopped by a signal of its own.
+    fn client_ended_infinite_run(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        if self.p.test_method != TestMethod::Infinitely || self.p.is_tcp_client() || !self.measuring {
+            return false;
+        }
+        if crate::signal::requested() {
+            return false;
+        }
+        self.peer_gone.load(std::sync::atomic::Ordering::Acquire)
+            || self.peer_sock.as_ref().is_some_and(|s| crate::signal::peer_hung_up(s.as_raw_fd(), Duration::ZERO))
     }
 
     fn ep(&mut self) -> Result<&mut VerbsEndpoint<P>, ToolError> {
@@ -1083,12 +1204,14 @@ impl<P: Provider> SideRun<'_, P> {
     fn bw_config(&self, size: u64) -> BwConfig {
         let p = self.p;
         let (compare_add, swap) = self.atomic_operands();
-        let duration = (p.test_type == TestType::Duration).then(|| DurationWindow {
+        // --run_infinitely has no window: the loops run until stopped (iterations unbounded).
+        let infinite = p.test_method == TestMethod::Infinitely;
+        let duration = (p.test_type == TestType::Duration && !infinite).then(|| DurationWindow {
             total: Duration::from_secs(u64::from(p.duration)),
             margin: Duration::from_secs(u64::from(p.margin.unwrap_or(p.duration / 4))),
         });
         BwConfig {
-            iters: p.iters,
+            iters: if infinite { u64::MAX } else { p.iters },
             tx_depth: p.tx_depth,
             rx_depth: p.rx_depth,
             cq_mod: p.cq_mod,
@@ -1104,7 +1227,13 @@ impl<P: Provider> SideRun<'_, P> {
             cache_line: self.sys.cache_line.max(1) as u64,
             compare_add,
             swap,
+            cpu_probe: self.cpu_probe(),
         }
+    }
+
+    /// `--cpu_util` with `-D`: /proc/stat is read when the sample window opens and closes.
+    fn cpu_probe(&self) -> Option<engine::CpuProbe> {
+        (self.p.cpu_util && self.p.test_type == TestType::Duration).then_some(read_proc_stat as engine::CpuProbe)
     }
 
     fn atomic_kind(&self) -> AtomicKind {
@@ -1128,6 +1257,7 @@ impl<P: Provider> SideRun<'_, P> {
             recv_len: self.recv_len(size),
             compare_add,
             swap,
+            cpu_probe: self.cpu_probe(),
         }
     }
 
@@ -1178,8 +1308,9 @@ impl<P: Provider> SideRun<'_, P> {
         let p = self.p;
         let size = self.sizes.get(size_index).copied().unwrap_or(p.size);
         let targets = self.targets(size);
-        let cpu0 = if p.cpu_util && p.test_type == TestType::Duration { read_proc_stat() } else { None };
         let client = self.is_test_client();
+        let infinite = p.test_method == TestMethod::Infinitely;
+        let cpu_window;
         let result = match p.tool {
             Tool::WriteBw | Tool::ReadBw | Tool::AtomicBw | Tool::SendBw => {
                 let cfg = self.bw_config(size);
@@ -1192,9 +1323,14 @@ impl<P: Provider> SideRun<'_, P> {
                 let posted = std::mem::take(&mut self.posted);
                 let recv_len = self.recv_len(size);
                 let stop = &self.stop;
+                let mut periodic = self.infinite_reporter(size);
                 let ep = self.ep.as_mut().ok_or_else(|| ToolError::new(1, "no resources"))?;
                 let r = watched(stop, &self.peer_gone, self.peer_sock.as_ref(), || {
-                    if duplex_send {
+                    if infinite && !receiver {
+                        // --run_infinitely: a line every -D seconds until stopped (never Ok).
+                        let period = Duration::from_secs(u64::from(p.duration.max(1)));
+                        bw::run_sender_infinitely(ep, &cfg, &targets, stop, period, &mut periodic)
+                    } else if duplex_send {
                         bw::run_duplex_send(ep, &cfg, &targets, recv_len, posted, !client, stop)
                     } else if receiver {
                         bw::run_receiver(ep, &cfg, &targets, recv_len, posted, stop)
@@ -1203,6 +1339,7 @@ impl<P: Provider> SideRun<'_, P> {
                     }
                 });
                 let s = r.map_err(|e| self.fail(e))?;
+                cpu_window = s.cpu;
                 let res = self.bw_result(size, &s, &cfg, receiver || duplex_send)?;
                 self.last_bw = Some(res);
                 RunResult::Bw(res)
@@ -1219,13 +1356,13 @@ impl<P: Provider> SideRun<'_, P> {
                     _ => lat::run_read_lat(ep, &cfg, &t, stop),
                 });
                 let s = r.map_err(|e| self.fail(e))?;
+                cpu_window = s.cpu;
                 self.lat_result(&s)?
             }
         };
-        let cpu = match (cpu0, if p.cpu_util { read_proc_stat() } else { None }) {
-            (Some((u0, i0)), Some((u1, i1))) => Some(stats::cpu_util([u0, u1], [i0, i1])),
-            _ => None,
-        };
+        // CPU utilisation over the sample window only (perftest reads /proc/stat at SAMPLE and
+        // STOP_SAMPLE).
+        let cpu = cpu_between(cpu_window);
         if self.results.len() <= size_index {
             self.results.resize_with(size_index + 1, || (RunResult::Nothing, None));
         }
@@ -1255,6 +1392,39 @@ impl<P: Provider> SideRun<'_, P> {
             }
         }
         Ok(())
+    }
+
+    /// `--run_infinitely`: prints one result line per period from the messages completed in it
+    /// (peak 0; with `--cpu_util` the CPU column covers the same period).
+    fn infinite_reporter(&self, size: u64) -> impl FnMut(u64, u64) + 'a {
+        let p: &'a Params = self.p;
+        let out = self.out;
+        let cols = self.columns();
+        let mut cpu_prev = if cols.cpu_util { read_proc_stat() } else { None };
+        move |messages: u64, ticks: u64| {
+            let cpu_now = if cols.cpu_util { read_proc_stat() } else { None };
+            let cpu = cpu_between([cpu_prev, cpu_now]);
+            cpu_prev = cpu_now;
+            let inp = BwInput {
+                tposted: &[0],
+                tcompleted: &[ticks],
+                iters: messages,
+                num_qps: u64::from(p.num_qps),
+                size,
+                post_list: u64::from(p.post_list),
+                cq_mod: u64::from(p.cq_mod),
+                ticks_per_sec: clock::TICKS_PER_SEC as f64,
+                peak: false,
+                duration: true,
+                report_gbits: p.report_fmt == ReportFormat::Gbs,
+                run_inf_bi_factor: if p.duplex { 2 } else { 1 },
+                iters_per_port: [0, 0],
+            };
+            if let Ok(r) = stats::bandwidth(&inp) {
+                let line = BwLine { size, iters: r.iters, bw_peak: 0.0, bw_avg: r.bw_avg, msg_rate: r.msg_rate, ..Default::default() };
+                out.result(&report::bw_result_line(STYLE, cols, &line, cpu, output_mode(p.output)));
+            }
+        }
     }
 
     fn columns(&self) -> BwColumns {
@@ -1290,6 +1460,7 @@ impl<P: Provider> SideRun<'_, P> {
     }
 
     fn print_bw_line(&self, line: &BwLine, cpu: Option<f32>) {
+        self.last_line.set(Some((line.bw_avg, line.msg_rate)));
         let c = self.columns();
         self.out.result(&report::bw_result_line(STYLE, c, line, cpu, output_mode(self.p.output)));
         self.write_json(
@@ -1448,6 +1619,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
                 }
             }
             Action::PrintResultHeader => {
+                self.measuring = true;
                 let p = self.p;
                 if p.kind == TestKind::Bw {
                     self.out.text(&report::bw_result_header(STYLE, self.columns()));
@@ -1517,6 +1689,57 @@ mod tests {
         assert_eq!(run_fail_code(&p(Tool::ReadLat)), 17);
         assert_eq!(device_fail_code(Tool::ReadBw), 7);
         assert_eq!(device_fail_code(Tool::WriteLat), 1);
+    }
+
+    #[test]
+    fn cpu_util_needs_both_window_readings() {
+        assert_eq!(cpu_between([None, None]), None);
+        assert_eq!(cpu_between([Some((10, 100)), None]), None);
+        // Δuser 30, Δidle 90 → 25 %.
+        assert_eq!(cpu_between([Some((10, 100)), Some((40, 190))]), Some(25.0));
+        // No ticks in the window: 0, not NaN.
+        assert_eq!(cpu_between([Some((5, 5)), Some((5, 5))]), Some(0.0));
+    }
+
+    fn parsed(t: Tool, args: &[&str]) -> Box<Params> {
+        let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match params::parse(t, &a) {
+            Ok(ParseOutcome::Run(p)) => p,
+            _ => panic!("{args:?} does not parse"),
+        }
+    }
+
+    #[test]
+    fn unimplemented_options_are_refused_in_one_line_naming_them() {
+        for (t, args, opt) in [
+            (Tool::WriteBw, &["-O"][..], "-O/--dualport"),
+            (Tool::SendBw, &["-g"][..], "-g/--mcg"),
+            (Tool::WriteBw, &["-W", "counters/port_xmit_data"][..], "-W/--report-counters"),
+            (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
+            (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),
+            (Tool::WriteBw, &["--mmap", "/tmp/x"][..], "--mmap"),
+            (Tool::WriteLat, &["--latency_gap", "5"][..], "--latency_gap"),
+            (Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"][..], "--rate_limit"),
+            (Tool::WriteBw, &["-b", "--report-both"][..], "--report-both"),
+            (Tool::SendBw, &["--reversed"][..], "--reversed"),
+        ] {
+            let m = unsupported_option(&parsed(t, args)).unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert!(m.contains(opt) && m.contains("not supported by rperftest") && !m.contains('\n'), "{m}");
+        }
+        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["-l", "4", "-Q", "2", "-m", "1024", "-n", "8"])), None);
+    }
+
+    #[test]
+    fn bw_and_msg_rate_limits_follow_perftest() {
+        let p = parsed(Tool::WriteBw, &["-w", "100"]);
+        assert_eq!(limits_verdict(&p, Some((99.0, 1.0))), Some("Error: BW result is below bw limit"));
+        assert_eq!(limits_verdict(&p, Some((100.0, 1.0))), None);
+        assert_eq!(limits_verdict(&p, None), None);
+        // -y alone is never checked (perftest's quirk); with -w it is.
+        let p = parsed(Tool::WriteBw, &["-y", "5"]);
+        assert_eq!(limits_verdict(&p, Some((1.0, 1.0))), None);
+        let p = parsed(Tool::WriteBw, &["-w", "1", "-y", "5"]);
+        assert_eq!(limits_verdict(&p, Some((10.0, 1.0))), Some("Error: Msg rate  is below msg_rate limit"));
     }
 
     #[test]

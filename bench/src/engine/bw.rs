@@ -8,7 +8,7 @@ use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, UdDest, WorkComplet
 
 use super::addr::AddrCycle;
 use super::clock::{self, TICKS_PER_SEC};
-use super::{check_wc, make_wr_id, wait_event, CqKind, Endpoint, EngineError, WaitMode};
+use super::{check_wc, make_wr_id, wait_event, CpuProbe, CqKind, Endpoint, EngineError, WaitMode};
 
 /// Everything the BW loops need, already derived (perftest's §1.3 rules applied by the caller).
 #[derive(Clone, Debug)]
@@ -36,6 +36,8 @@ pub struct BwConfig {
     /// Atomics: compare/add and swap operands.
     pub compare_add: u64,
     pub swap: u64,
+    /// `--cpu_util` (duration mode): read at SAMPLE and STOP_SAMPLE into [`BwSamples::cpu`].
+    pub cpu_probe: Option<CpuProbe>,
 }
 
 /// `-D`: run `total` seconds, measure only between `margin` after the start and `margin` before
@@ -44,6 +46,63 @@ pub struct BwConfig {
 pub struct DurationWindow {
     pub total: Duration,
     pub margin: Duration,
+}
+
+/// A transition of the `-D` state machine (perftest drives it with SIGALRM).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transition {
+    /// `margin` after the start: counting begins.
+    Sample,
+    /// `margin` before the end: counting stops.
+    StopSample,
+    /// `total` after the start: the loop ends.
+    End,
+}
+
+/// START → SAMPLE → STOP_SAMPLE → END over clock ticks, one transition per call to
+/// [`SampleClock::advance`], always in that order (a late call yields the missed ones on the
+/// following calls, so SAMPLE is never skipped).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleClock {
+    begin: u64,
+    stop: u64,
+    end: u64,
+    /// Transitions done so far (0..=3).
+    done: u8,
+}
+
+impl SampleClock {
+    pub fn new(start: u64, w: DurationWindow) -> Self {
+        let m = DurationWindow::ticks(w.margin);
+        let t = DurationWindow::ticks(w.total);
+        SampleClock {
+            begin: start.saturating_add(m),
+            stop: start.saturating_add(t.saturating_sub(m)),
+            end: start.saturating_add(t),
+            done: 0,
+        }
+    }
+
+    /// The next transition if `now` has reached it.
+    pub fn advance(&mut self, now: u64) -> Option<Transition> {
+        let (at, t) = match self.done {
+            0 => (self.begin, Transition::Sample),
+            1 => (self.stop, Transition::StopSample),
+            2 => (self.end, Transition::End),
+            _ => return None,
+        };
+        if now >= at {
+            self.done += 1;
+            Some(t)
+        } else {
+            None
+        }
+    }
+
+    /// Between SAMPLE and STOP_SAMPLE.
+    pub fn sampling(&self) -> bool {
+        self.done == 1
+    }
 }
 
 impl DurationWindow {
@@ -81,6 +140,8 @@ pub struct BwSamples {
     pub messages: u64,
     /// For duration mode and servers: start and end of the measured window.
     pub window: Option<(u64, u64)>,
+    /// `--cpu_util`: /proc/stat (user, idle) at SAMPLE and at STOP_SAMPLE.
+    pub cpu: [Option<(u64, u64)>; 2],
 }
 
 impl BwSamples {
@@ -107,6 +168,35 @@ pub fn run_sender<E: Endpoint>(
     cfg: &BwConfig,
     targets: &[QpTarget],
     stop: &AtomicBool,
+) -> Result<BwSamples, EngineError> {
+    sender_loop(ep, cfg, targets, stop, None)
+}
+
+/// `--run_infinitely`: the sender loop without an end. Every `period` it calls
+/// `report(messages, ticks)` with the messages completed since the previous call and the ticks
+/// that took. Returns only with an error, or [`EngineError::Interrupted`] once `stop` is set.
+/// `cfg.duration` and `cfg.iters` are ignored; no peak is recorded.
+pub fn run_sender_infinitely<E: Endpoint>(
+    ep: &mut E,
+    cfg: &BwConfig,
+    targets: &[QpTarget],
+    stop: &AtomicBool,
+    period: Duration,
+    report: &mut dyn FnMut(u64, u64),
+) -> Result<BwSamples, EngineError> {
+    let mut cfg = cfg.clone();
+    cfg.duration = None;
+    cfg.record_peak = false;
+    cfg.iters = u64::MAX;
+    sender_loop(ep, &cfg, targets, stop, Some((DurationWindow::ticks(period).max(1), report)))
+}
+
+fn sender_loop<E: Endpoint>(
+    ep: &mut E,
+    cfg: &BwConfig,
+    targets: &[QpTarget],
+    stop: &AtomicBool,
+    mut periodic: Option<(u64, &mut dyn FnMut(u64, u64))>,
 ) -> Result<BwSamples, EngineError> {
     let nq = targets.len();
     if nq == 0 || nq != ep.num_qps() {
@@ -144,16 +234,12 @@ pub fn run_sender<E: Endpoint>(
     let base_flags = if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
 
     let start = clock::now();
-    let (sample_begin, sample_end, end) = match duration {
-        Some(d) => {
-            let m = DurationWindow::ticks(d.margin);
-            let t = DurationWindow::ticks(d.total);
-            (start + m, start + t.saturating_sub(m), start + t)
-        }
-        None => (0, 0, u64::MAX),
-    };
+    let mut phases = duration.map(|d| SampleClock::new(start, d));
     let mut in_sample = false;
     let mut sampled = 0u64;
+    // --run_infinitely: messages since the last report, and when that was.
+    let mut since = 0u64;
+    let mut last_report = start;
     if duration.is_none() && !peak {
         samples.tposted[0] = start;
     }
@@ -167,24 +253,32 @@ pub fn run_sender<E: Endpoint>(
             return Err(EngineError::Interrupted);
         }
         // Duration mode: drive the START → SAMPLE → STOP_SAMPLE → END states from the clock.
-        if duration.is_some() {
+        if let Some(ph) = phases.as_mut() {
             let now = clock::now();
-            if !in_sample && now >= sample_begin && now < sample_end && samples.window.is_none() {
-                in_sample = true;
-                samples.tposted[0] = now;
-            }
-            if in_sample && now >= sample_end {
-                in_sample = false;
-                samples.tcompleted[0] = now;
-                samples.window = Some((samples.tposted[0], now));
-            }
-            if now >= end {
-                if samples.window.is_none() {
-                    let b = if samples.tposted[0] != 0 { samples.tposted[0] } else { start };
-                    samples.window = Some((b, now));
+            match ph.advance(now) {
+                Some(Transition::Sample) => {
+                    in_sample = true;
+                    samples.tposted[0] = now;
+                    samples.cpu[0] = cfg.cpu_probe.and_then(|f| f());
                 }
-                samples.messages = sampled;
-                return Ok(samples);
+                Some(Transition::StopSample) => {
+                    in_sample = false;
+                    samples.tcompleted[0] = now;
+                    samples.window = Some((samples.tposted[0], now));
+                    samples.cpu[1] = cfg.cpu_probe.and_then(|f| f());
+                }
+                Some(Transition::End) => {
+                    samples.messages = sampled;
+                    return Ok(samples);
+                }
+                None => {}
+            }
+        } else if let Some((period, report)) = periodic.as_mut() {
+            let now = clock::now();
+            if now.saturating_sub(last_report) >= *period {
+                report(since, now - last_report);
+                since = 0;
+                last_report = now;
             }
         } else if tot_scnt >= total && tot_ccnt >= total {
             break;
@@ -276,6 +370,7 @@ pub fn run_sender<E: Endpoint>(
             if in_sample {
                 sampled += add;
             }
+            since += add;
             if peak && tot_ccnt > 0 {
                 if let Some(slot) = samples.tcompleted.get_mut((tot_ccnt - 1) as usize) {
                     *slot = now;
@@ -341,33 +436,30 @@ pub fn run_receiver<E: Endpoint>(
     let mut last_progress = clock::now();
     let stall_ticks = DurationWindow::ticks(cfg.stall_timeout);
     let mut idle_polls = 0u32;
-    let mut window: Option<(u64, u64, u64)> = None; // (sample begin, sample end, end)
+    let mut phases: Option<SampleClock> = None; // from the first receive
     let mut sampled = 0u64;
-    let mut sample_start = 0u64;
 
     while tot < total {
         if stop.load(Ordering::Relaxed) {
             return Err(EngineError::Interrupted);
         }
         if let (Some(d), Some(t0)) = (cfg.duration, first) {
-            let (b, e, end) = *window.get_or_insert_with(|| {
-                let m = DurationWindow::ticks(d.margin);
-                let t = DurationWindow::ticks(d.total);
-                (t0 + m, t0 + t.saturating_sub(m), t0 + t)
-            });
+            let ph = phases.get_or_insert_with(|| SampleClock::new(t0, d));
             let now = clock::now();
-            if sample_start == 0 && now >= b {
-                sample_start = now;
-            }
-            if now >= e && samples.window.is_none() {
-                samples.window = Some((if sample_start == 0 { b } else { sample_start }, now));
-            }
-            if now >= end {
-                samples.messages = sampled;
-                if samples.window.is_none() {
-                    samples.window = Some((b, now));
+            match ph.advance(now) {
+                Some(Transition::Sample) => {
+                    samples.tposted[0] = now;
+                    samples.cpu[0] = cfg.cpu_probe.and_then(|f| f());
                 }
-                return Ok(samples);
+                Some(Transition::StopSample) => {
+                    samples.window = Some((samples.tposted[0], now));
+                    samples.cpu[1] = cfg.cpu_probe.and_then(|f| f());
+                }
+                Some(Transition::End) => {
+                    samples.messages = sampled;
+                    return Ok(samples);
+                }
+                None => {}
             }
         }
         let n = ep.poll_recv(&mut wcs)?;
@@ -402,7 +494,7 @@ pub fn run_receiver<E: Endpoint>(
             }
             rcnt[q] += 1;
             tot += 1;
-            if sample_start != 0 && samples.window.is_none() {
+            if phases.is_some_and(|p| p.sampling()) {
                 sampled += 1;
             }
             if cfg.duration.is_some() || posted[q] < iters {
@@ -574,6 +666,7 @@ mod tests {
             cache_line: 64,
             compare_add: 0,
             swap: 0,
+            cpu_probe: None,
         }
     }
 
@@ -671,11 +764,81 @@ mod tests {
         let t = targets(&m, 1);
         let mut c = cfg(WrOpcode::RdmaWrite, 0, 32, 1, 1);
         c.record_peak = false;
-        c.duration = Some(DurationWindow { total: Duration::from_millis(300), margin: Duration::from_millis(100) });
+        // A sample window long enough that a loaded machine cannot deschedule the loop for all of it.
+        c.duration = Some(DurationWindow { total: Duration::from_millis(1200), margin: Duration::from_millis(100) });
         let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
         let (a, b) = s.window.unwrap();
         assert!(b > a);
         assert!(s.messages > 0 && s.messages < m.posted(0));
+    }
+
+    #[test]
+    fn sample_clock_walks_the_states_in_order() {
+        let w = DurationWindow { total: Duration::from_secs(4), margin: Duration::from_secs(1) };
+        let s = TICKS_PER_SEC;
+        let mut c = SampleClock::new(100, w);
+        assert_eq!(c.advance(100), None);
+        assert!(!c.sampling());
+        assert_eq!(c.advance(100 + s), Some(Transition::Sample));
+        assert!(c.sampling());
+        assert_eq!(c.advance(100 + 2 * s), None);
+        assert_eq!(c.advance(100 + 3 * s), Some(Transition::StopSample));
+        assert!(!c.sampling());
+        assert_eq!(c.advance(100 + 4 * s - 1), None);
+        assert_eq!(c.advance(100 + 4 * s), Some(Transition::End));
+        assert_eq!(c.advance(u64::MAX), None);
+        // A late caller still sees every transition, one per call, in order.
+        let mut c = SampleClock::new(0, w);
+        assert_eq!(c.advance(10 * s), Some(Transition::Sample));
+        assert_eq!(c.advance(10 * s), Some(Transition::StopSample));
+        assert_eq!(c.advance(10 * s), Some(Transition::End));
+        // Margin 0: SAMPLE at the start; no overflow near the end of the clock.
+        let mut c = SampleClock::new(u64::MAX - 5, DurationWindow { total: Duration::from_secs(1), margin: Duration::ZERO });
+        assert_eq!(c.advance(u64::MAX - 5), Some(Transition::Sample));
+    }
+
+    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    fn counting_probe() -> Option<(u64, u64)> {
+        let n = PROBES.fetch_add(1, Ordering::SeqCst);
+        Some((n, 1000 + n))
+    }
+
+    #[test]
+    fn cpu_is_read_at_sample_and_stop_sample_only() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = targets(&m, 1);
+        let mut c = cfg(WrOpcode::RdmaWrite, 0, 32, 1, 1);
+        c.record_peak = false;
+        c.cpu_probe = Some(counting_probe);
+        c.duration = Some(DurationWindow { total: Duration::from_millis(300), margin: Duration::from_millis(100) });
+        let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(PROBES.load(Ordering::SeqCst), 2);
+        assert_eq!(s.cpu, [Some((0, 1000)), Some((1, 1001))]);
+        // Without --cpu_util nothing is read.
+        c.cpu_probe = None;
+        let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.cpu, [None, None]);
+    }
+
+    #[test]
+    fn run_infinitely_reports_every_period_until_stopped() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = targets(&m, 1);
+        let c = cfg(WrOpcode::RdmaWrite, 5, 32, 4, 1);
+        let stop = AtomicBool::new(false);
+        let mut reports: Vec<(u64, u64)> = Vec::new();
+        let mut report = |n: u64, ticks: u64| {
+            reports.push((n, ticks));
+            if reports.len() == 3 {
+                stop.store(true, Ordering::Relaxed);
+            }
+        };
+        let e = run_sender_infinitely(&mut m, &c, &t, &stop, Duration::from_millis(50), &mut report).unwrap_err();
+        assert_eq!(e, EngineError::Interrupted);
+        assert_eq!(reports.len(), 3);
+        // Far more than -n 5: the loop ignores iterations; each report covers about one period.
+        assert!(reports.iter().all(|&(n, ticks)| n > 5 && ticks >= TICKS_PER_SEC / 20), "{reports:?}");
+        assert!(m.max_outstanding(0) <= 32);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, WorkCompletion, WrO
 
 use super::bw::QpTarget;
 use super::clock;
-use super::{check_wc, make_wr_id, wait_event, CqKind, Endpoint, EngineError, WaitMode};
+use super::{check_wc, make_wr_id, wait_event, CpuProbe, CqKind, Endpoint, EngineError, WaitMode};
 
 #[derive(Clone, Debug)]
 pub struct LatConfig {
@@ -25,6 +25,8 @@ pub struct LatConfig {
     pub recv_len: u32,
     pub compare_add: u64,
     pub swap: u64,
+    /// `--cpu_util` with `-D`: read when the sample window opens and when it closes.
+    pub cpu_probe: Option<CpuProbe>,
 }
 
 /// Which side of a ping-pong this process is.
@@ -40,25 +42,30 @@ pub struct LatSamples {
     pub tposted: Vec<u64>,
     pub iters: u64,
     pub window: Option<(u64, u64)>,
+    /// `--cpu_util`: /proc/stat (user, idle) at the window's start and end.
+    pub cpu: [Option<(u64, u64)>; 2],
 }
 
 const CLOCK_CHECK_EVERY: u32 = 4096;
 
-/// Spin until `ready()` holds, re-checking the clock now and then against `deadline_ticks`.
+/// Spin until `ready()` holds (true), or the run's own `deadline` (duration mode: this side's
+/// end time, in ticks) passes (false). Re-checks the clock now and then: past `timeout` without
+/// progress the peer is declared stalled.
 #[inline]
 fn spin_until<E: Endpoint>(
     ep: &mut E,
     stop: &AtomicBool,
     timeout: Duration,
+    deadline: Option<u64>,
     what: impl Fn() -> String,
     mut ready: impl FnMut(&mut E) -> Result<bool, EngineError>,
-) -> Result<(), EngineError> {
+) -> Result<bool, EngineError> {
     let mut spins = 0u32;
     let start = clock::now();
     let limit = timeout.as_nanos() as u64;
     loop {
         if ready(ep)? {
-            return Ok(());
+            return Ok(true);
         }
         spins += 1;
         if spins >= CLOCK_CHECK_EVERY {
@@ -66,22 +73,29 @@ fn spin_until<E: Endpoint>(
             if stop.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
-            if clock::now().saturating_sub(start) > limit {
+            let now = clock::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Ok(false);
+            }
+            if now.saturating_sub(start) > limit {
                 return Err(EngineError::Stalled { waiting_for: what(), seconds: timeout.as_secs() });
             }
         }
     }
 }
 
-/// Wait for exactly one completion on `which` CQ and check it.
+/// Wait for exactly one completion on `which` CQ and check it; `None` when this side's own
+/// `deadline` (duration mode) passed first — in `-D` each side stops on its own clock, so a
+/// message the peer never sent must not hold this side past its end.
 fn wait_one<E: Endpoint>(
     ep: &mut E,
     which: CqKind,
     cfg: &LatConfig,
     stop: &AtomicBool,
+    deadline: Option<u64>,
     side: &'static str,
     what: &str,
-) -> Result<WorkCompletion, EngineError> {
+) -> Result<Option<WorkCompletion>, EngineError> {
     let mut wc = [WorkCompletion::default(); 1];
     if cfg.wait == WaitMode::Event {
         loop {
@@ -91,50 +105,69 @@ fn wait_one<E: Endpoint>(
             };
             if n == 1 {
                 check_wc(&wc[0], side)?;
-                return Ok(wc[0]);
+                return Ok(Some(wc[0]));
             }
             if stop.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
+            }
+            if deadline.is_some_and(|d| clock::now() >= d) {
+                return Ok(None);
             }
             if !wait_event(ep, which, cfg.stall_timeout, stop)? {
                 return Err(EngineError::Stalled { waiting_for: what.to_string(), seconds: cfg.stall_timeout.as_secs() });
             }
         }
     }
-    spin_until(ep, stop, cfg.stall_timeout, || what.to_string(), |ep| {
+    let got = spin_until(ep, stop, cfg.stall_timeout, deadline, || what.to_string(), |ep| {
         let n = match which {
             CqKind::Send => ep.poll_send(&mut wc)?,
             CqKind::Recv => ep.poll_recv(&mut wc)?,
         };
         Ok(n == 1)
     })?;
+    if !got {
+        return Ok(None);
+    }
     check_wc(&wc[0], side)?;
-    Ok(wc[0])
+    Ok(Some(wc[0]))
 }
 
 struct Window {
     end: Option<u64>,
     sample: Option<(u64, u64)>,
     count: u64,
+    probe: Option<CpuProbe>,
+    /// 0 before the sample window, 1 inside, 2 after.
+    phase: u8,
+    cpu: [Option<(u64, u64)>; 2],
 }
 
 impl Window {
-    fn new(d: Option<Duration>) -> Self {
+    fn new(d: Option<Duration>, probe: Option<CpuProbe>) -> Self {
         let now = clock::now();
+        let w = Window { end: None, sample: None, count: 0, probe, phase: 0, cpu: [None, None] };
         match d {
-            None => Window { end: None, sample: None, count: 0 },
+            None => w,
             Some(d) => {
                 let t = d.as_nanos() as u64;
                 // perftest: margin = duration / 4 on each side is the tools' default; the loops
                 // measure the middle half.
                 let m = t / 4;
-                Window { end: Some(now + t), sample: Some((now + m, now + t - m)), count: 0 }
+                Window { end: Some(now + t), sample: Some((now + m, now + t - m)), ..w }
             }
         }
     }
     /// Returns true when the run is over.
     fn tick(&mut self, stamp: u64) -> bool {
         if let Some((a, b)) = self.sample {
+            if self.phase == 0 && stamp >= a {
+                self.phase = 1;
+                self.cpu[0] = self.probe.and_then(|f| f());
+            }
+            if self.phase == 1 && stamp >= b {
+                self.phase = 2;
+                self.cpu[1] = self.probe.and_then(|f| f());
+            }
             if stamp >= a && stamp < b {
                 self.count += 1;
             }
@@ -145,8 +178,8 @@ impl Window {
 
 fn finish(tposted: Vec<u64>, iters: u64, w: Window) -> LatSamples {
     match w.sample {
-        Some(s) => LatSamples { tposted: Vec::new(), iters: w.count, window: Some(s) },
-        None => LatSamples { tposted, iters, window: None },
+        Some(s) => LatSamples { tposted: Vec::new(), iters: w.count, window: Some(s), cpu: w.cpu },
+        None => LatSamples { tposted, iters, window: None, cpu: [None, None] },
     }
 }
 
@@ -166,15 +199,18 @@ pub fn run_write_lat<E: Endpoint>(
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
     let side = if role == Role::Client { "client" } else { "server" };
-    let mut w = Window::new(cfg.duration);
+    let mut w = Window::new(cfg.duration, cfg.cpu_probe);
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     while scnt < iters {
         if !(role == Role::Server && scnt == 0) {
             rcnt += 1;
             let want = rcnt as u8;
-            spin_until(ep, stop, cfg.stall_timeout, || format!("the peer's write #{rcnt}"), |ep| {
+            let arrived = spin_until(ep, stop, cfg.stall_timeout, w.end, || format!("the peer's write #{rcnt}"), |ep| {
                 Ok(ep.recv_area_byte(0, size - 1) == want)
             })?;
+            if !arrived {
+                break;
+            }
         }
         let now = clock::now();
         if let Some(slot) = tposted.get_mut(scnt as usize) {
@@ -191,7 +227,9 @@ pub fn run_write_lat<E: Endpoint>(
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
         ep.post_send(0, std::slice::from_ref(&wr))?;
-        wait_one(ep, CqKind::Send, cfg, stop, side, "the write's completion")?;
+        if wait_one(ep, CqKind::Send, cfg, stop, w.end, side, "the write's completion")?.is_none() {
+            break;
+        }
     }
     // The server's last write is answered by the client's last write: wait for it too (as
     // perftest does, looping until it has received `iters`), or the server would tear its QP
@@ -200,7 +238,7 @@ pub fn run_write_lat<E: Endpoint>(
         while rcnt < iters {
             rcnt += 1;
             let want = rcnt as u8;
-            spin_until(ep, stop, cfg.stall_timeout, || format!("the peer's write #{rcnt}"), |ep| {
+            spin_until(ep, stop, cfg.stall_timeout, None, || format!("the peer's write #{rcnt}"), |ep| {
                 Ok(ep.recv_area_byte(0, size - 1) == want)
             })?;
         }
@@ -224,11 +262,13 @@ pub fn run_send_lat<E: Endpoint>(
     let rsge = Sge { addr: target.recv_addr, length: cfg.recv_len, lkey: target.lkey };
     let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
     let side = if role == Role::Client { "client" } else { "server" };
-    let mut w = Window::new(cfg.duration);
+    let mut w = Window::new(cfg.duration, cfg.cpu_probe);
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     while scnt < iters {
         if !(role == Role::Client && scnt == 0) {
-            wait_one(ep, CqKind::Recv, cfg, stop, side, "the peer's message")?;
+            if wait_one(ep, CqKind::Recv, cfg, stop, w.end, side, "the peer's message")?.is_none() {
+                break;
+            }
             rcnt += 1;
             let rwr = RecvWr { wr_id: make_wr_id(0, rcnt as u32), sgl: std::slice::from_ref(&rsge) };
             ep.post_recv(0, std::slice::from_ref(&rwr))?;
@@ -247,12 +287,14 @@ pub fn run_send_lat<E: Endpoint>(
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
         ep.post_send(0, std::slice::from_ref(&wr))?;
-        wait_one(ep, CqKind::Send, cfg, stop, side, "the send's completion")?;
+        if wait_one(ep, CqKind::Send, cfg, stop, w.end, side, "the send's completion")?.is_none() {
+            break;
+        }
     }
     // The server answers the client's last message before it stops; the client must consume that
     // answer too, or it would sit in the peer's send queue.
     if role == Role::Client && cfg.duration.is_none() {
-        wait_one(ep, CqKind::Recv, cfg, stop, side, "the peer's last message")?;
+        wait_one(ep, CqKind::Recv, cfg, stop, None, side, "the peer's last message")?;
     }
     Ok(finish(tposted, iters, w))
 }
@@ -277,7 +319,7 @@ pub fn run_read_lat<E: Endpoint>(
     let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
     let mut tposted = if cfg.duration.is_some() { Vec::new() } else { vec![0u64; iters as usize] };
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
-    let mut w = Window::new(cfg.duration);
+    let mut w = Window::new(cfg.duration, cfg.cpu_probe);
     let mut scnt = 0u64;
     while scnt < iters {
         let now = clock::now();
@@ -296,7 +338,9 @@ pub fn run_read_lat<E: Endpoint>(
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
         ep.post_send(0, std::slice::from_ref(&wr))?;
-        wait_one(ep, CqKind::Send, cfg, stop, "client", "the operation's completion")?;
+        if wait_one(ep, CqKind::Send, cfg, stop, w.end, "client", "the operation's completion")?.is_none() {
+            break;
+        }
     }
     Ok(finish(tposted, iters, w))
 }
@@ -318,6 +362,7 @@ mod tests {
             recv_len: 2,
             compare_add: 0,
             swap: 0,
+            cpu_probe: None,
         }
     }
 
@@ -392,8 +437,47 @@ mod tests {
         let mut m = Model::new(ModelSide::Sender, 1);
         let t = target(&m);
         let mut c = cfg(WrOpcode::AtomicFetchAndAdd, 0);
-        c.duration = Some(Duration::from_millis(200));
+        // Long enough that a loaded machine cannot deschedule the loop for the whole window.
+        c.duration = Some(Duration::from_millis(1200));
         let s = run_read_lat(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
         assert!(s.iters > 0 && s.window.is_some() && s.tposted.is_empty());
+        assert_eq!(s.cpu, [None, None]);
+    }
+
+    #[test]
+    fn duration_mode_ends_on_its_own_clock_when_the_peer_stops() {
+        // -D: each side stops at its own deadline; a peer that stopped earlier (or never
+        // answers the last message) must not hold this side until the stall timeout.
+        for (opcode, server_first) in [(WrOpcode::Send, false), (WrOpcode::RdmaWrite, true)] {
+            let mut m = Model::new(ModelSide::PingPong { server_first, role_is_server: true }, 1);
+            m.peer_stops_after(50);
+            let t = target(&m);
+            let mut c = cfg(opcode, 0);
+            c.duration = Some(Duration::from_millis(300));
+            c.stall_timeout = Duration::from_secs(30);
+            if opcode == WrOpcode::Send {
+                prepost_lat_receives(&mut m, &c, &t, 64).unwrap();
+            }
+            let t0 = std::time::Instant::now();
+            let run = if opcode == WrOpcode::Send { run_send_lat } else { run_write_lat };
+            let s = run(&mut m, &c, &t, Role::Server, &AtomicBool::new(false)).unwrap();
+            assert!(t0.elapsed() < Duration::from_secs(10), "{opcode:?}: held past its own end");
+            assert!(s.window.is_some());
+        }
+    }
+
+    fn fixed_probe() -> Option<(u64, u64)> {
+        Some((7, 9))
+    }
+
+    #[test]
+    fn duration_mode_reads_cpu_at_the_window_edges() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = target(&m);
+        let mut c = cfg(WrOpcode::RdmaRead, 0);
+        c.duration = Some(Duration::from_millis(200));
+        c.cpu_probe = Some(fixed_probe);
+        let s = run_read_lat(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.cpu, [Some((7, 9)), Some((7, 9))]);
     }
 }

@@ -38,6 +38,10 @@ pub trait Endpoint {
     fn set_send_area_byte(&mut self, qp: usize, offset: usize, value: u8);
 }
 
+/// `--cpu_util`: reads (user, idle) jiffies from /proc/stat. The duration loops call it at the
+/// SAMPLE and STOP_SAMPLE transitions, so the utilisation covers the measured window only.
+pub type CpuProbe = fn() -> Option<(u64, u64)>;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CqKind {
     Send,

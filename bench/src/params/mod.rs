@@ -1692,7 +1692,7 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             }
             return Err(unsupported(
                 "--rate_limit/--rate_limit_type HW",
-                "the HW rate limiter is not supported by rperftest; use --rate_limit_type=SW",
+                "the HW rate limiter is not supported by rperftest (nor is the SW one)",
             ));
         }
         RateLimitType::Pp => {
