@@ -14,8 +14,11 @@
 //! - [`verbs`]: the objects and `impl uverbs::provider::Provider for Rxe`. The two data-path
 //!   syscalls are `uverbs::cmd::post_send_doorbell` (POST_SEND with zero work requests, one per
 //!   post call) and `uverbs::cmd::req_notify_cq`.
+//! - [`doorbell`]: the doorbell through io_uring instead of `write()` (`RPERFTEST_RXE_DOORBELL`,
+//!   an experiment; `write` is the default).
 
 pub mod cqe;
+pub mod doorbell;
 pub mod layout;
 pub mod mem;
 pub mod queue;

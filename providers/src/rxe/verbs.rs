@@ -6,6 +6,7 @@
 //! in tests over heap rings with a mock kernel (`providers/tests/rxe_*.rs`).
 
 use std::os::fd::AsFd;
+use std::sync::Mutex;
 
 use uverbs::cmd::{post_send_doorbell, req_notify_cq};
 use uverbs::error::{Error, Result};
@@ -16,6 +17,7 @@ use uverbs::provider::{
 use uverbs::wr::{RecvWr, SendWr, WorkCompletion};
 
 use super::cqe::decode_wc;
+use super::doorbell::{DoorbellMode, UringDoorbell};
 use super::layout::*;
 use super::mem::{Mapping, MmInfo, UserMemory};
 use super::queue::{Consumer, Producer, RingMem};
@@ -30,6 +32,9 @@ const RQ_FULL_HINT: &str = "raise --rx-depth / poll completions";
 /// The rxe provider context: the uverbs fd (rings are mapped from it; the doorbell is a write
 /// on it). rxe's GET_CONTEXT carries no driver data.
 pub struct Rxe {
+    /// `RPERFTEST_RXE_DOORBELL=uring|uring-sqpoll`: the doorbell goes through io_uring (declared
+    /// before `fd` so that it is dropped, and waits for its writes, while the fd is still open).
+    uring: Option<Mutex<UringDoorbell>>,
     fd: SharedFd,
 }
 
@@ -314,7 +319,18 @@ impl Provider for Rxe {
     }
 
     fn new_context(fd: SharedFd, _dev: &DeviceDesc, _drv_resp: &[u8]) -> Result<Self> {
-        Ok(Rxe { fd })
+        let uring = match DoorbellMode::from_env()? {
+            DoorbellMode::Write => None,
+            mode => match UringDoorbell::new(fd.as_fd(), mode) {
+                Ok(u) => Some(Mutex::new(u)),
+                Err(e) => {
+                    // A clean fallback: the experiment is optional, the write() doorbell works.
+                    eprintln!("rperftest: io_uring doorbell unavailable ({e}); using write()");
+                    None
+                }
+            },
+        };
+        Ok(Rxe { uring, fd })
     }
 
     fn prepare_cq(&self, entries: u32) -> Result<((), u32, Udata)> {
@@ -410,7 +426,14 @@ impl Provider for Rxe {
         // SAFETY: the caller guarantees every SGE is readable for its length (post_send's
         // contract), which is what reading INLINE payloads from user memory needs.
         let user = unsafe { UserMemory::new() };
-        qp.post_send_with(wrs, &user, |h| post_send_doorbell(fd, h))
+        match &self.uring {
+            None => qp.post_send_with(wrs, &user, |h| post_send_doorbell(fd, h)),
+            Some(u) => qp.post_send_with(wrs, &user, |h| {
+                u.lock()
+                    .map_err(|_| Error::msg("ring the rxe doorbell", "io_uring state poisoned"))?
+                    .ring(h)
+            }),
+        }
     }
 
     #[inline]

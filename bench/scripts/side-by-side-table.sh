@@ -1,0 +1,105 @@
+#!/bin/bash
+# Markdown tables from a side-by-side run's raw rows (bench/scripts/side-by-side-guest.sh):
+# medians per point and implementation, and the ratio of medians ours/C.
+#
+#   bench/scripts/side-by-side-table.sh RESULT_DIR > table.md
+#
+# Columns: BW average and MsgRate (higher is better: ratio ≥ 1.00 means ours is faster),
+# t_typical and p99 (lower is better: ratio ≤ 1.00 means ours is faster), client CPU per
+# operation = user + sys of the whole client process (setup and teardown included; the
+# Startup table shows what a 5-iteration run costs) / iterations, and the client's peak RSS.
+set -euo pipefail
+D=${1:?usage: side-by-side-table.sh RESULT_DIR}
+RAW=$D/raw.tsv
+[ -s "$RAW" ] || { echo "no $RAW" >&2; exit 1; }
+
+awk -F'\t' -v startup="$D/startup.tsv" '
+function median(key,   n, i, j, t, a, s) {
+    s = V[key]; if (s == "") return ""
+    n = split(substr(s, 2), a, " ")
+    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return (n % 2) ? a[(n + 1) / 2] + 0 : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+# only finite numbers count ("-", "inf", "-nan" are skipped)
+function add(key, v) { if (v ~ /^[0-9]+(\.[0-9]*)?$/) { V[key] = V[key] " " v; C[key]++ } }
+function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "–" : sprintf("%.2f", a / b) }
+function f(v, fmt) { return (v == "") ? "–" : sprintf(fmt, v) }
+# columns: 1 kind 2 tool 3 size 4 impl 5 run 6 rc 7 iters 8..13 metrics 14 cpu_u 15 cpu_s 16 rss 17 wall
+{
+    k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
+    if ($6 != 0) { FAIL[k]++; next }
+    OK[k]++
+    if (!($1 SUBSEP $2 SUBSEP $3 in SEEN)) { SEEN[$1 SUBSEP $2 SUBSEP $3] = 1; ORDER[++np] = $1 SUBSEP $2 SUBSEP $3 }
+    IMPL[$4] = 1
+    N[k] = $7
+    if ($1 == "bw") { add(k SUBSEP "avg", $9); add(k SUBSEP "rate", $10) }
+    if ($1 == "lat") { add(k SUBSEP "typ", $10); add(k SUBSEP "p99", $13) }
+    if ($14 != "-" && $15 != "-") add(k SUBSEP "cpu", $14 + $15)
+    add(k SUBSEP "rss", $16)
+}
+function cpuop(k, impl,   c) {
+    c = median(k SUBSEP "cpu")
+    if (c == "" || N[k] + 0 == 0) return ""
+    return c * 1e6 / N[k]
+}
+END {
+    print "### Bandwidth (client side; medians of " runs() " runs each)"
+    print ""
+    print "| test | size | -n | BW avg C [MiB/s] | ours | ours/C | MsgRate C [Mpps] | ours | ours/C | CPU/op C [µs] | ours | ours/C | RSS C [KiB] | ours |"
+    print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for (i = 1; i <= np; i++) {
+        split(ORDER[i], p, SUBSEP); if (p[1] != "bw") continue
+        c = ORDER[i] SUBSEP "c"; o = ORDER[i] SUBSEP "ours"
+        ca = median(c SUBSEP "avg"); oa = median(o SUBSEP "avg"); cr = median(c SUBSEP "rate"); orr = median(o SUBSEP "rate")
+        cc = cpuop(c, "c"); oc = cpuop(o, "ours")
+        printf "| %s | %s | %s | %s | %s | **%s** | %s | %s | **%s** | %s | %s | %s | %s | %s |%s\n", p[2], p[3], N[c], f(ca, "%.2f"), f(oa, "%.2f"), ratio(oa, ca), f(cr, "%.6f"), f(orr, "%.6f"), ratio(orr, cr), f(cc, "%.1f"), f(oc, "%.1f"), ratio(oc, cc), f(median(c SUBSEP "rss"), "%d"), f(median(o SUBSEP "rss"), "%d"), fails(c, o)
+    }
+    print ""
+    print "### Latency (client side; medians of " runs() " runs each)"
+    print ""
+    print "| test | size | -n | t_typical C [µs] | ours | ours/C | p99 C [µs] | ours | ours/C | CPU/op C [µs] | ours | ours/C | RSS C [KiB] | ours |"
+    print "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    for (i = 1; i <= np; i++) {
+        split(ORDER[i], p, SUBSEP); if (p[1] != "lat") continue
+        c = ORDER[i] SUBSEP "c"; o = ORDER[i] SUBSEP "ours"
+        ct = median(c SUBSEP "typ"); ot = median(o SUBSEP "typ"); cp = median(c SUBSEP "p99"); op = median(o SUBSEP "p99")
+        cc = cpuop(c, "c"); oc = cpuop(o, "ours")
+        printf "| %s | %s | %s | %s | %s | **%s** | %s | %s | **%s** | %s | %s | %s | %s | %s |%s\n", p[2], p[3], N[c], f(ct, "%.2f"), f(ot, "%.2f"), ratio(ot, ct), f(cp, "%.2f"), f(op, "%.2f"), ratio(op, cp), f(cc, "%.1f"), f(oc, "%.1f"), ratio(oc, cc), f(median(c SUBSEP "rss"), "%d"), f(median(o SUBSEP "rss"), "%d"), fails(c, o)
+    }
+    # io_uring doorbell experiment: the points that also ran ours-uring / ours-sqpoll
+    hdr = 0
+    for (i = 1; i <= np; i++) {
+        split(ORDER[i], p, SUBSEP)
+        w = ORDER[i] SUBSEP "ours"; u = ORDER[i] SUBSEP "ours-uring"; s = ORDER[i] SUBSEP "ours-sqpoll"
+        if (!(u in OK) && !(s in OK) && !(u in FAIL) && !(s in FAIL)) continue
+        if (!hdr++) {
+            print ""
+            print "### io_uring doorbell (ours only; RPERFTEST_RXE_DOORBELL=write | uring | uring-sqpoll)"
+            print ""
+            print "| test | size | metric | write | uring | uring/write | uring-sqpoll | sqpoll/write | CPU/op write [µs] | uring | sqpoll |"
+            print "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        }
+        m = (p[1] == "bw") ? "rate" : "typ"; mn = (p[1] == "bw") ? "MsgRate [Mpps]" : "t_typical [µs]"
+        wv = median(w SUBSEP m); uv = median(u SUBSEP m); sv = median(s SUBSEP m)
+        printf "| %s | %s | %s | %s | %s | **%s** | %s | **%s** | %s | %s | %s |%s\n", p[2], p[3], mn, f(wv, "%.6g"), f(uv, "%.6g"), ratio(uv, wv), f(sv, "%.6g"), ratio(sv, wv), f(cpuop(w, "ours"), "%.1f"), f(cpuop(u, "ours"), "%.1f"), f(cpuop(s, "ours"), "%.1f"), fails(u, s)
+    }
+    # setup-only runs and the startup trace
+    c = "setup" SUBSEP "ib_write_bw" SUBSEP "64" SUBSEP "c"; o = "setup" SUBSEP "ib_write_bw" SUBSEP "64" SUBSEP "ours"
+    if ((c in OK) || (o in OK)) {
+        print ""
+        print "### Startup (ib_write_bw client, -s 64 -n 5)"
+        print ""
+        print "| | C perftest | rperftest | ours/C |"
+        print "|---|---:|---:|---:|"
+        while ((getline line < startup) > 0) { split(line, sf, "\t"); if (sf[3] + 0 > 0) add("st" SUBSEP sf[1], sf[3]) }
+        a = median("st" SUBSEP "c"); b = median("st" SUBSEP "ours")
+        printf "| exec → first doorbell (strace, median of %d) [ms] | %s | %s | %s |\n", C["st" SUBSEP "c"], f(a, "%.1f"), f(b, "%.1f"), ratio(b, a)
+        a = median(c SUBSEP "cpu") * 1000; b = median(o SUBSEP "cpu") * 1000
+        printf "| whole 5-iteration run, user+sys CPU [ms] | %s | %s | %s |\n", f(a, "%.0f"), f(b, "%.0f"), ratio(b, a)
+        a = median(c SUBSEP "rss"); b = median(o SUBSEP "rss")
+        printf "| peak RSS (ru_maxrss) [KiB] | %s | %s | %s |\n", f(a, "%d"), f(b, "%d"), ratio(b, a)
+    }
+}
+function runs(   k, m) { m = 0; for (k in C) if (C[k] > m) m = C[k]; return m }
+function fails(a, b) { return ((a in FAIL) || (b in FAIL)) ? " failed runs: " (FAIL[a] + 0) "/" (FAIL[b] + 0) : "" }
+' "$RAW"
