@@ -670,29 +670,28 @@ fn limits_problem(dev: &str, p: &Params, l: &DevLimits) -> Option<String> {
 /// peer closes the out-of-band connection (`peer_gone` says which), so a survivor ends within a
 /// fraction of a second instead of at the stall timeout.
 fn watched<R>(stop: &AtomicBool, peer_gone: &AtomicBool, sock: Option<&std::net::TcpStream>, f: impl FnOnce() -> R) -> R {
+    use crate::signal::{wait_for_stop_or_hangup, Wake};
     use std::os::fd::AsRawFd;
     use std::sync::atomic::Ordering;
-    let done = AtomicBool::new(false);
+    // The watcher sleeps in poll(2) until something happens: periodic wake-ups would preempt
+    // the busy-polling loop and show up as latency outliers. `done` tells it the loop ended.
+    let Ok(done) = crate::signal::DonePipe::new() else {
+        // No pipe (fd limit): run unwatched; a dead peer still ends at the stall timeout.
+        return f();
+    };
+    let sock_fd = sock.map(|s| s.as_raw_fd());
+    let done_fd = done.fd();
     std::thread::scope(|s| {
-        let done = &done;
-        s.spawn(move || {
-            while !done.load(Ordering::Acquire) {
-                if crate::signal::requested() {
-                    stop.store(true, Ordering::Release);
-                    return;
-                }
-                if let Some(sk) = sock {
-                    if crate::signal::peer_hung_up(sk.as_raw_fd(), Duration::ZERO) {
-                        peer_gone.store(true, Ordering::Release);
-                        stop.store(true, Ordering::Release);
-                        return;
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(50));
+        s.spawn(move || match wait_for_stop_or_hangup(sock_fd, done_fd) {
+            Wake::Stop => stop.store(true, Ordering::Release),
+            Wake::HungUp => {
+                peer_gone.store(true, Ordering::Release);
+                stop.store(true, Ordering::Release);
             }
+            Wake::Done => {}
         });
         let r = f();
-        done.store(true, Ordering::Release);
+        done.notify();
         r
     })
 }
