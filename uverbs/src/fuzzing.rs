@@ -340,3 +340,29 @@ pub fn cm_event(data: &[u8]) {
         assert_eq!(mask.bits() & !((1u32 << 21) - 1), 0, "INIT_QP_ATTR mask beyond bit 20: {:#x}", mask.bits());
     }
 }
+
+/// The directory of a target's committed seed corpus (`fuzz/corpus/<target>` in the workspace).
+pub fn corpus_dir(target: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target)
+}
+
+/// Replay a target's corpus through its body on the stable toolchain (the crates' `fuzz_replay`
+/// tests call this): run `f` on every file and panic naming every file that failed; a missing
+/// or empty corpus is a failure too.
+pub fn replay(target: &str, f: fn(&[u8])) {
+    use std::path::PathBuf;
+    let dir = corpus_dir(target);
+    let rd = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()));
+    let mut files: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect();
+    files.sort();
+    assert!(!files.is_empty(), "corpus {} is empty", dir.display());
+    let mut failed = Vec::new();
+    for p in &files {
+        let data = std::fs::read(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+        if std::panic::catch_unwind(|| f(&data)).is_err() {
+            failed.push(p.display().to_string());
+        }
+    }
+    assert!(failed.is_empty(), "{target}: {} of {} corpus files fail:\n{}", failed.len(), files.len(), failed.join("\n"));
+    eprintln!("{target}: {} corpus files replayed", files.len());
+}

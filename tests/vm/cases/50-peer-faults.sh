@@ -8,15 +8,6 @@
 # timeout: 300
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
-T0=0
-t_now() { local u r; read -r u r </proc/uptime; echo "$u"; }
-mark() { T0=$(t_now); }
-# bound SECS WHAT: fail unless less than SECS passed since mark
-bound() {
-    local e; e=$(awk -v a="$T0" -v b="$(t_now)" 'BEGIN{printf "%.1f", b-a}')
-    log "$2: ended ${e} s after the fault (bound $1 s)"
-    awk -v e="$e" -v m="$1" 'BEGIN{exit !(e<=m)}' || fail "$2: took ${e} s, bound $1 s"
-}
 # server_rc WANT MSG: the last server's status and a fixed string in its log
 server_rc() {
     [ "$SERVER_RC" = "$1" ] || fail "server rc=$SERVER_RC, want $1"

@@ -10,14 +10,6 @@
 # timeout: 240
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
-T0=0
-t_now() { local u r; read -r u r </proc/uptime; echo "$u"; }
-mark() { T0=$(t_now); }
-bound() {
-    local e; e=$(awk -v a="$T0" -v b="$(t_now)" 'BEGIN{printf "%.1f", b-a}')
-    log "$2: ${e} s (bound $1 s)"
-    awk -v e="$e" -v m="$1" 'BEGIN{exit !(e<=m)}' || fail "$2: took ${e} s, bound $1 s"
-}
 # fails_fast RC SECS MSG CMD...: CMD exits RC within SECS with MSG in its output, and no panic
 fails_fast() {
     local rc=$1 secs=$2 msg=$3; shift 3

@@ -8,29 +8,6 @@
 # timeout: 300
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
-T0=0
-t_now() { local u r; read -r u r </proc/uptime; echo "$u"; }
-mark() { T0=$(t_now); }
-bound() {
-    local e; e=$(awk -v a="$T0" -v b="$(t_now)" 'BEGIN{printf "%.1f", b-a}')
-    log "$2: ${e} s after the signal (bound $1 s)"
-    awk -v e="$e" -v m="$1" 'BEGIN{exit !(e<=m)}' || fail "$2: took ${e} s, bound $1 s"
-}
-# wait_for_text FILE TEXT SECS: until TEXT appears in FILE (the run has started)
-wait_for_text() {
-    local i=0
-    while ! grep -qF -- "$2" "$1" 2>/dev/null; do
-        sleep 0.1; i=$((i + 1))
-        [ $i -lt $(($3 * 10)) ] || { cat "$1"; fail "no '$2' in $1 after $3 s"; }
-    done
-}
-# wait_pid PID SECS: wait for a background child, status in $PID_RC
-wait_pid() {
-    local i=0
-    while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do sleep 0.05; i=$((i + 1)); done
-    kill -0 "$1" 2>/dev/null && { kill -KILL "$1"; fail "pid $1 still running after $2 s"; }
-    wait "$1"; PID_RC=$?
-}
 no_qps_left() {
     local n
     n=$(rdma resource show qp 2>/dev/null | grep -v "lqpn 1 " | grep -c "rperftest")

@@ -13,14 +13,6 @@
 # timeout: 180
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
-T0=0
-t_now() { local u r; read -r u r </proc/uptime; echo "$u"; }
-mark() { T0=$(t_now); }
-bound() {
-    local e; e=$(awk -v a="$T0" -v b="$(t_now)" 'BEGIN{printf "%.1f", b-a}')
-    log "$2: ${e} s (bound $1 s)"
-    awk -v e="$e" -v m="$1" 'BEGIN{exit !(e<=m)}' || fail "$2: took ${e} s, bound $1 s"
-}
 
 # The bed's GID as perftest's key text: 16 bytes as "xx:" each.
 G=$(cat "/sys/class/infiniband/$RXE_DEV/ports/1/gids/$RXE_GID_IDX")

@@ -250,3 +250,31 @@ pair_all() {
         grep -q "GID index       : $RXE_GID_IDX" "$VMTEST_TMP/client.out" || fail "auto GID index is not $RXE_GID_IDX"
     fi
 }
+
+# ---- time bounds ----------------------------------------------------------------------------
+#   mark                    start the clock (guest uptime, 10 ms resolution)
+#   bound SECS WHAT         log the time since mark; fail unless it is at most SECS
+#   wait_for_text FILE TEXT SECS   wait until TEXT appears in FILE (e.g. a run has started)
+#   wait_pid PID SECS       wait for a background child; its status in $PID_RC (killed and
+#                           failed after SECS)
+T0=0
+t_now() { local u r; read -r u r </proc/uptime; echo "$u"; }
+mark() { T0=$(t_now); }
+bound() {
+    local e; e=$(awk -v a="$T0" -v b="$(t_now)" 'BEGIN{printf "%.1f", b-a}')
+    log "$2: ${e} s (bound $1 s)"
+    awk -v e="$e" -v m="$1" 'BEGIN{exit !(e<=m)}' || fail "$2: took ${e} s, bound $1 s"
+}
+wait_for_text() {
+    local i=0
+    while ! grep -qF -- "$2" "$1" 2>/dev/null; do
+        sleep 0.1; i=$((i + 1))
+        [ $i -lt $(($3 * 10)) ] || { cat "$1"; fail "no '$2' in $1 after $3 s"; }
+    done
+}
+wait_pid() {
+    local i=0
+    while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do sleep 0.05; i=$((i + 1)); done
+    kill -0 "$1" 2>/dev/null && { kill -KILL "$1"; fail "pid $1 still running after $2 s"; }
+    wait "$1"; PID_RC=$?
+}
