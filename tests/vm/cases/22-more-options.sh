@@ -46,11 +46,13 @@ infinite() {
         log "C client rc=$PID_RC"; mark
     fi
     wait_server 10
-    bound 4 "server after the client's Ctrl-C"
     if [ "$srv_kind" = ours ]; then
+        bound 4 "server after the client's Ctrl-C"
         [ "$SERVER_RC" = 0 ] || fail "server rc=$SERVER_RC, want 0"
         grep -qF " Client closed connection" "$SERVER_LOG" || fail "server message"
     else
+        # C 6.06's send_bw server may keep printing zero lines until it is killed: its own
+        # behaviour, so neither its time nor its status is asserted.
         log "C server rc=$SERVER_RC (C perftest's own behaviour, logged only)"
     fi
 }
