@@ -34,6 +34,8 @@ macro_rules! abi {
         }
     )*};
 }
+// Also declares the rdma_cm ABI structs (`crate::cm::sys`).
+pub(crate) use abi;
 
 // ================================================================================================
 // Legacy write() commands (enum ib_uverbs_write_cmds) and framing

@@ -11,25 +11,8 @@ use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use crate::sys::AhAttr;
 
-/// Declares ABI structs: `#[repr(C)]`, the zerocopy traits, `Clone`, `Copy`, `Debug`,
-/// `PartialEq`, `Eq`, and a zeroed `Default` (the same shape as `crate::sys`' structs).
-macro_rules! abi {
-    ($(
-        $(#[$m:meta])*
-        pub struct $name:ident { $( $(#[$fm:meta])* pub $f:ident : $t:ty ),* $(,)? }
-    )*) => {$(
-        $(#[$m])*
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
-        pub struct $name { $( $(#[$fm])* pub $f : $t ),* }
-
-        impl Default for $name {
-            fn default() -> Self {
-                <Self as FromZeros>::new_zeroed()
-            }
-        }
-    )*};
-}
+// ABI structs are declared like `crate::sys`' (repr(C), zerocopy traits, zeroed Default).
+use crate::sys::abi;
 
 /// `RDMA_USER_CM_ABI_VERSION`: what `/sys/class/misc/rdma_cm/abi_version` says on every kernel
 /// since 2.6.x. librdmacm accepts 3..=4; the commands used here exist in 4.
