@@ -422,14 +422,9 @@ fn port_state_name(s: u32) -> &'static str {
     }
 }
 
+/// The page size perftest exchanges with the peer (`i32` on the wire).
 fn page_size() -> i32 {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if v > 0 {
-        v as i32
-    } else {
-        4096
-    }
+    i32::try_from(uverbs::objects::page_size()).unwrap_or(4096)
 }
 
 fn cache_line() -> i32 {

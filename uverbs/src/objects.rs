@@ -309,7 +309,9 @@ impl<P: Provider> Drop for Pd<P> {
 /// Huge page size assumed for [`MmapBuf`] with hugepages (the x86-64 default).
 pub const HUGE_PAGE_SIZE: usize = 2 << 20;
 
-fn page_size() -> usize {
+/// The system page size (sysconf), 4096 if it cannot be read. Shared by the providers (UAR and
+/// ring mappings) and the tools (perftest exchanges it with the peer).
+pub fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 {

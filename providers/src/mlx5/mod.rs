@@ -223,21 +223,11 @@ impl<U: UarWriter> std::fmt::Debug for Mlx5<U> {
     }
 }
 
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
-}
-
 impl<U: UarMap> Mlx5<U> {
     /// Build a context from the GET_CONTEXT driver response with explicit settings.
     pub fn with_config(fd: SharedFd, drv_resp: &[u8], config: Mlx5Config) -> Result<Self> {
         let resp = UctxResp::parse(drv_resp)?;
-        let plan = UarPlan::new(&resp, page_size(), config.blueflame)?;
+        let plan = UarPlan::new(&resp, uverbs::objects::page_size(), config.blueflame)?;
         let uar = U::map(&fd, &plan)?;
         let nbf = plan.num_pages * plan.uars_per_page * uar::BFREGS_PER_UAR;
         let bfregs = (0..nbf)
