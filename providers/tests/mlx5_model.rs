@@ -6,8 +6,16 @@
 //! performs WRITE / READ / SEND into posted receives / CAS / FAA / immediates on process memory,
 //! and writes CQEs with the owner bit of the current lap, honouring the CQ consumer index.
 //!
+//! UD QPs: the model reads the datagram segment (address vector, remote QPN with the extended-AV
+//! bit, Q_Key), delivers by destination QPN, drops a datagram whose Q_Key does not match the
+//! receiving QP's (or that finds no receive posted), and scatters a 40-byte GRH before the
+//! payload, as the device does for UD receives. SRQs: the model consumes the SRQ's WQEs in the
+//! order of their `next_wqe_index` links, starting at entry 0, as far as the SRQ doorbell
+//! record's counter allows.
+//!
 //! Model choices (not hardware facts): atomics operate on native-endian u64s; rkeys are checked
-//! against one key per peer; an RNR condition is a test failure.
+//! against one key per peer; an RNR condition on RC is a test failure; the GRH is an IPv6 header
+//! with the port GID as both source and destination (one port).
 
 #[path = "mlx5_common.rs"]
 mod common;
@@ -19,9 +27,13 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use providers::mlx5::uar::{RecordingUar, UarEvent};
-use providers::mlx5::{abi, Mlx5, Mlx5Cq, Mlx5Qp};
-use uverbs::provider::{CqCreated, Provider, QpCaps, QpCreated, QpInitAttr, QpType};
-use uverbs::wr::{RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode};
+use providers::mlx5::{abi, Mlx5, Mlx5Cq, Mlx5Qp, Mlx5Srq};
+use uverbs::provider::{
+    AhAttr, AhCreated, CqCreated, Provider, QpCaps, QpCreated, QpInitAttr, QpType, SrqCreated,
+};
+use uverbs::wr::{
+    RecvWr, SendFlags, SendWr, Sge, UdDest, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
+};
 
 const RKEY: u32 = 0x5151;
 
@@ -65,12 +77,34 @@ struct MQp {
     cqn: u32,
     peer: u32,
     bf: usize,
+    ud: bool,
+    qkey: u32,
+    srq: Option<u32>,
 }
+
+#[derive(Clone, Copy)]
+struct MSrq {
+    buf: u64,
+    db: u64,
+    shift: u32,
+    cnt: u32,
+    /// The next entry the device consumes (followed through `next_wqe_index`).
+    head: u32,
+    /// Entries consumed so far (compared with the doorbell record's counter).
+    consumed: u32,
+}
+
+/// The model port's GID (RoCE, IPv4-mapped 192.168.7.1): every AV must name it.
+const PORT_GID: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 7, 1];
+const GRH_LEN: usize = 40;
 
 #[derive(Default)]
 struct Hca {
     cqs: HashMap<u32, MCq>,
     qps: HashMap<u32, MQp>,
+    srqs: HashMap<u32, MSrq>,
+    /// UD datagrams dropped (Q_Key mismatch or no receive posted).
+    ud_dropped: usize,
     pending: Vec<(usize, [u8; 8])>,
     doorbells: usize,
     blueflames: usize,
@@ -165,6 +199,22 @@ impl Hca {
         }
         w.truncate(ds * 16);
         let mut pos = 16;
+        let mut peer = q.peer;
+        let mut ud_qkey = None;
+        if q.ud {
+            // Datagram segment: the 48-byte address vector with the Q_Key in bytes 0..4 and
+            // the destination QPN (extended-AV bit set) in bytes 8..12.
+            assert!(matches!(op, 0x0a | 0x0b), "model: UD allows SEND only, got {op:#x}");
+            let av = &w[pos..pos + 48];
+            let dqpn = be32(av, 8);
+            assert_ne!(dqpn & 0x8000_0000, 0, "extended AV bit in the datagram segment");
+            assert_eq!(&av[32..48], &PORT_GID[..], "AV names the port GID");
+            assert_eq!(av[27], 64, "AV hop limit");
+            assert_eq!(av[14] & 0xc0, 0xc0, "RoCE v2: AV carries a UDP source port (0xc000..)");
+            peer = dqpn & 0xff_ffff;
+            ud_qkey = Some(be32(av, 0));
+            pos += 48;
+        }
         let (mut raddr, mut rkey) = (0, 0);
         if matches!(op, 0x08 | 0x09 | 0x10 | 0x11 | 0x12) {
             raddr = be64(&w, pos);
@@ -195,7 +245,6 @@ impl Hca {
                 None => local.iter().flat_map(|&(a, n)| rd(a, n)).collect(),
             }
         };
-        let peer = q.peer;
         let mut status_synd = None;
         if matches!(op, 0x08 | 0x09 | 0x10 | 0x11 | 0x12) && rkey != RKEY {
             status_synd = Some(0x13u8); // remote access error
@@ -207,7 +256,7 @@ impl Hca {
                     let d = gather();
                     wr(raddr, &d);
                     if op == 0x09 {
-                        self.receive(peer, None, Some(imm), d.len() as u32, 1, qpn);
+                        self.receive(peer, None, Some(imm), d.len() as u32, 1, qpn, None);
                     }
                 }
                 0x0a | 0x0b => {
@@ -219,6 +268,7 @@ impl Hca {
                         d.len() as u32,
                         if op == 0x0b { 3 } else { 2 },
                         qpn,
+                        ud_qkey,
                     );
                 }
                 0x10 => {
@@ -270,7 +320,9 @@ impl Hca {
         nbb
     }
 
-    /// Consume the peer's next receive: scatter `data` (if any) and complete it.
+    /// Consume the peer's next receive (its RQ, or its SRQ): scatter `data` (if any; on UD after
+    /// a GRH) and complete it. `ud_qkey`: the datagram's Q_Key (UD only).
+    #[allow(clippy::too_many_arguments)]
     fn receive(
         &mut self,
         qpn: u32,
@@ -279,17 +331,62 @@ impl Hca {
         len: u32,
         opcode: u8,
         src: u32,
+        ud_qkey: Option<u32>,
     ) {
         let q = self.qps[&qpn];
-        let posted = be32(&rd(q.db, 4), 0);
-        assert_ne!(
-            posted & 0xffff,
-            q.rq_ci & 0xffff,
-            "model: RNR (no receive posted on QP {qpn:#x})"
-        );
-        let slot = q.buf + (((q.rq_ci & (q.rq_cnt - 1)) as u64) << q.rq_shift);
-        let wqe = rd(slot, 1 << q.rq_shift);
-        if let Some(d) = data {
+        assert_eq!(q.ud, ud_qkey.is_some(), "model: transport mismatch with QP {qpn:#x}");
+        if ud_qkey.is_some_and(|k| k != q.qkey) {
+            self.ud_dropped += 1; // Q_Key violation: the datagram is silently dropped
+            return;
+        }
+        // Which receive WQE: (scatter list bytes, wqe_counter for the CQE).
+        let (wqe, counter) = match q.srq {
+            Some(srqn) => {
+                let sq = self.srqs[&srqn];
+                let posted = be32(&rd(sq.db, 4), 0);
+                if posted & 0xffff == sq.consumed & 0xffff {
+                    assert!(q.ud, "model: RNR (SRQ {srqn:#x} empty)");
+                    self.ud_dropped += 1;
+                    return;
+                }
+                let at = sq.buf + ((sq.head as u64) << sq.shift);
+                let whole = rd(at, 1 << sq.shift);
+                let next = u16::from_be_bytes([whole[2], whole[3]]) as u32 & (sq.cnt - 1);
+                let m = self.srqs.get_mut(&srqn).unwrap();
+                m.head = next;
+                m.consumed += 1;
+                (whole[16..].to_vec(), sq.head)
+            }
+            None => {
+                let posted = be32(&rd(q.db, 4), 0);
+                if posted & 0xffff == q.rq_ci & 0xffff {
+                    assert!(q.ud, "model: RNR (no receive posted on QP {qpn:#x})");
+                    self.ud_dropped += 1;
+                    return;
+                }
+                let slot = q.buf + (((q.rq_ci & (q.rq_cnt - 1)) as u64) << q.rq_shift);
+                let c = q.rq_ci;
+                self.qps.get_mut(&qpn).unwrap().rq_ci += 1;
+                (rd(slot, 1 << q.rq_shift), c)
+            }
+        };
+        let mut len = len;
+        let mut payload: Option<Vec<u8>> = data.map(|d| d.to_vec());
+        if q.ud {
+            // UD receives start with the 40-byte GRH (model: IPv6 header, next header 0x1b).
+            let mut grh = [0u8; GRH_LEN];
+            grh[0] = 0x60;
+            grh[4..6].copy_from_slice(&(len as u16 + 8).to_be_bytes());
+            grh[6] = 0x1b;
+            grh[7] = 64;
+            grh[8..24].copy_from_slice(&PORT_GID);
+            grh[24..40].copy_from_slice(&PORT_GID);
+            let mut v = grh.to_vec();
+            v.extend_from_slice(data.unwrap_or(&[]));
+            payload = Some(v);
+            len += GRH_LEN as u32;
+        }
+        if let Some(d) = payload.as_deref() {
             let mut o = 0;
             for s in wqe.chunks_exact(16) {
                 let (n, lkey, addr) = (be32(s, 0) as usize, be32(s, 4), be64(s, 8));
@@ -303,15 +400,16 @@ impl Hca {
             assert_eq!(o, d.len(), "model: receive buffer too small");
         }
         let mut c = [0u8; 64];
-        c[24..28].copy_from_slice(&src.to_be_bytes());
+        // flags_rqpn: bits 28..29 = L3 header type (non-zero: a GRH was received), source QPN.
+        let grh_bits: u32 = if q.ud { 2 << 28 } else { 0 };
+        c[24..28].copy_from_slice(&(grh_bits | src).to_be_bytes());
         c[32..36].copy_from_slice(&q.uidx.to_be_bytes());
         if let Some(i) = imm {
             c[36..40].copy_from_slice(&i);
         }
         c[44..48].copy_from_slice(&len.to_be_bytes());
         c[56..60].copy_from_slice(&qpn.to_be_bytes());
-        c[60..62].copy_from_slice(&(q.rq_ci as u16).to_be_bytes());
-        self.qps.get_mut(&qpn).unwrap().rq_ci += 1;
+        c[60..62].copy_from_slice(&(counter as u16).to_be_bytes());
         self.push_cqe(q.cqn, c, opcode);
     }
 
@@ -336,9 +434,25 @@ struct Pair {
     hca: Arc<Mutex<Hca>>,
     cq: [Mlx5Cq; 2],
     qp: [Mlx5Qp; 2],
+    /// Side 1's SRQ, when the pair was created with one.
+    srq: Option<Mlx5Srq>,
 }
 
+const QKEY: u32 = 0x1234_5678; // byte-asymmetric: an endianness slip cannot match
+
 fn create_pair(caps: QpCaps, cq_entries: u32, blueflame: bool) -> Pair {
+    create_pair_ex(QpType::Rc, caps, cq_entries, blueflame, None)
+}
+
+/// A QP pair on one CQ each. `srq_on_side1`: (max_wr, max_sge) of an SRQ that QP 1 receives
+/// from (QP 0 keeps its own RQ).
+fn create_pair_ex(
+    qp_type: QpType,
+    caps: QpCaps,
+    cq_entries: u32,
+    blueflame: bool,
+    srq_on_side1: Option<(u32, u32)>,
+) -> Pair {
     let ctx = context(blueflame);
     let hca = Arc::new(Mutex::new(Hca::default()));
     let half = ctx.plan.toggle();
@@ -369,14 +483,43 @@ fn create_pair(caps: QpCaps, cq_entries: u32, blueflame: bool) -> Pair {
                 .unwrap(),
         );
     }
-    let attr = QpInitAttr {
-        qp_type: QpType::Rc,
-        caps,
-        sq_sig_all: false,
-        uses_srq: false,
-    };
+    let srq = srq_on_side1.map(|(max_wr, max_sge)| {
+        let (prep, ud) = ctx.prepare_srq(max_wr, max_sge).unwrap();
+        let r = &ud.req;
+        let g64 = |o: usize| u64::from_ne_bytes(r[o..o + 8].try_into().unwrap());
+        let (buf, db) = (g64(abi::srq_req::BUF_ADDR), g64(abi::srq_req::DB_ADDR));
+        let srqn = 0x77;
+        let srq = ctx
+            .finish_srq(
+                prep,
+                &SrqCreated { handle: 30, max_wr, max_sge, srqn },
+                &srqn.to_ne_bytes(),
+            )
+            .unwrap();
+        // The kernel's SRQ geometry (mlx5_ib create_srq): entries = (max_wr + 1) rounded up to a
+        // power of two; stride = next segment + max_sge data segments, a power of two >= 32.
+        let cnt = (max_wr + 1).next_power_of_two();
+        let stride = (16 + 16 * max_sge).next_power_of_two().max(32) as usize;
+        assert_eq!(rd(buf + 2, 2), [0, 1], "entry 0 links to entry 1");
+        assert_eq!(
+            rd(buf + ((cnt as u64 - 1) * stride as u64) + 2, 2),
+            [0, 0],
+            "the last entry links back to entry 0"
+        );
+        hca.lock().unwrap().srqs.insert(
+            srqn,
+            MSrq { buf, db, shift: stride.trailing_zeros(), cnt, head: 0, consumed: 0 },
+        );
+        srq
+    });
     let mut qps = Vec::new();
     for i in 0..2u32 {
+        let attr = QpInitAttr {
+            qp_type,
+            caps,
+            sq_sig_all: false,
+            uses_srq: i == 1 && srq.is_some(),
+        };
         let (prep, ud) = ctx.prepare_qp(&attr).unwrap();
         let r = &ud.req;
         let g32 = |o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().unwrap());
@@ -404,6 +547,9 @@ fn create_pair(caps: QpCaps, cq_entries: u32, blueflame: bool) -> Pair {
                 cqn: 0x400 + i,
                 peer: 0x100 + (1 - i),
                 bf,
+                ud: qp_type == QpType::Ud,
+                qkey: QKEY,
+                srq: (i == 1 && srq.is_some()).then_some(0x77),
             },
         );
         let core = QpCreated {
@@ -418,7 +564,10 @@ fn create_pair(caps: QpCaps, cq_entries: u32, blueflame: bool) -> Pair {
     }
     let cq: [Mlx5Cq; 2] = cqs.try_into().ok().unwrap();
     let qp: [Mlx5Qp; 2] = qps.try_into().ok().unwrap();
-    Pair { ctx, hca, cq, qp }
+    if let Some(s) = &srq {
+        ctx.bind_srq(&qp[1], s);
+    }
+    Pair { ctx, hca, cq, qp, srq }
 }
 
 fn poll_all(p: &mut Pair, side: usize, want: usize) -> Vec<WorkCompletion> {
@@ -753,4 +902,174 @@ fn model_error_completion_and_flow_control() {
     // The queue is full now; signal through a fresh QP state: poll nothing, then reset.
     assert!(unsafe { p.ctx.post_send(&mut p.qp[0], &[s]) }.is_err());
     assert_eq!(poll_all(&mut p, 0, 0).len(), 0);
+}
+
+/// An address handle naming the model port's GID (RoCE: the kernel answered the peer MAC).
+fn port_ah(p: &Pair) -> providers::mlx5::Mlx5Ah {
+    let attr = AhAttr {
+        dgid: PORT_GID,
+        flow_label: 0,
+        sgid_index: 1,
+        hop_limit: 64,
+        traffic_class: 0,
+        is_global: true,
+        dlid: 0,
+        sl: 0,
+        port_num: 1,
+    };
+    let (prep, _) = p.ctx.prepare_ah(&attr).unwrap();
+    let mut resp = [0u8; abi::CREATE_AH_RESP_LEN];
+    resp[4..10].copy_from_slice(&[0x02, 0, 0, 0, 0, 0x07]);
+    let ah = p.ctx.finish_ah(prep, &attr, &AhCreated { handle: 40 }, &resp).unwrap();
+    assert_eq!(&ah.av[20..26], &[0x02, 0, 0, 0, 0, 0x07], "AV carries the resolved MAC");
+    ah
+}
+
+#[test]
+fn model_ud_datagrams_grh_qkey_and_drops() {
+    for blueflame in [true, false] {
+        let caps = QpCaps {
+            max_send_wr: 4,
+            max_recv_wr: 4,
+            max_send_sge: 1,
+            max_recv_sge: 2,
+            max_inline_data: 32,
+        };
+        let mut p = create_pair_ex(QpType::Ud, caps, 7, blueflame, None);
+        let ah = port_ah(&p);
+        let ah_num = p.ctx.ah_number(&ah);
+        let src: Vec<u8> = (0..256u32).map(|x| (x * 7 + 1) as u8).collect();
+        let mut rbuf = [vec![0u8; GRH_LEN + 256], vec![0u8; GRH_LEN + 256]];
+        for iter in 0..120u64 {
+            let s = (iter % 2) as usize;
+            let d = 1 - s;
+            let len = 1 + (iter as u32 * 13) % 200;
+            rbuf[d].iter_mut().for_each(|b| *b = 0xcc);
+            let base = rbuf[d].as_ptr() as u64;
+            // Every other receive splits the GRH into its own SGE, as some applications do.
+            let one = [Sge { addr: base, length: GRH_LEN as u32 + 256, lkey: 2 }];
+            let two = [
+                Sge { addr: base, length: GRH_LEN as u32, lkey: 2 },
+                Sge { addr: base + GRH_LEN as u64, length: 256, lkey: 2 },
+            ];
+            let sgl: &[Sge] = if iter % 4 < 2 { &one } else { &two };
+            unsafe { p.ctx.post_recv(&mut p.qp[d], &[RecvWr { wr_id: 0x7000 + iter, sgl }]) }.unwrap();
+            let sg = [Sge { addr: src.as_ptr() as u64 + iter % 7, length: len, lkey: 1 }];
+            let op = if iter % 3 == 0 { WrOpcode::SendWithImm } else { WrOpcode::Send };
+            let mut w = SendWr::new(iter, op, &sg);
+            w.flags = SendFlags::SIGNALED;
+            if len <= 24 {
+                w.flags = w.flags | SendFlags::INLINE;
+            }
+            w.imm_data = (iter as u32 ^ 0xabcd).to_be();
+            w.ud = Some(UdDest { ah: ah_num, remote_qpn: 0x100 + d as u32, remote_qkey: QKEY });
+            unsafe { p.ctx.post_send(&mut p.qp[s], &[w]) }.unwrap();
+            let wc = poll_all(&mut p, s, 1)[0];
+            assert_eq!((wc.wr_id, wc.status, wc.opcode), (iter, WcStatus::Success, WcOpcode::Send));
+            let r = poll_all(&mut p, d, 1)[0];
+            assert_eq!(
+                (r.wr_id, r.status, r.opcode, r.qp_num, r.src_qp, r.byte_len),
+                (0x7000 + iter, WcStatus::Success, WcOpcode::Recv, 0x100 + d as u32, 0x100 + s as u32, len + GRH_LEN as u32),
+                "receive {iter}"
+            );
+            assert_ne!(r.wc_flags & uverbs::wr::wc_flags::GRH, 0, "UD receive reports a GRH");
+            assert_eq!(r.wc_flags & uverbs::wr::wc_flags::WITH_IMM != 0, op == WrOpcode::SendWithImm);
+            if op == WrOpcode::SendWithImm {
+                assert_eq!(r.imm_data, (iter as u32 ^ 0xabcd).to_be());
+            }
+            assert_eq!(rbuf[d][0] >> 4, 6, "GRH first");
+            assert_eq!(&rbuf[d][24..40], &PORT_GID[..]);
+            let off = (iter % 7) as usize;
+            assert_eq!(&rbuf[d][GRH_LEN..GRH_LEN + len as usize], &src[off..off + len as usize], "payload {iter}");
+            assert_eq!(rbuf[d][GRH_LEN + len as usize], 0xcc, "nothing past the payload");
+        }
+        // A wrong Q_Key: the sender completes, the datagram is dropped, the receive stays posted
+        // and takes the next good datagram.
+        let rb = vec![0u8; GRH_LEN + 64];
+        let rsg = [Sge { addr: rb.as_ptr() as u64, length: rb.len() as u32, lkey: 2 }];
+        unsafe { p.ctx.post_recv(&mut p.qp[1], &[RecvWr { wr_id: 0xbeef, sgl: &rsg }]) }.unwrap();
+        let sg = [Sge { addr: src.as_ptr() as u64, length: 16, lkey: 1 }];
+        let mut w = SendWr::new(1, WrOpcode::Send, &sg);
+        w.flags = SendFlags::SIGNALED;
+        w.ud = Some(UdDest { ah: ah_num, remote_qpn: 0x101, remote_qkey: QKEY ^ 1 });
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+        assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
+        poll_all(&mut p, 1, 0);
+        assert_eq!(p.hca.lock().unwrap().ud_dropped, 1);
+        w.ud = Some(UdDest { ah: ah_num, remote_qpn: 0x101, remote_qkey: QKEY });
+        w.wr_id = 2;
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+        poll_all(&mut p, 0, 1);
+        let r = poll_all(&mut p, 1, 1)[0];
+        assert_eq!((r.wr_id, r.byte_len), (0xbeef, 16 + GRH_LEN as u32));
+        // No receive posted: dropped, not an RNR stall.
+        w.wr_id = 3;
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+        assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
+        poll_all(&mut p, 1, 0);
+        assert_eq!(p.hca.lock().unwrap().ud_dropped, 2);
+        // An address handle number that does not exist is refused at post time.
+        w.ud = Some(UdDest { ah: ah_num + 5, remote_qpn: 0x101, remote_qkey: QKEY });
+        let e = unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap_err();
+        assert_eq!(e.index, 0);
+        assert!(e.error.to_string().contains("address handle"), "{}", e.error);
+        drop(ah);
+    }
+}
+
+#[test]
+fn model_srq_receives_in_posting_order_across_reposts() {
+    let caps = QpCaps {
+        max_send_wr: 4,
+        max_recv_wr: 4,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let mut p = create_pair_ex(QpType::Rc, caps, 15, true, Some((7, 1)));
+    let bufs: Vec<Vec<u8>> = (0..8).map(|_| vec![0u8; 64]).collect();
+    let mut srq = p.srq.take().unwrap();
+    // Capacity: max_wr entries (one link is kept as the free list's tail).
+    let mut posted = std::collections::VecDeque::new();
+    let mut next_id = 0x5000u64;
+    let mut post = |p: &mut Pair, srq: &mut Mlx5Srq, b: usize, posted: &mut std::collections::VecDeque<(u64, usize)>| {
+        let sg = [Sge { addr: bufs[b].as_ptr() as u64, length: 64, lkey: 2 }];
+        unsafe { p.ctx.post_srq_recv(srq, &[RecvWr { wr_id: next_id, sgl: &sg }]) }.unwrap();
+        posted.push_back((next_id, b));
+        next_id += 1;
+    };
+    for b in 0..7 {
+        post(&mut p, &mut srq, b, &mut posted);
+    }
+    let extra = [Sge { addr: bufs[7].as_ptr() as u64, length: 64, lkey: 2 }];
+    let e = unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 1, sgl: &extra }]) }.unwrap_err();
+    assert_eq!(e.index, 0, "an 8th receive does not fit a 7-entry SRQ");
+    let src: Vec<u8> = (0..64u8).collect();
+    let mut done = Vec::new();
+    for m in 0..100u64 {
+        let len = 1 + (m as u32 * 11) % 60;
+        let sg = [Sge { addr: src.as_ptr() as u64, length: len, lkey: 1 }];
+        let mut w = SendWr::new(m, WrOpcode::Send, &sg);
+        w.flags = SendFlags::SIGNALED;
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+        assert_eq!(poll_all(&mut p, 0, 1)[0].wr_id, m);
+        let r = poll_all(&mut p, 1, 1)[0];
+        let (want_id, b) = posted.pop_front().unwrap();
+        assert_eq!(
+            (r.wr_id, r.status, r.byte_len, r.qp_num, r.src_qp),
+            (want_id, WcStatus::Success, len, 0x101, 0x100),
+            "message {m}"
+        );
+        assert_eq!(&bufs[b][..len as usize], &src[..len as usize]);
+        done.push(b);
+        // Re-post in batches of three, newest first, so the free list is relinked out of order.
+        if done.len() == 3 {
+            while let Some(b) = done.pop() {
+                post(&mut p, &mut srq, b, &mut posted);
+            }
+        }
+    }
+    let h = p.hca.lock().unwrap();
+    assert_eq!(h.srqs[&0x77].consumed, 100, "every message came from the SRQ");
+    assert_eq!(h.ud_dropped, 0);
 }
