@@ -1058,12 +1058,21 @@ impl<U: UarMap> Provider for Mlx5<U> {
                     break;
                 }
                 let idx = st.0;
-                let mut slot = vec![0u8; stride - 16];
-                if let Err(e) = wqe::build_recv(&mut slot, wr) {
+                // Encode on the stack (no allocation per receive; SRQ strides are at most the
+                // device's max_rq_desc_sz, 512 on ConnectX), then copy into the entry.
+                let mut stack = [0u8; 512];
+                let mut heap = Vec::new();
+                let slot: &mut [u8] = if stride - 16 <= stack.len() {
+                    &mut stack[..stride - 16]
+                } else {
+                    heap.resize(stride - 16, 0);
+                    &mut heap
+                };
+                if let Err(e) = wqe::build_recv(slot, wr) {
                     err = Some(post_err(i, e));
                     break;
                 }
-                s.buf.write(((idx as usize) << s.shift) + 16, &slot);
+                s.buf.write(((idx as usize) << s.shift) + 16, slot);
                 s.wrid[idx as usize].store(wr.wr_id, Ordering::Relaxed);
                 st.0 = s.next_of(idx);
                 nreq += 1;
