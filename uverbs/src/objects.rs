@@ -537,29 +537,67 @@ impl CompChannel {
 // CQ
 // ================================================================================================
 
-struct CqInner<P: Provider> {
+/// A kernel object whose destroy command must run before its provider state is dropped.
+trait KernelObject {
+    fn destroy(&self);
+}
+
+/// The "unique owner + shared inner" pattern of CQs and SRQs: the kernel object's immutable
+/// facts (`meta`) are shared (QPs hold an `Arc` that keeps the kernel object alive), while the
+/// provider state is reached only through the one owning handle (by `&mut`) or by the final
+/// `Drop`, which destroys the kernel object first and then drops the provider state.
+struct Shared<M: KernelObject, S> {
+    meta: M,
+    state: UnsafeCell<ManuallyDrop<S>>,
+}
+
+// SAFETY: `state` is reached only from the unique owner (by `&mut`, see `state_mut`) or from
+// `Drop` of the last reference; other holders read only `meta`, which is `Sync`.
+unsafe impl<M: KernelObject + Sync, S: Send> Sync for Shared<M, S> {}
+// SAFETY: as above; moving the inner between threads moves an `S: Send` and an `M: Send`.
+unsafe impl<M: KernelObject + Send, S: Send> Send for Shared<M, S> {}
+
+impl<M: KernelObject, S> Shared<M, S> {
+    fn new(meta: M, state: S) -> Arc<Self> {
+        Arc::new(Shared { meta, state: UnsafeCell::new(ManuallyDrop::new(state)) })
+    }
+
+    /// The provider state.
+    ///
+    /// # Safety
+    /// Only the unique owning handle may call this, through its own `&mut self`, so that no two
+    /// `&mut S` exist at once.
+    #[allow(clippy::mut_from_ref)]
+    #[inline]
+    unsafe fn state_mut(&self) -> &mut S {
+        // SAFETY: exclusivity is the caller's contract (see above).
+        unsafe { &mut *self.state.get() }
+    }
+}
+
+impl<M: KernelObject, S> Drop for Shared<M, S> {
+    fn drop(&mut self) {
+        self.meta.destroy();
+        // SAFETY: dropped exactly once, here, after the kernel object is gone; this is the last
+        // reference.
+        unsafe { ManuallyDrop::drop(self.state.get_mut()) };
+    }
+}
+
+struct CqMeta<P: Provider> {
     ctx: Arc<Context<P>>,
     handle: u32,
     cqe: u32,
     user_handle: u64,
-    /// Touched only through the unique owner [`Cq`] (by `&mut`), and by `Drop` (last reference).
-    state: UnsafeCell<ManuallyDrop<P::Cq>>,
 }
 
-// SAFETY: `state` is reached only from the unique `Cq` owner (which is `Send` iff `P::Cq` is) or
-// from `Drop` of the last reference; other holders (QPs) read only the immutable fields.
-unsafe impl<P: Provider> Sync for CqInner<P> {}
-// SAFETY: as above; moving the inner between threads moves a `P::Cq: Send`.
-unsafe impl<P: Provider> Send for CqInner<P> {}
-
-impl<P: Provider> Drop for CqInner<P> {
-    fn drop(&mut self) {
+impl<P: Provider> KernelObject for CqMeta<P> {
+    fn destroy(&self) {
         report_drop(cmd::destroy_cq(&self.ctx.cmd(), self.handle).map(|_| ()));
-        // SAFETY: dropped exactly once, here, after the kernel CQ is gone; no other reference
-        // exists (this is the last Arc).
-        unsafe { ManuallyDrop::drop(self.state.get_mut()) };
     }
 }
+
+type CqInner<P> = Shared<CqMeta<P>, <P as Provider>::Cq>;
 
 /// A completion queue. Unique owner of the provider state; QPs hold only a reference that keeps
 /// the kernel CQ alive.
@@ -589,24 +627,16 @@ impl<P: Provider> Cq<P> {
                 return Err(e);
             }
         };
-        Ok(Cq {
-            inner: Arc::new(CqInner {
-                ctx: ctx.clone(),
-                handle: resp.cq_handle,
-                cqe: resp.cqe,
-                user_handle,
-                state: UnsafeCell::new(ManuallyDrop::new(state)),
-            }),
-        })
+        let meta = CqMeta { ctx: ctx.clone(), handle: resp.cq_handle, cqe: resp.cqe, user_handle };
+        Ok(Cq { inner: Shared::new(meta, state) })
     }
 
     /// The provider context and the CQ's provider state, without touching reference counts.
     fn parts(&mut self) -> (&P, &mut P::Cq) {
         let inner = &*self.inner;
-        // SAFETY: `Cq` is the only path to `state` besides the final Drop, and `&mut self`
-        // makes this access exclusive.
-        let state = unsafe { &mut **inner.state.get() };
-        (&inner.ctx.provider, state)
+        // SAFETY: `Cq` is the unique owner, and `&mut self` makes this access exclusive.
+        let state = unsafe { inner.state_mut() };
+        (&inner.meta.ctx.provider, state)
     }
 
     /// Fill `out` with up to `out.len()` completions; returns how many.
@@ -630,18 +660,18 @@ impl<P: Provider> Cq<P> {
     }
 
     pub fn handle(&self) -> u32 {
-        self.inner.handle
+        self.inner.meta.handle
     }
     /// The capacity the kernel granted.
     pub fn cqe(&self) -> u32 {
-        self.inner.cqe
+        self.inner.meta.cqe
     }
     /// What completion events for this CQ carry.
     pub fn user_handle(&self) -> u64 {
-        self.inner.user_handle
+        self.inner.meta.user_handle
     }
     pub fn context(&self) -> &Arc<Context<P>> {
-        &self.inner.ctx
+        &self.inner.meta.ctx
     }
 }
 
@@ -649,24 +679,18 @@ impl<P: Provider> Cq<P> {
 // SRQ
 // ================================================================================================
 
-struct SrqInner<P: Provider> {
+struct SrqMeta<P: Provider> {
     pd: Arc<Pd<P>>,
     created: SrqCreated,
-    state: UnsafeCell<ManuallyDrop<P::Srq>>,
 }
 
-// SAFETY: same discipline as `CqInner`: `state` only through the unique `Srq` or the final Drop.
-unsafe impl<P: Provider> Sync for SrqInner<P> {}
-// SAFETY: as above.
-unsafe impl<P: Provider> Send for SrqInner<P> {}
-
-impl<P: Provider> Drop for SrqInner<P> {
-    fn drop(&mut self) {
+impl<P: Provider> KernelObject for SrqMeta<P> {
+    fn destroy(&self) {
         report_drop(cmd::destroy_srq(&self.pd.ctx.cmd(), self.created.handle).map(|_| ()));
-        // SAFETY: dropped once, after the kernel SRQ is gone; last reference.
-        unsafe { ManuallyDrop::drop(self.state.get_mut()) };
     }
 }
+
+type SrqInner<P> = Shared<SrqMeta<P>, <P as Provider>::Srq>;
 
 /// A shared receive queue.
 pub struct Srq<P: Provider> {
@@ -687,7 +711,7 @@ impl<P: Provider> Srq<P> {
                 return Err(e);
             }
         };
-        Ok(Srq { inner: Arc::new(SrqInner { pd: pd.clone(), created, state: UnsafeCell::new(ManuallyDrop::new(state)) }) })
+        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created }, state) })
     }
 
     /// Post receives to the SRQ.
@@ -698,22 +722,22 @@ impl<P: Provider> Srq<P> {
     #[inline]
     pub unsafe fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> std::result::Result<(), PostError> {
         let inner = &*self.inner;
-        // SAFETY: unique owner, exclusive by `&mut self` (see `SrqInner`).
-        let state = unsafe { &mut **inner.state.get() };
+        // SAFETY: `Srq` is the unique owner, and `&mut self` makes this access exclusive.
+        let state = unsafe { inner.state_mut() };
         // SAFETY: the caller upholds post_srq_recv's buffer contract (this fn's own contract).
-        unsafe { inner.pd.ctx.provider.post_srq_recv(state, wrs) }
+        unsafe { inner.meta.pd.ctx.provider.post_srq_recv(state, wrs) }
     }
     pub fn handle(&self) -> u32 {
-        self.inner.created.handle
+        self.inner.meta.created.handle
     }
     pub fn srqn(&self) -> u32 {
-        self.inner.created.srqn
+        self.inner.meta.created.srqn
     }
     pub fn max_wr(&self) -> u32 {
-        self.inner.created.max_wr
+        self.inner.meta.created.max_wr
     }
     pub fn max_sge(&self) -> u32 {
-        self.inner.created.max_sge
+        self.inner.meta.created.max_sge
     }
 }
 
