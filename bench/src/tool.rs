@@ -147,12 +147,6 @@ pub fn unsupported_option(p: &Params) -> Option<String> {
         let opt = if p.use_mcg { "-g/--mcg" } else { "-M/--MGID" };
         return no(opt, "multicast tests are not implemented");
     }
-    if !p.report_counters.is_empty() {
-        return no(
-            "-W/--report-counters",
-            "read /sys/class/infiniband/<dev>/ports/<port>/{counters,hw_counters} before and after the run instead",
-        );
-    }
     if p.dont_xchg_versions {
         return no("--dont_xchg_versions", "perftest 6.06 itself aborts without the version exchange");
     }
@@ -170,9 +164,6 @@ pub fn unsupported_option(p: &Params) -> Option<String> {
     }
     if p.report_both {
         return no("--report-both", "with -b only the summed line is printed");
-    }
-    if p.reversed {
-        return no("--reversed", "the side that connects (the client) always sends");
     }
     if p.payload_file_path.is_some() {
         return no("--payload_file_path", "buffers are filled with pseudo-random data");
@@ -745,8 +736,16 @@ fn run_with_context<P: Provider>(
         None => active,
     };
 
+    // -W: read the counters once before connecting (perftest's create_comm_struct).
+    let counters = SharedCounters::default();
+    if !p.report_counters.is_empty() {
+        let c = crate::counters::Counters::open(&dev.name, p.ib_port, &p.report_counters).map_err(|e| ToolError::new(1, e))?;
+        *counters.borrow_mut() = Some(c);
+    }
     let tcp_client = p.is_tcp_client();
-    let oob_role = if tcp_client { oob::Role::Client } else { oob::Role::Server };
+    // The plan follows the test role (`--reversed` swaps it); the exchange order (who writes
+    // first) follows the TCP role, which the channel keeps.
+    let oob_role = if p.machine == Role::Client { oob::Role::Client } else { oob::Role::Server };
     let sizes = p.sizes();
     let max_bytes = sizes.iter().copied().max().unwrap_or(p.size) * sizes.len().max(1) as u64;
     let per_read = if p.test_type == TestType::Duration {
@@ -798,6 +797,10 @@ fn run_with_context<P: Provider>(
         cm_session::OobLink::Cm(Box::new(c))
     } else if tcp_client {
         let host = p.server_name.as_deref().unwrap_or("127.0.0.1");
+        if p.machine == Role::Server {
+            // perftest 6.06 prints the banner on the *test* server (`--reversed`: this side).
+            out.text(report::WAITING_FOR_CLIENT);
+        }
         cm_session::OobLink::Tcp(Channel::connect(host, &cfg).map_err(|e| {
             oob_fail(format!("Couldn't connect to {host}:{}\n Unable to init the socket connection\n", p.port), e)
         })?)
@@ -807,7 +810,9 @@ fn run_with_context<P: Provider>(
             None => Listener::bind(&cfg)
                 .map_err(|e| ToolError::new(1, format!("Couldn't listen to port {}\n{e}", p.port)))?,
         };
-        out.text(report::WAITING_FOR_CLIENT);
+        if p.machine == Role::Server {
+            out.text(report::WAITING_FOR_CLIENT);
+        }
         cm_session::OobLink::Tcp(
             l.accept().map_err(|e| oob_fail("accept() failed\n Unable to init the socket connection\n".into(), e))?,
         )
@@ -855,6 +860,7 @@ fn run_with_context<P: Provider>(
         cm_data,
         measuring: false,
         last_line: std::cell::Cell::new(None),
+        counters,
     };
     let mut plan_opts = plan_opts;
     if side.p.connection == Connection::Ud && side.p.test_method == TestMethod::All {
@@ -929,6 +935,21 @@ struct SideRun<'a, P: Provider> {
     measuring: bool,
     /// BW average and message rate of the last BW line printed (for `-w`/`-y`).
     last_line: std::cell::Cell<Option<(f64, f64)>>,
+    /// `-W`: the counters, reported after every result line.
+    counters: SharedCounters,
+}
+
+type SharedCounters = std::rc::Rc<std::cell::RefCell<Option<crate::counters::Counters>>>;
+
+/// `-W`: the counter deltas after a result line (perftest's `counters_print`).
+fn print_counters(out: Out, counters: &SharedCounters) {
+    if let Some(c) = counters.borrow_mut().as_mut() {
+        let (text, errs) = c.report();
+        out.result(&text);
+        for e in errs {
+            out.err(&format!("{e}\n"));
+        }
+    }
 }
 
 impl<'a, P: Provider> SideRun<'a, P> {
@@ -940,7 +961,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     /// not stopped by a signal of its own.
     fn client_ended_infinite_run(&self) -> bool {
         use std::os::fd::AsRawFd;
-        if self.p.test_method != TestMethod::Infinitely || self.p.is_tcp_client() || !self.measuring {
+        if self.p.test_method != TestMethod::Infinitely || self.is_test_client() || !self.measuring {
             return false;
         }
         if crate::signal::requested() {
@@ -1395,6 +1416,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let out = self.out;
         let cols = self.columns();
         let mut cpu_prev = if cols.cpu_util { read_proc_stat() } else { None };
+        let counters = self.counters.clone();
         move |messages: u64, ticks: u64| {
             let cpu_now = if cols.cpu_util { read_proc_stat() } else { None };
             let cpu = cpu_between([cpu_prev, cpu_now]);
@@ -1417,6 +1439,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             if let Ok(r) = stats::bandwidth(&inp) {
                 let line = BwLine { size, iters: r.iters, bw_peak: 0.0, bw_avg: r.bw_avg, msg_rate: r.msg_rate, ..Default::default() };
                 out.result(&report::bw_result_line(STYLE, cols, &line, cpu, output_mode(p.output)));
+                print_counters(out, &counters);
             }
         }
     }
@@ -1457,6 +1480,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         self.last_line.set(Some((line.bw_avg, line.msg_rate)));
         let c = self.columns();
         self.out.result(&report::bw_result_line(STYLE, c, line, cpu, output_mode(self.p.output)));
+        print_counters(self.out, &self.counters);
         self.write_json(
             &json::JsonResults::Bw {
                 size: line.size,
@@ -1479,6 +1503,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             RunResult::Bw(b) => self.print_bw(b, *cpu),
             RunResult::Lat(rep, iters) => {
                 self.out.result(&report::lat_report(size, *iters, rep, p.unsorted, p.histogram, p.cycles, *cpu, mode));
+                print_counters(self.out, &self.counters);
                 let st = &rep.stats;
                 self.write_json(
                     &json::JsonResults::Lat {
@@ -1497,6 +1522,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             }
             RunResult::LatDuration { iters, t_avg, tps } => {
                 self.out.result(&report::lat_duration_line(size, *iters, *t_avg, *tps, *cpu, mode));
+                print_counters(self.out, &self.counters);
                 self.write_json(&json::JsonResults::LatDuration { size, iters: *iters, t_avg: *t_avg, tps: *tps }, *cpu);
             }
             RunResult::Nothing => {}
@@ -1708,14 +1734,12 @@ mod tests {
         for (t, args, opt) in [
             (Tool::WriteBw, &["-O"][..], "-O/--dualport"),
             (Tool::SendBw, &["-g"][..], "-g/--mcg"),
-            (Tool::WriteBw, &["-W", "counters/port_xmit_data"][..], "-W/--report-counters"),
             (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
             (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),
             (Tool::WriteBw, &["--mmap", "/tmp/x"][..], "--mmap"),
             (Tool::WriteLat, &["--latency_gap", "5"][..], "--latency_gap"),
             (Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"][..], "--rate_limit"),
             (Tool::WriteBw, &["-b", "--report-both"][..], "--report-both"),
-            (Tool::SendBw, &["--reversed"][..], "--reversed"),
         ] {
             let m = unsupported_option(&parsed(t, args)).unwrap_or_else(|| panic!("{args:?} accepted"));
             assert!(m.contains(opt) && m.contains("not supported by rperftest") && !m.contains('\n'), "{m}");
