@@ -48,7 +48,7 @@ pub fn check_name(name: &str) -> Result<(), String> {
         None
     };
     match why {
-        Some(w) => Err(format!("{:?} is {w}; give names relative to the port directory, e.g. hw_counters/sent_pkts", name.escape_default().to_string())),
+        Some(w) => Err(format!("{name:?} is {w}")),
         None => Ok(()),
     }
 }
