@@ -140,9 +140,6 @@ fn device_fail_code(tool: Tool) -> i32 {
 /// keeps accepting them so that their values and conflicts are checked as perftest does.
 pub fn unsupported_option(p: &Params) -> Option<String> {
     let no = |opt: &str, why: &str| Some(format!(" {opt} is not supported by rperftest: {why}"));
-    if p.dualport {
-        return no("-O/--dualport", "dual-port mode (and --report-per-port) would need QPs on a second port; run one test per port");
-    }
     if p.use_mcg || p.mgid.is_some() {
         let opt = if p.use_mcg { "-g/--mcg" } else { "-M/--MGID" };
         return no(opt, "multicast tests are not implemented");
@@ -399,6 +396,8 @@ struct DevFacts {
     gid: [u8; 16],
     /// In perftest's known-device table (inline supported).
     known: bool,
+    /// `-O`: the second port's LID, GID index and GID.
+    port2: Option<(u16, Option<u8>, [u8; 16])>,
 }
 
 fn port_state_name(s: u32) -> &'static str {
@@ -512,53 +511,14 @@ fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Result<DevFac
     if let Some(msg) = port_number_problem(&name, p.ib_port, attr.phys_port_cnt) {
         return Err(ToolError::new(1, msg));
     }
-    let port = ctx
-        .port_attr(p.ib_port)
-        .map_err(|e| ToolError::new(1, format!(" Unable to query port {} attributes: {e}", p.ib_port)))?;
-    if port.state != uverbs::attr::PORT_ACTIVE {
-        return Err(ToolError::new(
-            1,
-            format!(
-                " Port number {} state is {}\n Couldn't set the link layer\n",
-                p.ib_port,
-                port_state_name(port.state)
-            ),
-        ));
-    }
-    let ethernet = match p.force_link {
-        Some(params::LinkType::Ethernet) => true,
-        Some(params::LinkType::Ib) => false,
-        None => port.is_ethernet(),
-    };
-    let want_gid = p.gid_index.is_some() || ethernet;
-    let (gid_index, gid) = if want_gid {
-        let table = ctx
-            .gid_table(u32::from(p.ib_port), port.gid_tbl_len)
-            .or_else(|_| {
-                uverbs::discovery::gid::read_gid_table(
-                    &uverbs::discovery::sysfs::SysfsRoot::system(),
-                    &name,
-                    u32::from(p.ib_port),
-                    port.link_layer,
-                )
-            })
-            .map_err(|e| ToolError::new(1, format!(" Couldn't read the GID table of {name} port {}: {e}", p.ib_port)))?;
-        let ix = match p.gid_index {
-            Some(ix) => u32::from(ix),
-            None => {
-                let c = select_gid(&table, p.ipv6, GidRule::Walk606).ok_or_else(|| {
-                    ToolError::new(1, format!(" No valid GID on {name} port {} (is the netdev up with an IP address?)", p.ib_port))
-                })?;
-                c.index
-            }
-        };
-        let gid = table.iter().find(|e| e.index == ix).map(|e| e.gid).ok_or_else(|| {
-            let valid: Vec<u32> = table.iter().map(|e| e.index).collect();
-            ToolError::new(1, empty_gid_message(&name, p.ib_port, ix, port.gid_tbl_len, &valid))
-        })?;
-        (Some(ix as u8), gid)
+    let (port, ethernet, gid_index, gid) = query_port(p, ctx, &name, p.ib_port)?;
+    let port2 = if p.dualport {
+        crate::engine::dualport::check_ports(&name, attr.phys_port_cnt, p.ib_port, p.ib_port2)
+            .map_err(|e| ToolError::new(1, e))?;
+        let (a2, eth2, ix2, gid2) = query_port(p, ctx, &name, p.ib_port2)?;
+        Some((if eth2 { 0 } else { a2.port_lid }, ix2, gid2))
     } else {
-        (None, [0u8; 16])
+        None
     };
     let limits = DevLimits {
         max_msg_sz: port.max_msg_sz,
@@ -571,7 +531,66 @@ fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Result<DevFac
     }
     // Mellanox (0x02c9) is in perftest's known-device table; rxe (vendor 0) is not.
     let known = attr.vendor_id == 0x02c9;
-    Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known })
+    Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known, port2 })
+}
+
+/// One port's attributes (must be ACTIVE), link layer and GID (index given with -x, else
+/// perftest 6.06's automatic choice).
+fn query_port<P: Provider>(
+    p: &Params,
+    ctx: &Arc<Context<P>>,
+    name: &str,
+    port_num: u8,
+) -> Result<(PortAttr, bool, Option<u8>, [u8; 16]), ToolError> {
+    let port = ctx
+        .port_attr(port_num)
+        .map_err(|e| ToolError::new(1, format!(" Unable to query port {} attributes: {e}", port_num)))?;
+    if port.state != uverbs::attr::PORT_ACTIVE {
+        return Err(ToolError::new(
+            1,
+            format!(
+                " Port number {} state is {}\n Couldn't set the link layer\n",
+                port_num,
+                port_state_name(port.state)
+            ),
+        ));
+    }
+    let ethernet = match p.force_link {
+        Some(params::LinkType::Ethernet) => true,
+        Some(params::LinkType::Ib) => false,
+        None => port.is_ethernet(),
+    };
+    let want_gid = p.gid_index.is_some() || ethernet;
+    let (gid_index, gid) = if want_gid {
+        let table = ctx
+            .gid_table(u32::from(port_num), port.gid_tbl_len)
+            .or_else(|_| {
+                uverbs::discovery::gid::read_gid_table(
+                    &uverbs::discovery::sysfs::SysfsRoot::system(),
+                    name,
+                    u32::from(port_num),
+                    port.link_layer,
+                )
+            })
+            .map_err(|e| ToolError::new(1, format!(" Couldn't read the GID table of {name} port {}: {e}", port_num)))?;
+        let ix = match p.gid_index {
+            Some(ix) => u32::from(ix),
+            None => {
+                let c = select_gid(&table, p.ipv6, GidRule::Walk606).ok_or_else(|| {
+                    ToolError::new(1, format!(" No valid GID on {name} port {} (is the netdev up with an IP address?)", port_num))
+                })?;
+                c.index
+            }
+        };
+        let gid = table.iter().find(|e| e.index == ix).map(|e| e.gid).ok_or_else(|| {
+            let valid: Vec<u32> = table.iter().map(|e| e.index).collect();
+            ToolError::new(1, empty_gid_message(name, port_num, ix, port.gid_tbl_len, &valid))
+        })?;
+        (Some(ix as u8), gid)
+    } else {
+        (None, [0u8; 16])
+    };
+    Ok((port, ethernet, gid_index, gid))
 }
 
 /// An exchange failure with perftest's lead-in lines; a stop signal is reported alone (and
@@ -1059,6 +1078,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             layout,
             access,
             port: p.ib_port,
+            port2: if p.dualport { Some(p.ib_port2) } else { None },
             pkey_index: p.pkey_index as u16,
             random_fill: p.tool != Tool::WriteLat,
             hugepages: p.use_hugepages,
@@ -1073,16 +1093,24 @@ impl<'a, P: Provider> SideRun<'a, P> {
             self.inline = ep.max_inline();
         }
         let lid = if self.dev.ethernet { 0 } else { self.dev.port.port_lid };
+        let port2 = self.dev.port2;
+        let on_port2 = |q: usize| p.dualport && crate::engine::dualport::port_slot(q, nq) == 1;
         self.my_keys = (0..nq)
             .map(|q| KeyMsg {
-                lid,
+                lid: match port2 {
+                    Some((lid2, _, _)) if on_port2(q) => lid2,
+                    _ => lid,
+                },
                 out_reads: self.out_reads as u16,
                 qpn: ep.qpn(q) & 0xff_ffff,
                 psn: random_psn(),
                 rkey: ep.rkey(),
                 vaddr: ep.recv_addr(q),
                 tail_markers_vaddr: 0,
-                gid: self.dev.gid,
+                gid: match port2 {
+                    Some((_, _, gid2)) if on_port2(q) => gid2,
+                    _ => self.dev.gid,
+                },
                 srqn: 0,
             })
             .collect();
@@ -1119,6 +1147,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         h.mtu_bytes = mtu_bytes as u32;
         h.link_type = if self.dev.ethernet { report::LinkType::Ethernet } else { report::LinkType::Ib };
         h.gid_index = self.dev.gid_index.map(i32::from);
+        h.gid_index2 = self.dev.port2.and_then(|(_, ix2, _)| ix2).map(i32::from);
         h.inline_size = self.inline;
         h.out_reads = self.out_reads;
         h.rdma_cm_qps = p.work_rdma_cm;
@@ -1154,7 +1183,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 remote_psn: r.psn,
                 remote_lid: p.dlid.unwrap_or(r.lid),
                 remote_gid: r.gid,
-                sgid_index: self.dev.gid_index,
+                sgid_index: match self.dev.port2 {
+                    Some((_, ix2, _)) if p.dualport && crate::engine::dualport::port_slot(q, p.num_qps as usize) == 1 => ix2,
+                    _ => self.dev.gid_index,
+                },
                 sl: p.sl,
                 traffic_class: p.tclass as u8,
                 flow_label: if p.flow_labels.is_empty() { 0 } else { p.flow_labels[q % p.flow_labels.len()] },
@@ -1297,7 +1329,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             duration,
             report_gbits: p.report_fmt == ReportFormat::Gbs,
             run_inf_bi_factor: 1,
-            iters_per_port: [0, 0],
+            iters_per_port: if p.report_per_port { crate::engine::dualport::iters_per_port(&s.per_qp) } else { [0, 0] },
         };
         stats::bandwidth(&inp).map_err(|e| ToolError::new(1, format!("Can't produce a report: {e}")))
     }
@@ -1447,7 +1479,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     fn columns(&self) -> BwColumns {
         BwColumns {
             gbits: self.p.report_fmt == ReportFormat::Gbs,
-            per_port: false,
+            per_port: self.p.report_per_port && self.p.kind == TestKind::Bw,
             cpu_util: self.p.cpu_util && self.p.test_type == TestType::Duration,
         }
     }
@@ -1471,7 +1503,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
             bw_peak: r.bw_peak,
             bw_avg: r.bw_avg,
             msg_rate: r.msg_rate,
-            ..Default::default()
+            bw_avg_p1: r.bw_avg_p1,
+            msg_rate_p1: r.msg_rate_p1,
+            bw_avg_p2: r.bw_avg_p2,
+            msg_rate_p2: r.msg_rate_p2,
         };
         self.print_bw_line(&line, cpu);
     }
@@ -1537,7 +1572,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 bw_peak: r.bw_peak,
                 bw_avg: r.bw_avg,
                 msg_rate: r.msg_rate,
-                ..Default::default()
+                bw_avg_p1: r.bw_avg_p1,
+                msg_rate_p1: r.msg_rate_p1,
+                bw_avg_p2: r.bw_avg_p2,
+                msg_rate_p2: r.msg_rate_p2,
             },
             None => BwReport { size: self.sizes.last().copied().unwrap_or(self.p.size), ..Default::default() },
         }
@@ -1592,6 +1630,9 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     }
     fn report(&mut self) -> BwReport {
         self.own_report()
+    }
+    fn report_per_port(&self) -> bool {
+        self.p.report_per_port
     }
     fn run_timeout(&self) -> Option<Duration> {
         Some(self.run_timeout)
@@ -1665,7 +1706,11 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
                     self.print_bw_line(&BwLine::from(&r), None);
                 }
             }
-            Action::PrintDashLine => self.out.text(DASH_LINE),
+            Action::PrintDashLine => {
+                // --report-per-port: the wide dash line, as the per-port header's.
+                let wide = self.p.kind == TestKind::Bw && self.columns().per_port;
+                self.out.text(if wide { report::DASH_LINE_PER_PORT } else { DASH_LINE });
+            }
         }
         Ok(())
     }
@@ -1732,7 +1777,6 @@ mod tests {
     #[test]
     fn unimplemented_options_are_refused_in_one_line_naming_them() {
         for (t, args, opt) in [
-            (Tool::WriteBw, &["-O"][..], "-O/--dualport"),
             (Tool::SendBw, &["-g"][..], "-g/--mcg"),
             (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
             (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),

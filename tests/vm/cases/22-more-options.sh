@@ -170,7 +170,6 @@ refused() {
     expect_contains "not supported by rperftest"
     [ "$(wc -l <"$LAST_OUT")" = 1 ] || fail "refusal of $opt is not one line"
 }
-refused "-O/--dualport" ib_write_bw "${X[@]}" -O
 refused "-g/--mcg" ib_send_bw "${X[@]}" -g
 refused "--report-both" ib_write_bw "${X[@]}" -b --report-both
 refused "--dont_xchg_versions" ib_send_lat "${X[@]}" --dont_xchg_versions

@@ -2,7 +2,8 @@
 # --reversed (the side without a host sends, the side with the host receives; the TCP roles do
 # not change) for write/send/read/atomic_bw, ours<->ours and against C perftest 6.06 both ways;
 # -W/--report-counters with rxe's hw_counters (non-zero packet deltas after the result line,
-# perftest's "\t<name>=<delta>" lines), and a counter that does not exist (one line, exit 1).
+# perftest's "\t<name>=<delta>" lines), and a counter that does not exist (one line, exit 1);
+# -O/--dualport (and --report-per-port) on one-port rxe: one line naming rxe0 and its port count.
 # mode: any
 # timeout: 600
 . "$VMTEST_LIB"
@@ -114,4 +115,17 @@ if full; then
     run with_timeout 10 ib_write_bw "${X[@]}" -W hw_counters/no_such_counter
     log "C 6.06 with the same counter: rc=$LAST_RC (logged only)"
 fi
-log "all --reversed and -W checks passed"
+
+log "== -O/--dualport on one-port rxe: one line naming the device and its port count, exit 1"
+for extra in "" "-D 2 --report-per-port"; do
+    mark
+    expect_rc 1 with_timeout 10 rperftest ib_write_bw "${X[@]}" -O $extra
+    bound 5 "-O $extra refusal"
+    expect_contains "-O/--dualport: $RXE_DEV has 1 port;"
+    [ "$(wc -l <"$LAST_OUT")" = 1 ] || fail "not one line"
+    expect_not_contains "Waiting for client"
+done
+# the client side refuses before connecting too (no server is listening)
+expect_rc 1 with_timeout 10 rperftest ib_send_bw "${X[@]}" -O "$RXE_IP"
+expect_contains "$RXE_DEV has 1 port;"
+log "all --reversed, -W and -O checks passed"
