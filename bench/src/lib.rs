@@ -1,6 +1,7 @@
 //! perftest-compatible benchmark engine.
 
 pub mod cm_session;
+pub mod counters;
 pub mod engine;
 pub mod params;
 pub mod oob;

@@ -140,18 +140,9 @@ fn device_fail_code(tool: Tool) -> i32 {
 /// keeps accepting them so that their values and conflicts are checked as perftest does.
 pub fn unsupported_option(p: &Params) -> Option<String> {
     let no = |opt: &str, why: &str| Some(format!(" {opt} is not supported by rperftest: {why}"));
-    if p.dualport {
-        return no("-O/--dualport", "dual-port mode (and --report-per-port) would need QPs on a second port; run one test per port");
-    }
     if p.use_mcg || p.mgid.is_some() {
         let opt = if p.use_mcg { "-g/--mcg" } else { "-M/--MGID" };
         return no(opt, "multicast tests are not implemented");
-    }
-    if !p.report_counters.is_empty() {
-        return no(
-            "-W/--report-counters",
-            "read /sys/class/infiniband/<dev>/ports/<port>/{counters,hw_counters} before and after the run instead",
-        );
     }
     if p.dont_xchg_versions {
         return no("--dont_xchg_versions", "perftest 6.06 itself aborts without the version exchange");
@@ -170,9 +161,6 @@ pub fn unsupported_option(p: &Params) -> Option<String> {
     }
     if p.report_both {
         return no("--report-both", "with -b only the summed line is printed");
-    }
-    if p.reversed {
-        return no("--reversed", "the side that connects (the client) always sends");
     }
     if p.payload_file_path.is_some() {
         return no("--payload_file_path", "buffers are filled with pseudo-random data");
@@ -408,6 +396,8 @@ struct DevFacts {
     gid: [u8; 16],
     /// In perftest's known-device table (inline supported).
     known: bool,
+    /// `-O`: the second port's LID, GID index and GID.
+    port2: Option<(u16, Option<u8>, [u8; 16])>,
 }
 
 fn port_state_name(s: u32) -> &'static str {
@@ -521,53 +511,14 @@ fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Result<DevFac
     if let Some(msg) = port_number_problem(&name, p.ib_port, attr.phys_port_cnt) {
         return Err(ToolError::new(1, msg));
     }
-    let port = ctx
-        .port_attr(p.ib_port)
-        .map_err(|e| ToolError::new(1, format!(" Unable to query port {} attributes: {e}", p.ib_port)))?;
-    if port.state != uverbs::attr::PORT_ACTIVE {
-        return Err(ToolError::new(
-            1,
-            format!(
-                " Port number {} state is {}\n Couldn't set the link layer\n",
-                p.ib_port,
-                port_state_name(port.state)
-            ),
-        ));
-    }
-    let ethernet = match p.force_link {
-        Some(params::LinkType::Ethernet) => true,
-        Some(params::LinkType::Ib) => false,
-        None => port.is_ethernet(),
-    };
-    let want_gid = p.gid_index.is_some() || ethernet;
-    let (gid_index, gid) = if want_gid {
-        let table = ctx
-            .gid_table(u32::from(p.ib_port), port.gid_tbl_len)
-            .or_else(|_| {
-                uverbs::discovery::gid::read_gid_table(
-                    &uverbs::discovery::sysfs::SysfsRoot::system(),
-                    &name,
-                    u32::from(p.ib_port),
-                    port.link_layer,
-                )
-            })
-            .map_err(|e| ToolError::new(1, format!(" Couldn't read the GID table of {name} port {}: {e}", p.ib_port)))?;
-        let ix = match p.gid_index {
-            Some(ix) => u32::from(ix),
-            None => {
-                let c = select_gid(&table, p.ipv6, GidRule::Walk606).ok_or_else(|| {
-                    ToolError::new(1, format!(" No valid GID on {name} port {} (is the netdev up with an IP address?)", p.ib_port))
-                })?;
-                c.index
-            }
-        };
-        let gid = table.iter().find(|e| e.index == ix).map(|e| e.gid).ok_or_else(|| {
-            let valid: Vec<u32> = table.iter().map(|e| e.index).collect();
-            ToolError::new(1, empty_gid_message(&name, p.ib_port, ix, port.gid_tbl_len, &valid))
-        })?;
-        (Some(ix as u8), gid)
+    let (port, ethernet, gid_index, gid) = query_port(p, ctx, &name, p.ib_port)?;
+    let port2 = if p.dualport {
+        crate::engine::dualport::check_ports(&name, attr.phys_port_cnt, p.ib_port, p.ib_port2)
+            .map_err(|e| ToolError::new(1, e))?;
+        let (a2, eth2, ix2, gid2) = query_port(p, ctx, &name, p.ib_port2)?;
+        Some((if eth2 { 0 } else { a2.port_lid }, ix2, gid2))
     } else {
-        (None, [0u8; 16])
+        None
     };
     let limits = DevLimits {
         max_msg_sz: port.max_msg_sz,
@@ -580,7 +531,66 @@ fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Result<DevFac
     }
     // Mellanox (0x02c9) is in perftest's known-device table; rxe (vendor 0) is not.
     let known = attr.vendor_id == 0x02c9;
-    Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known })
+    Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known, port2 })
+}
+
+/// One port's attributes (must be ACTIVE), link layer and GID (index given with -x, else
+/// perftest 6.06's automatic choice).
+fn query_port<P: Provider>(
+    p: &Params,
+    ctx: &Arc<Context<P>>,
+    name: &str,
+    port_num: u8,
+) -> Result<(PortAttr, bool, Option<u8>, [u8; 16]), ToolError> {
+    let port = ctx
+        .port_attr(port_num)
+        .map_err(|e| ToolError::new(1, format!(" Unable to query port {} attributes: {e}", port_num)))?;
+    if port.state != uverbs::attr::PORT_ACTIVE {
+        return Err(ToolError::new(
+            1,
+            format!(
+                " Port number {} state is {}\n Couldn't set the link layer\n",
+                port_num,
+                port_state_name(port.state)
+            ),
+        ));
+    }
+    let ethernet = match p.force_link {
+        Some(params::LinkType::Ethernet) => true,
+        Some(params::LinkType::Ib) => false,
+        None => port.is_ethernet(),
+    };
+    let want_gid = p.gid_index.is_some() || ethernet;
+    let (gid_index, gid) = if want_gid {
+        let table = ctx
+            .gid_table(u32::from(port_num), port.gid_tbl_len)
+            .or_else(|_| {
+                uverbs::discovery::gid::read_gid_table(
+                    &uverbs::discovery::sysfs::SysfsRoot::system(),
+                    name,
+                    u32::from(port_num),
+                    port.link_layer,
+                )
+            })
+            .map_err(|e| ToolError::new(1, format!(" Couldn't read the GID table of {name} port {}: {e}", port_num)))?;
+        let ix = match p.gid_index {
+            Some(ix) => u32::from(ix),
+            None => {
+                let c = select_gid(&table, p.ipv6, GidRule::Walk606).ok_or_else(|| {
+                    ToolError::new(1, format!(" No valid GID on {name} port {} (is the netdev up with an IP address?)", port_num))
+                })?;
+                c.index
+            }
+        };
+        let gid = table.iter().find(|e| e.index == ix).map(|e| e.gid).ok_or_else(|| {
+            let valid: Vec<u32> = table.iter().map(|e| e.index).collect();
+            ToolError::new(1, empty_gid_message(name, port_num, ix, port.gid_tbl_len, &valid))
+        })?;
+        (Some(ix as u8), gid)
+    } else {
+        (None, [0u8; 16])
+    };
+    Ok((port, ethernet, gid_index, gid))
 }
 
 /// An exchange failure with perftest's lead-in lines; a stop signal is reported alone (and
@@ -745,8 +755,16 @@ fn run_with_context<P: Provider>(
         None => active,
     };
 
+    // -W: read the counters once before connecting (perftest's create_comm_struct).
+    let counters = SharedCounters::default();
+    if !p.report_counters.is_empty() {
+        let c = crate::counters::Counters::open(&dev.name, p.ib_port, &p.report_counters).map_err(|e| ToolError::new(1, e))?;
+        *counters.borrow_mut() = Some(c);
+    }
     let tcp_client = p.is_tcp_client();
-    let oob_role = if tcp_client { oob::Role::Client } else { oob::Role::Server };
+    // The plan follows the test role (`--reversed` swaps it); the exchange order (who writes
+    // first) follows the TCP role, which the channel keeps.
+    let oob_role = if p.machine == Role::Client { oob::Role::Client } else { oob::Role::Server };
     let sizes = p.sizes();
     let max_bytes = sizes.iter().copied().max().unwrap_or(p.size) * sizes.len().max(1) as u64;
     let per_read = if p.test_type == TestType::Duration {
@@ -798,6 +816,10 @@ fn run_with_context<P: Provider>(
         cm_session::OobLink::Cm(Box::new(c))
     } else if tcp_client {
         let host = p.server_name.as_deref().unwrap_or("127.0.0.1");
+        if p.machine == Role::Server {
+            // perftest 6.06 prints the banner on the *test* server (`--reversed`: this side).
+            out.text(report::WAITING_FOR_CLIENT);
+        }
         cm_session::OobLink::Tcp(Channel::connect(host, &cfg).map_err(|e| {
             oob_fail(format!("Couldn't connect to {host}:{}\n Unable to init the socket connection\n", p.port), e)
         })?)
@@ -807,7 +829,9 @@ fn run_with_context<P: Provider>(
             None => Listener::bind(&cfg)
                 .map_err(|e| ToolError::new(1, format!("Couldn't listen to port {}\n{e}", p.port)))?,
         };
-        out.text(report::WAITING_FOR_CLIENT);
+        if p.machine == Role::Server {
+            out.text(report::WAITING_FOR_CLIENT);
+        }
         cm_session::OobLink::Tcp(
             l.accept().map_err(|e| oob_fail("accept() failed\n Unable to init the socket connection\n".into(), e))?,
         )
@@ -855,6 +879,7 @@ fn run_with_context<P: Provider>(
         cm_data,
         measuring: false,
         last_line: std::cell::Cell::new(None),
+        counters,
     };
     let mut plan_opts = plan_opts;
     if side.p.connection == Connection::Ud && side.p.test_method == TestMethod::All {
@@ -929,6 +954,21 @@ struct SideRun<'a, P: Provider> {
     measuring: bool,
     /// BW average and message rate of the last BW line printed (for `-w`/`-y`).
     last_line: std::cell::Cell<Option<(f64, f64)>>,
+    /// `-W`: the counters, reported after every result line.
+    counters: SharedCounters,
+}
+
+type SharedCounters = std::rc::Rc<std::cell::RefCell<Option<crate::counters::Counters>>>;
+
+/// `-W`: the counter deltas after a result line (perftest's `counters_print`).
+fn print_counters(out: Out, counters: &SharedCounters) {
+    if let Some(c) = counters.borrow_mut().as_mut() {
+        let (text, errs) = c.report();
+        out.result(&text);
+        for e in errs {
+            out.err(&format!("{e}\n"));
+        }
+    }
 }
 
 impl<'a, P: Provider> SideRun<'a, P> {
@@ -940,7 +980,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     /// not stopped by a signal of its own.
     fn client_ended_infinite_run(&self) -> bool {
         use std::os::fd::AsRawFd;
-        if self.p.test_method != TestMethod::Infinitely || self.p.is_tcp_client() || !self.measuring {
+        if self.p.test_method != TestMethod::Infinitely || self.is_test_client() || !self.measuring {
             return false;
         }
         if crate::signal::requested() {
@@ -1038,6 +1078,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             layout,
             access,
             port: p.ib_port,
+            port2: if p.dualport { Some(p.ib_port2) } else { None },
             pkey_index: p.pkey_index as u16,
             random_fill: p.tool != Tool::WriteLat,
             hugepages: p.use_hugepages,
@@ -1052,16 +1093,24 @@ impl<'a, P: Provider> SideRun<'a, P> {
             self.inline = ep.max_inline();
         }
         let lid = if self.dev.ethernet { 0 } else { self.dev.port.port_lid };
+        let port2 = self.dev.port2;
+        let on_port2 = |q: usize| p.dualport && crate::engine::dualport::port_slot(q, nq) == 1;
         self.my_keys = (0..nq)
             .map(|q| KeyMsg {
-                lid,
+                lid: match port2 {
+                    Some((lid2, _, _)) if on_port2(q) => lid2,
+                    _ => lid,
+                },
                 out_reads: self.out_reads as u16,
                 qpn: ep.qpn(q) & 0xff_ffff,
                 psn: random_psn(),
                 rkey: ep.rkey(),
                 vaddr: ep.recv_addr(q),
                 tail_markers_vaddr: 0,
-                gid: self.dev.gid,
+                gid: match port2 {
+                    Some((_, _, gid2)) if on_port2(q) => gid2,
+                    _ => self.dev.gid,
+                },
                 srqn: 0,
             })
             .collect();
@@ -1098,6 +1147,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         h.mtu_bytes = mtu_bytes as u32;
         h.link_type = if self.dev.ethernet { report::LinkType::Ethernet } else { report::LinkType::Ib };
         h.gid_index = self.dev.gid_index.map(i32::from);
+        h.gid_index2 = self.dev.port2.and_then(|(_, ix2, _)| ix2).map(i32::from);
         h.inline_size = self.inline;
         h.out_reads = self.out_reads;
         h.rdma_cm_qps = p.work_rdma_cm;
@@ -1133,7 +1183,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 remote_psn: r.psn,
                 remote_lid: p.dlid.unwrap_or(r.lid),
                 remote_gid: r.gid,
-                sgid_index: self.dev.gid_index,
+                sgid_index: match self.dev.port2 {
+                    Some((_, ix2, _)) if p.dualport && crate::engine::dualport::port_slot(q, p.num_qps as usize) == 1 => ix2,
+                    _ => self.dev.gid_index,
+                },
                 sl: p.sl,
                 traffic_class: p.tclass as u8,
                 flow_label: if p.flow_labels.is_empty() { 0 } else { p.flow_labels[q % p.flow_labels.len()] },
@@ -1276,7 +1329,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             duration,
             report_gbits: p.report_fmt == ReportFormat::Gbs,
             run_inf_bi_factor: 1,
-            iters_per_port: [0, 0],
+            iters_per_port: if p.report_per_port { crate::engine::dualport::iters_per_port(&s.per_qp) } else { [0, 0] },
         };
         stats::bandwidth(&inp).map_err(|e| ToolError::new(1, format!("Can't produce a report: {e}")))
     }
@@ -1395,6 +1448,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let out = self.out;
         let cols = self.columns();
         let mut cpu_prev = if cols.cpu_util { read_proc_stat() } else { None };
+        let counters = self.counters.clone();
         move |messages: u64, ticks: u64| {
             let cpu_now = if cols.cpu_util { read_proc_stat() } else { None };
             let cpu = cpu_between([cpu_prev, cpu_now]);
@@ -1417,6 +1471,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             if let Ok(r) = stats::bandwidth(&inp) {
                 let line = BwLine { size, iters: r.iters, bw_peak: 0.0, bw_avg: r.bw_avg, msg_rate: r.msg_rate, ..Default::default() };
                 out.result(&report::bw_result_line(STYLE, cols, &line, cpu, output_mode(p.output)));
+                print_counters(out, &counters);
             }
         }
     }
@@ -1424,7 +1479,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     fn columns(&self) -> BwColumns {
         BwColumns {
             gbits: self.p.report_fmt == ReportFormat::Gbs,
-            per_port: false,
+            per_port: self.p.report_per_port && self.p.kind == TestKind::Bw,
             cpu_util: self.p.cpu_util && self.p.test_type == TestType::Duration,
         }
     }
@@ -1448,7 +1503,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
             bw_peak: r.bw_peak,
             bw_avg: r.bw_avg,
             msg_rate: r.msg_rate,
-            ..Default::default()
+            bw_avg_p1: r.bw_avg_p1,
+            msg_rate_p1: r.msg_rate_p1,
+            bw_avg_p2: r.bw_avg_p2,
+            msg_rate_p2: r.msg_rate_p2,
         };
         self.print_bw_line(&line, cpu);
     }
@@ -1457,6 +1515,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         self.last_line.set(Some((line.bw_avg, line.msg_rate)));
         let c = self.columns();
         self.out.result(&report::bw_result_line(STYLE, c, line, cpu, output_mode(self.p.output)));
+        print_counters(self.out, &self.counters);
         self.write_json(
             &json::JsonResults::Bw {
                 size: line.size,
@@ -1479,6 +1538,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             RunResult::Bw(b) => self.print_bw(b, *cpu),
             RunResult::Lat(rep, iters) => {
                 self.out.result(&report::lat_report(size, *iters, rep, p.unsorted, p.histogram, p.cycles, *cpu, mode));
+                print_counters(self.out, &self.counters);
                 let st = &rep.stats;
                 self.write_json(
                     &json::JsonResults::Lat {
@@ -1497,6 +1557,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             }
             RunResult::LatDuration { iters, t_avg, tps } => {
                 self.out.result(&report::lat_duration_line(size, *iters, *t_avg, *tps, *cpu, mode));
+                print_counters(self.out, &self.counters);
                 self.write_json(&json::JsonResults::LatDuration { size, iters: *iters, t_avg: *t_avg, tps: *tps }, *cpu);
             }
             RunResult::Nothing => {}
@@ -1511,7 +1572,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 bw_peak: r.bw_peak,
                 bw_avg: r.bw_avg,
                 msg_rate: r.msg_rate,
-                ..Default::default()
+                bw_avg_p1: r.bw_avg_p1,
+                msg_rate_p1: r.msg_rate_p1,
+                bw_avg_p2: r.bw_avg_p2,
+                msg_rate_p2: r.msg_rate_p2,
             },
             None => BwReport { size: self.sizes.last().copied().unwrap_or(self.p.size), ..Default::default() },
         }
@@ -1566,6 +1630,9 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     }
     fn report(&mut self) -> BwReport {
         self.own_report()
+    }
+    fn report_per_port(&self) -> bool {
+        self.p.report_per_port
     }
     fn run_timeout(&self) -> Option<Duration> {
         Some(self.run_timeout)
@@ -1639,7 +1706,11 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
                     self.print_bw_line(&BwLine::from(&r), None);
                 }
             }
-            Action::PrintDashLine => self.out.text(DASH_LINE),
+            Action::PrintDashLine => {
+                // --report-per-port: the wide dash line, as the per-port header's.
+                let wide = self.p.kind == TestKind::Bw && self.columns().per_port;
+                self.out.text(if wide { report::DASH_LINE_PER_PORT } else { DASH_LINE });
+            }
         }
         Ok(())
     }
@@ -1706,16 +1777,13 @@ mod tests {
     #[test]
     fn unimplemented_options_are_refused_in_one_line_naming_them() {
         for (t, args, opt) in [
-            (Tool::WriteBw, &["-O"][..], "-O/--dualport"),
             (Tool::SendBw, &["-g"][..], "-g/--mcg"),
-            (Tool::WriteBw, &["-W", "counters/port_xmit_data"][..], "-W/--report-counters"),
             (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
             (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),
             (Tool::WriteBw, &["--mmap", "/tmp/x"][..], "--mmap"),
             (Tool::WriteLat, &["--latency_gap", "5"][..], "--latency_gap"),
             (Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"][..], "--rate_limit"),
             (Tool::WriteBw, &["-b", "--report-both"][..], "--report-both"),
-            (Tool::SendBw, &["--reversed"][..], "--reversed"),
         ] {
             let m = unsupported_option(&parsed(t, args)).unwrap_or_else(|| panic!("{args:?} accepted"));
             assert!(m.contains(opt) && m.contains("not supported by rperftest") && !m.contains('\n'), "{m}");

@@ -371,3 +371,52 @@ fn plans_start_with_the_prelude() {
         assert_eq!(&p[..5], &[Step::Version, Step::PageSize, Step::CacheLine, Step::Mtu, Step::Negotiate]);
     }
 }
+
+/// `--report-per-port` (perftest-facts §2.4.6, items 6–9): after the five usual blocks, four BE
+/// doubles in the order BW port 1, MsgRate port 1, BW port 2, MsgRate port 2; each block is a
+/// separate exchange (client writes first). A C 6.06 peer is emulated byte by byte.
+#[test]
+fn per_port_report_adds_four_blocks_in_perftests_order() {
+    let mine = BwReport {
+        size: 65536,
+        iters: 1234,
+        bw_peak: 0.0,
+        bw_avg: 300.0,
+        msg_rate: 0.0048,
+        bw_avg_p1: 100.0,
+        msg_rate_p1: 0.0016,
+        bw_avg_p2: 200.0,
+        msg_rate_p2: 0.0032,
+    };
+    let theirs = [8u64.to_be_bytes(), 99u64.to_be_bytes()];
+    let (tx, rx) = std::sync::mpsc::channel();
+    let port = fake_server(move |mut s| {
+        let mut got = Vec::new();
+        for i in 0..9 {
+            let mut b = [0u8; 8];
+            s.read_exact(&mut b).unwrap();
+            got.push(b);
+            // the peer's answer to each block: size, iters, then doubles 1.5 * (i + 1)
+            let answer = if i < 2 { theirs[i] } else { (1.5 * (i as f64 + 1.0)).to_bits().to_be_bytes() };
+            s.write_all(&answer).unwrap();
+        }
+        tx.send(got).unwrap();
+    });
+    let mut ch = client(port, Duration::from_secs(5));
+    let remote = ch.exchange_report(&mine, true, &PeerVersion::from_text("6.06")).unwrap();
+    let got = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let d = |b: &[u8; 8]| f64::from_bits(u64::from_be_bytes(*b));
+    assert_eq!(u64::from_be_bytes(got[0]), 65536);
+    assert_eq!(u64::from_be_bytes(got[1]), 1234);
+    assert_eq!(
+        [d(&got[2]), d(&got[3]), d(&got[4]), d(&got[5]), d(&got[6]), d(&got[7]), d(&got[8])],
+        [0.0, 300.0, 0.0048, 100.0, 0.0016, 200.0, 0.0032]
+    );
+    assert_eq!((remote.size, remote.iters), (8, 99));
+    assert_eq!(
+        [remote.bw_peak, remote.bw_avg, remote.msg_rate, remote.bw_avg_p1, remote.msg_rate_p1, remote.bw_avg_p2, remote.msg_rate_p2],
+        [4.5, 6.0, 7.5, 9.0, 10.5, 12.0, 13.5]
+    );
+    // Without the flag the exchange stops after five blocks.
+    assert_eq!(BwReport::fields(false).len(), 5);
+}

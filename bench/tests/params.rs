@@ -667,6 +667,22 @@ fn derived_values() {
     assert_eq!((p.machine, p.is_tcp_client()), (Role::Client, true));
     let p = run(Tool::WriteBw, &["host", "--reversed"]);
     assert_eq!((p.machine, p.is_tcp_client()), (Role::Server, true));
+    let p = run(Tool::SendBw, &["--reversed"]);
+    assert_eq!((p.machine, p.is_tcp_client()), (Role::Client, false));
+    // the reversed send_bw receiver (the TCP client) drops the peak like any receiver
+    assert!(run(Tool::SendBw, &["h", "--reversed"]).no_peak);
+    assert!(!run(Tool::SendBw, &["--reversed"]).no_peak);
+    // --reversed: BW tools only, not over rdma_cm (one line naming the options)
+    for (tool, a) in [
+        (Tool::WriteLat, &["--reversed"][..]),
+        (Tool::SendLat, &["h", "--reversed"][..]),
+        (Tool::WriteBw, &["--reversed", "-R"][..]),
+        (Tool::SendBw, &["h", "--reversed", "-z"][..]),
+    ] {
+        let e = err(tool, a);
+        assert_eq!(e.kind, ErrorKind::Unsupported, "{a:?}");
+        assert!(e.to_string().contains("--reversed") && !e.to_string().contains('\n'), "{e}");
+    }
     // send_bw client keeps the peak, server does not, duplex keeps it
     assert!(!run(Tool::SendBw, &["h"]).no_peak);
     assert!(!run(Tool::SendBw, &["-b"]).no_peak);

@@ -182,3 +182,21 @@ fn cpu_util_example() {
     assert_eq!(cpu_util([100, 150], [1000, 1150]), 25.0);
     assert_eq!(cpu_util([5, 5], [7, 7]), 0.0);
 }
+
+/// `--report-per-port` (duration mode): each port's BW and message rate use its own share of
+/// the sampled messages over the same window (perftest's bw_avg_p1/p2, msgRate_avg_p1/p2).
+#[test]
+fn per_port_figures_use_each_ports_share_of_the_window() {
+    let tp = [0];
+    let tc = [1_000_000_000]; // one second of 1 GHz ticks
+    let inp = BwInput {
+        peak: false,
+        duration: true,
+        iters_per_port: bench::engine::dualport::iters_per_port(&[200, 100, 50, 50]),
+        ..bw_input(&tp, &tc, 400, 1048576, 1)
+    };
+    let r = bandwidth(&inp).unwrap();
+    assert_eq!((r.iters, r.bw_avg, r.msg_rate), (400, 400.0, 0.0004));
+    assert_eq!((r.bw_avg_p1, r.msg_rate_p1), (300.0, 0.0003));
+    assert_eq!((r.bw_avg_p2, r.msg_rate_p2), (100.0, 0.0001));
+}

@@ -142,6 +142,9 @@ pub struct BwSamples {
     pub window: Option<(u64, u64)>,
     /// `--cpu_util`: /proc/stat (user, idle) at SAMPLE and at STOP_SAMPLE.
     pub cpu: [Option<(u64, u64)>; 2],
+    /// Duration mode: messages counted in the sample window per QP (`--report-per-port` sums
+    /// them per port).
+    pub per_qp: Vec<u64>,
 }
 
 impl BwSamples {
@@ -237,6 +240,7 @@ fn sender_loop<E: Endpoint>(
     let mut phases = duration.map(|d| SampleClock::new(start, d));
     let mut in_sample = false;
     let mut sampled = 0u64;
+    samples.per_qp = vec![0; nq];
     // --run_infinitely: messages since the last report, and when that was.
     let mut since = 0u64;
     let mut last_report = start;
@@ -369,6 +373,7 @@ fn sender_loop<E: Endpoint>(
             tot_ccnt += add;
             if in_sample {
                 sampled += add;
+                samples.per_qp[q] += add;
             }
             since += add;
             if peak && tot_ccnt > 0 {
@@ -431,7 +436,7 @@ pub fn run_receiver<E: Endpoint>(
     let mut rcnt = vec![0u64; nq];
     let mut tot = 0u64;
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
-    let mut samples = BwSamples { tposted: vec![0], tcompleted: vec![0], ..Default::default() };
+    let mut samples = BwSamples { tposted: vec![0], tcompleted: vec![0], per_qp: vec![0; nq], ..Default::default() };
     let mut first: Option<u64> = None;
     let mut last_progress = clock::now();
     let stall_ticks = DurationWindow::ticks(cfg.stall_timeout);
@@ -496,6 +501,9 @@ pub fn run_receiver<E: Endpoint>(
             tot += 1;
             if phases.is_some_and(|p| p.sampling()) {
                 sampled += 1;
+                if let Some(c) = samples.per_qp.get_mut(q) {
+                    *c += 1;
+                }
             }
             if cfg.duration.is_some() || posted[q] < iters {
                 let t = &targets[q];

@@ -84,6 +84,8 @@ pub struct VerbsSetup {
     pub layout: BufLayout,
     pub access: AccessFlags,
     pub port: u8,
+    /// `-O`: the second port; the second half of the QPs uses it ([`super::dualport`]).
+    pub port2: Option<u8>,
     pub pkey_index: u16,
     /// Fill the buffer with pseudo-random words (all tests but write_lat, which needs zeros).
     pub random_fill: bool,
@@ -131,7 +133,8 @@ pub struct VerbsEndpoint<P: Provider> {
     pd: Arc<Pd<P>>,
     layout: BufLayout,
     max_inline: u32,
-    port: u8,
+    /// The port of each QP.
+    ports: Vec<u8>,
 }
 
 fn verr(what: &str, e: uverbs::Error) -> EngineError {
@@ -180,7 +183,13 @@ impl<P: Provider> VerbsEndpoint<P> {
         };
         let mut qps = Vec::with_capacity(s.num_qps);
         let mut max_inline = s.inline_size;
-        for _ in 0..s.num_qps {
+        let ports: Vec<u8> = (0..s.num_qps)
+            .map(|q| match s.port2 {
+                Some(p2) => super::dualport::port_of_qp(q, s.num_qps, [s.port, p2]),
+                None => s.port,
+            })
+            .collect();
+        for &port in &ports {
             let caps = QpCaps {
                 max_send_wr: s.tx_depth.max(1),
                 max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
@@ -201,7 +210,7 @@ impl<P: Provider> VerbsEndpoint<P> {
             })?;
             max_inline = max_inline.min(qp.caps().max_inline_data);
             qp.set_qkey(DEFAULT_QKEY);
-            qp.to_init(s.port, s.pkey_index, s.access).map_err(|e| verr("Failed to modify QP to INIT", e))?;
+            qp.to_init(port, s.pkey_index, s.access).map_err(|e| verr("Failed to modify QP to INIT", e))?;
             qps.push(qp);
         }
         let n = qps.len();
@@ -218,10 +227,14 @@ impl<P: Provider> VerbsEndpoint<P> {
             pd,
             layout: s.layout,
             max_inline,
-            port: s.port,
+            ports,
         })
     }
 
+    /// The port QP `q` was created on.
+    pub fn qp_port(&self, q: usize) -> u8 {
+        self.ports[q]
+    }
     pub fn qpn(&self, q: usize) -> u32 {
         self.qps[q].qpn()
     }
@@ -261,7 +274,7 @@ impl<P: Provider> VerbsEndpoint<P> {
 
     /// INIT → RTR [→ RTS] for QP `q`; UD: also the address handle towards the peer.
     pub fn connect(&mut self, q: usize, c: &ConnectParams) -> Result<(), EngineError> {
-        let port = self.port;
+        let port = self.ports[q];
         let mut ah = match c.sgid_index {
             Some(ix) => RtrParams::roce_path(port, c.remote_gid, ix, 0xff),
             None => RtrParams::ib_path(port, c.remote_lid, c.sl),

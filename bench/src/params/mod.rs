@@ -1343,6 +1343,18 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
 
 /// Features perftest has and rperftest does not: refused with a clear message.
 fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
+    if p.reversed && p.kind == TestKind::Lat {
+        return Err(unsupported(
+            "--reversed",
+            "only the BW tools reverse the traffic (the latency tests run both directions already); leave --reversed out",
+        ));
+    }
+    if p.reversed && (p.use_rdma_cm || p.work_rdma_cm) {
+        return Err(unsupported(
+            "--reversed, -R/-z",
+            "reversed traffic over rdma_cm is not supported (perftest 6.06 then connects from the side without a host); leave out -R/-z",
+        ));
+    }
     match p.connection {
         Connection::Xrc | Connection::Dc | Connection::Srd => {
             return Err(unsupported(

@@ -170,11 +170,8 @@ refused() {
     expect_contains "not supported by rperftest"
     [ "$(wc -l <"$LAST_OUT")" = 1 ] || fail "refusal of $opt is not one line"
 }
-refused "-O/--dualport" ib_write_bw "${X[@]}" -O
 refused "-g/--mcg" ib_send_bw "${X[@]}" -g
-refused "-W/--report-counters" ib_write_bw "${X[@]}" -W counters/port_xmit_data
 refused "--report-both" ib_write_bw "${X[@]}" -b --report-both
-refused "--reversed" ib_write_bw "${X[@]}" --reversed
 refused "--dont_xchg_versions" ib_send_lat "${X[@]}" --dont_xchg_versions
 refused "--source_ip" ib_read_bw "${X[@]}" --source_ip 10.99.0.1
 refused "--mmap" ib_write_bw "${X[@]}" --mmap /tmp/x
