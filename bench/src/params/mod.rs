@@ -26,6 +26,7 @@
 //!   accepted and ignored, as perftest's ib_* tools do.
 
 mod getopt;
+pub mod rate;
 mod usage;
 
 pub use usage::{extensions_help, usage};
@@ -864,6 +865,10 @@ struct State {
     send_with_imm: bool,
     run_infinitely: bool,
     rate_limit_given: bool,
+    /// `--rate_limit` as written (perftest matches it against its HW rate table as text).
+    rate_limit_text: Option<String>,
+    /// `--rate_limit_type` was given (perftest's `is_rate_limit_type`).
+    rate_limit_type_given: bool,
 }
 
 fn conflict(opts: &str, msg: &str) -> ParamError {
@@ -1194,6 +1199,7 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
                 _ => return Err(invalid(f, format!("Rate limit '{a}' must be a positive number"))),
             }
             st.rate_limit_given = true;
+            st.rate_limit_text = Some(a.to_string());
             if p.rate_limit_type == RateLimitType::Disabled {
                 p.rate_limit_type = RateLimitType::Hw;
             }
@@ -1207,6 +1213,7 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
             }
         }
         Opt::RateLimitType => {
+            st.rate_limit_type_given = true;
             p.rate_limit_type = match arg(f) {
                 "SW" => RateLimitType::Sw,
                 "HW" => RateLimitType::Hw,
@@ -1684,16 +1691,8 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             }
         }
         RateLimitType::Hw => {
-            if p.use_rdma_cm || p.work_rdma_cm {
-                return Err(conflict(
-                    "--rate_limit, -R/-z",
-                    "HW rate limit isn't supported yet with rdma_cm scenarios",
-                ));
-            }
-            return Err(unsupported(
-                "--rate_limit/--rate_limit_type HW",
-                "the HW rate limiter is not supported by rperftest (nor is the SW one)",
-            ));
+            let text = st.rate_limit_text.clone();
+            rate::check_hw(p, text.as_deref(), st.rate_limit_type_given)?;
         }
         RateLimitType::Pp => {
             return Err(conflict(
@@ -1702,6 +1701,7 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             ));
         }
     }
+    rate::check_sizes(p)?;
 
     if p.output != Output::Full {
         if bw && !matches!(p.output, Output::Bandwidth | Output::MessageRate) {
