@@ -21,7 +21,7 @@
 //!   report formats we reproduce are 6.06's.
 //! * Features rperftest does not implement are parsed (so they are never "unknown") and then
 //!   refused with a one-line [`ErrorKind::Unsupported`] error: XRC/DC/SRD connections, `--odp`,
-//!   AES-XTS, DCS, GPU memory, HW/PP rate limiting, data validation and vendor-specific options.
+//!   AES-XTS, DCS, GPU memory, an explicit HW and the PP rate limiter, data validation and vendor-specific options.
 //! * Raw-Ethernet options (`-B -E -J -j -K -k -Y -Z -P -v`, `--tcp`, `--remote_mac`, …) are
 //!   accepted and ignored, as perftest's ib_* tools do.
 
@@ -572,7 +572,7 @@ pub struct Params {
     pub numa_node: Option<i32>,
     pub disable_numa: bool,
 
-    // rate limiter (only SW is accepted)
+    // rate limiter (SW; HW only implicitly, as perftest's fallback to SW: see params::rate)
     pub rate_limit_type: RateLimitType,
     pub rate_limit: f64,
     pub rate_units: RateUnits,
