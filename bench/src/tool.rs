@@ -156,12 +156,6 @@ pub fn unsupported_option(p: &Params) -> Option<String> {
     if p.latency_gap > 0 {
         return no("--latency_gap", "latency tests post back to back");
     }
-    if p.rate_limit_type != params::RateLimitType::Disabled {
-        return no("--rate_limit/--rate_limit_type", "rate limiting is not implemented");
-    }
-    if p.report_both {
-        return no("--report-both", "with -b only the summed line is printed");
-    }
     if p.payload_file_path.is_some() {
         return no("--payload_file_path", "buffers are filled with pseudo-random data");
     }
@@ -1275,6 +1269,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
             compare_add,
             swap,
             cpu_probe: self.cpu_probe(),
+            // Every size of the run was checked while parsing (params::rate::check_sizes).
+            rate_limit: params::rate::sw_limiter(p, size).and_then(Result::ok),
         }
     }
 
@@ -1564,6 +1560,43 @@ impl<'a, P: Provider> SideRun<'a, P> {
         }
     }
 
+    /// `--report-both` with `-b` in a regular run: this side's and the peer's lines in blocks
+    /// of their own (perftest: the JSON file is rewritten for each, so it ends with the peer's;
+    /// the -w/-y limits are checked on the summed line only). send_bw -b -D exchanges no
+    /// report: perftest prints its uninitialised remote record there; rperftest prints zeros.
+    fn print_report_both(&self, cpu: Option<f32>) {
+        let p = self.p;
+        if !(p.report_both && p.duplex && p.kind == TestKind::Bw && p.test_method == TestMethod::Regular) {
+            return;
+        }
+        let c = self.columns();
+        let mode = output_mode(p.output);
+        let cpu = if c.cpu_util { Some(cpu.unwrap_or(0.0)) } else { None };
+        let local = BwLine::from(&self.own_report());
+        let remote = self.peer_report.map(|r| BwLine::from(&r)).unwrap_or_default();
+        let text = report::report_both_blocks(
+            STYLE,
+            c,
+            p.tool == Tool::AtomicBw,
+            &report::bw_result_line(STYLE, c, &local, cpu, mode),
+            &report::bw_result_line(STYLE, c, &remote, cpu, mode),
+        );
+        self.out.result(&text);
+        for l in [&local, &remote] {
+            self.write_json(
+                &json::JsonResults::Bw {
+                    size: l.size,
+                    iters: l.iters,
+                    bw_peak: l.bw_peak,
+                    bw_avg: l.bw_avg,
+                    msg_rate: l.msg_rate,
+                    high_precision: report::bw_high_precision(c.gbits, l.bw_avg),
+                },
+                cpu,
+            );
+        }
+    }
+
     fn own_report(&self) -> BwReport {
         match &self.last_bw {
             Some(r) => BwReport {
@@ -1693,13 +1726,19 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
             }
             Action::PostReceives { size_index } => self.post_receives(size_index)?,
             Action::Run { size_index } => self.run(size_index)?,
-            Action::PrintOwnResult { size_index } => self.print_own(size_index),
+            Action::PrintOwnResult { size_index } => {
+                self.print_own(size_index);
+                // send_bw -b -D prints its own line only (no report exchange), then the blocks.
+                let cpu = self.results.get(size_index).and_then(|r| r.1);
+                self.print_report_both(cpu);
+            }
             Action::PrintSummedResult { size_index } => {
                 let cpu = self.results.get(size_index).and_then(|r| r.1);
                 let mine = self.own_report();
                 let peer = self.peer_report.unwrap_or_default();
                 let sum = mine.summed(&peer);
                 self.print_bw_line(&BwLine::from(&sum), cpu);
+                self.print_report_both(cpu);
             }
             Action::PrintPeerResult => {
                 if let Some(r) = self.peer_report {
@@ -1782,13 +1821,14 @@ mod tests {
             (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),
             (Tool::WriteBw, &["--mmap", "/tmp/x"][..], "--mmap"),
             (Tool::WriteLat, &["--latency_gap", "5"][..], "--latency_gap"),
-            (Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"][..], "--rate_limit"),
-            (Tool::WriteBw, &["-b", "--report-both"][..], "--report-both"),
         ] {
             let m = unsupported_option(&parsed(t, args)).unwrap_or_else(|| panic!("{args:?} accepted"));
             assert!(m.contains(opt) && m.contains("not supported by rperftest") && !m.contains('\n'), "{m}");
         }
         assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["-l", "4", "-Q", "2", "-m", "1024", "-n", "8"])), None);
+        // Implemented since: the SW rate limiter and --report-both.
+        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"])), None);
+        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["-b", "--report-both"])), None);
     }
 
     #[test]

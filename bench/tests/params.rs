@@ -690,6 +690,16 @@ fn derived_values() {
     let p = run(Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"]);
     assert_eq!((p.rate_limit_type, p.burst_size), (RateLimitType::Sw, 128));
     assert_eq!(p.notices[0].text, " Setting burst size to tx depth = 128\n");
+    // --rate_limit alone: perftest's default HW limiter, which falls back to SW on devices that
+    // do not take it (rperftest never sets it): burst = tx depth silently, then the red note.
+    let p = run(Tool::WriteBw, &["--rate_limit=40", "--rate_units=M"]);
+    assert_eq!((p.rate_limit_type, p.burst_size), (RateLimitType::Hw, 128));
+    assert_eq!(p.notices.len(), 1);
+    assert!(p.notices[0].to_stderr && p.notices[0].text.contains("The QP failed to accept HW rate limit, providing SW rate limit"));
+    let l = bench::params::rate::sw_limiter(&p, 65536).unwrap().unwrap();
+    assert_eq!((l.burst, l.gap_ticks), (128, 200_000_000)); // 640 pps in bursts of 128: 5 per second
+    // Latency tools run no limiter.
+    assert!(bench::params::rate::sw_limiter(&run(Tool::WriteLat, &["--rate_limit=40"]), 2).is_none());
     // cpu_util without -D: a note, not an error
     let p = run(Tool::WriteBw, &["--cpu_util"]);
     assert!(p.notices.iter().any(|n| n.to_stderr
@@ -836,7 +846,31 @@ fn invalid_combinations() {
             Tool::WriteBw,
             &["--rate_limit=2"],
             "--rate_limit",
-            "HW rate limiter is not supported",
+            "Unknown rate limit value '2'",
+        ),
+        (
+            Tool::WriteBw,
+            &["--rate_limit=10", "--rate_units=p"],
+            "--rate_units p",
+            "pps rate limit units is not supported when setting HW rate limit",
+        ),
+        (
+            Tool::WriteBw,
+            &["--rate_limit=10", "--rate_limit_type=HW"],
+            "--rate_limit_type HW",
+            "does not set HW",
+        ),
+        (
+            Tool::SendBw,
+            &["--rate_limit=100", "--rate_units=p", "--rate_limit_type=SW", "--burst_size=200"],
+            "--burst_size",
+            "less than one burst of 200",
+        ),
+        (
+            Tool::WriteBw,
+            &["-a", "--rate_limit=1", "--rate_units=M", "--rate_limit_type=SW"],
+            "--rate_limit",
+            "64 messages of 16384 bytes",
         ),
         (
             Tool::WriteBw,

@@ -153,3 +153,21 @@ fn json_variants() {
     let j = json_report(&h, &d, Style::V629, None, OutputMode::Full);
     assert!(j.ends_with("\"t_avg\": 1.00,\n\"tps_average\": 2.00\n}\n}\n"), "{j}");
 }
+
+#[test]
+fn report_both_blocks_follow_perftest() {
+    use bench::report::report_both_blocks;
+    let c = BwColumns::default();
+    let dash = "-".repeat(87) + "\n";
+    let titles = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n";
+    let s = report_both_blocks(Style::V606, c, false, "LOCAL\n", "REMOTE\n");
+    let want = format!("{dash}\n Local results: \n{dash}{titles}LOCAL\n{dash}\n Remote results: \n{dash}{titles}REMOTE\n");
+    assert_eq!(s, want);
+    // ib_atomic_bw's titles have no space before the newline.
+    let s = report_both_blocks(Style::V606, c, true, "L\n", "R\n");
+    assert!(s.contains("\n Local results:\n") && s.contains("\n Remote results:\n"), "{s}");
+    // --cpu_util adds the column title.
+    let c = BwColumns { cpu_util: true, ..c };
+    let s = report_both_blocks(Style::V606, c, false, "L\n", "R\n");
+    assert_eq!(s.matches("MsgRate[Mpps]    CPU_Util[%]\n").count(), 2, "{s}");
+}

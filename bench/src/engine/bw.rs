@@ -8,6 +8,7 @@ use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, UdDest, WorkComplet
 
 use super::addr::AddrCycle;
 use super::clock::{self, TICKS_PER_SEC};
+use super::rate::{Bursts, RateLimiter};
 use super::{check_wc, make_wr_id, wait_event, CpuProbe, CqKind, Endpoint, EngineError, WaitMode};
 
 /// Everything the BW loops need, already derived (perftest's §1.3 rules applied by the caller).
@@ -38,6 +39,8 @@ pub struct BwConfig {
     pub swap: u64,
     /// `--cpu_util` (duration mode): read at SAMPLE and STOP_SAMPLE into [`BwSamples::cpu`].
     pub cpu_probe: Option<CpuProbe>,
+    /// SW rate limiter (`--rate_limit`): bursts separated by a gap (sender loop only).
+    pub rate_limit: Option<RateLimiter>,
 }
 
 /// `-D`: run `total` seconds, measure only between `margin` after the start and `margin` before
@@ -191,6 +194,7 @@ pub fn run_sender_infinitely<E: Endpoint>(
     cfg.duration = None;
     cfg.record_peak = false;
     cfg.iters = u64::MAX;
+    cfg.rate_limit = None;
     sender_loop(ep, &cfg, targets, stop, Some((DurationWindow::ticks(period).max(1), report)))
 }
 
@@ -251,6 +255,7 @@ fn sender_loop<E: Endpoint>(
     let mut idle_polls = 0u32;
     let mut last_progress = start;
     let stall_ticks = DurationWindow::ticks(cfg.stall_timeout);
+    let mut bursts = cfg.rate_limit.map(Bursts::new);
 
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -288,9 +293,18 @@ fn sender_loop<E: Endpoint>(
             break;
         }
 
-        // Post as much as the send queue allows, per QP.
+        // Post as much as the send queue allows, per QP (and, with the rate limiter, as the
+        // current burst allows; between bursts nothing is posted until the gap has passed).
         for q in 0..nq {
-            while scnt[q] < iters && scnt[q] + post_list <= tx_depth + ccnt[q] {
+            if let Some(b) = bursts.as_mut() {
+                if !b.may_post(clock::now) {
+                    continue;
+                }
+            }
+            while scnt[q] < iters
+                && scnt[q] + post_list <= tx_depth + ccnt[q]
+                && bursts.as_ref().is_none_or(|b| b.sending())
+            {
                 let chain = post_list.min(CHAIN_MAX as u64) as usize;
                 // SGEs first (they move with the address cycle), then the WRs that borrow them.
                 let mut remotes = [0u64; CHAIN_MAX];
@@ -338,6 +352,9 @@ fn sender_loop<E: Endpoint>(
                 }
                 scnt[q] += chain as u64;
                 tot_scnt += chain as u64;
+                if let Some(b) = bursts.as_mut() {
+                    b.posted(chain as u64);
+                }
             }
         }
 
@@ -345,7 +362,10 @@ fn sender_loop<E: Endpoint>(
         let n = ep.poll_send(&mut wcs)?;
         if n == 0 {
             idle_polls += 1;
-            if cfg.wait == WaitMode::Event && tot_ccnt < total {
+            // Between bursts with nothing outstanding no completion can come: keep polling the
+            // clock instead of sleeping on the CQ (perftest would wait for an event for ever).
+            let gap_only = bursts.as_ref().is_some_and(|b| b.in_gap()) && tot_ccnt >= tot_scnt;
+            if cfg.wait == WaitMode::Event && tot_ccnt < total && !gap_only {
                 if !wait_event(ep, CqKind::Send, cfg.stall_timeout, stop)? {
                     return Err(stalled("send completions", tot_ccnt, total, cfg.stall_timeout));
                 }
@@ -354,7 +374,10 @@ fn sender_loop<E: Endpoint>(
             if idle_polls >= POLLS_PER_CLOCK_CHECK {
                 idle_polls = 0;
                 let now = clock::now();
-                if now.saturating_sub(last_progress) > stall_ticks {
+                if gap_only {
+                    // Waiting for the rate limiter is not a stall.
+                    last_progress = now;
+                } else if now.saturating_sub(last_progress) > stall_ticks {
                     return Err(stalled("send completions", tot_ccnt, total, cfg.stall_timeout));
                 }
             }
@@ -522,10 +545,14 @@ pub fn run_receiver<E: Endpoint>(
     Ok(samples)
 }
 
-/// `-b` for send tests: both sides post sends and re-post receives in one loop (iteration mode).
-/// The server holds its sends until its first receive arrives (perftest's deadlock
-/// avoidance). `posted` comes from [`prepost_receives`]. The samples describe this side's sends
-/// (first post to last send completion); the peer's are added through the report exchange.
+/// `-b` for send tests: both sides post sends and re-post receives in one loop (perftest's
+/// run_iter_bi). The server holds its sends until its first receive arrives (perftest's deadlock
+/// avoidance). `posted` comes from [`prepost_receives`]. Iteration mode: the samples describe
+/// this side's sends (first post to last send completion); the peer's are added through the
+/// report exchange. Duration mode (`-D`): the client starts its clock at once, the server at its
+/// first receive; each side counts its receives and its completed sends (in moderation groups)
+/// inside its own sample window, and ends at its own deadline (perftest exchanges no report
+/// there: each side prints its own line). With `-e` the duration loop polls.
 #[allow(clippy::too_many_arguments)]
 pub fn run_duplex_send<E: Endpoint>(
     ep: &mut E,
@@ -540,11 +567,9 @@ pub fn run_duplex_send<E: Endpoint>(
     if nq == 0 || nq != ep.num_qps() || posted.len() != nq {
         return Err(EngineError::Verbs(format!("duplex send: {} targets for {} QPs", nq, ep.num_qps())));
     }
-    if cfg.duration.is_some() {
-        return Err(EngineError::Verbs("-b with -D is not supported for send tests in rperftest yet".into()));
-    }
-    let iters = cfg.iters;
-    let total = iters.saturating_mul(nq as u64);
+    let duration = cfg.duration;
+    let iters = if duration.is_some() { u64::MAX } else { cfg.iters };
+    let total = if duration.is_some() { u64::MAX } else { iters.saturating_mul(nq as u64) };
     let tx_depth = cfg.tx_depth.max(1) as u64;
     let cq_mod = (cfg.cq_mod.max(1) as u64).min(tx_depth);
     let base_flags = if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
@@ -561,10 +586,36 @@ pub fn run_duplex_send<E: Endpoint>(
     let mut last_progress = clock::now();
     let stall_ticks = DurationWindow::ticks(cfg.stall_timeout);
     let mut idle = 0u32;
-    while tot_c < total || tot_r < total {
+    // Duration mode: the client's clock starts now, the server's at its first receive.
+    let mut phases = match duration {
+        Some(d) if !server => Some(SampleClock::new(clock::now(), d)),
+        _ => None,
+    };
+    let mut sampled = 0u64;
+    while duration.is_some() || tot_c < total || tot_r < total {
         if stop.load(Ordering::Relaxed) {
             return Err(EngineError::Interrupted);
         }
+        if let Some(ph) = phases.as_mut() {
+            let now = clock::now();
+            match ph.advance(now) {
+                Some(Transition::Sample) => {
+                    samples.tposted[0] = now;
+                    samples.cpu[0] = cfg.cpu_probe.and_then(|f| f());
+                }
+                Some(Transition::StopSample) => {
+                    samples.tcompleted[0] = now;
+                    samples.window = Some((samples.tposted[0], now));
+                    samples.cpu[1] = cfg.cpu_probe.and_then(|f| f());
+                }
+                Some(Transition::End) => {
+                    samples.messages = sampled;
+                    return Ok(samples);
+                }
+                None => {}
+            }
+        }
+        let in_sample = phases.is_some_and(|p| p.sampling());
         if started {
             for q in 0..nq {
                 while scnt[q] < iters && scnt[q] < tx_depth + ccnt[q] {
@@ -602,7 +653,11 @@ pub fn run_duplex_send<E: Endpoint>(
             let add = if ccnt[q] + cq_mod > iters { iters - ccnt[q] } else { cq_mod };
             ccnt[q] += add;
             tot_c += add;
-            samples.tcompleted[0] = clock::now();
+            if duration.is_none() {
+                samples.tcompleted[0] = clock::now();
+            } else if in_sample {
+                sampled += add;
+            }
             progress = true;
         }
         let n = ep.poll_recv(&mut wcs)?;
@@ -611,9 +666,17 @@ pub fn run_duplex_send<E: Endpoint>(
             if q >= nq {
                 return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
             }
-            started = true;
+            if !started {
+                started = true;
+                if let Some(d) = duration {
+                    phases = Some(SampleClock::new(clock::now(), d));
+                }
+            }
             rcnt[q] += 1;
             tot_r += 1;
+            if in_sample {
+                sampled += 1;
+            }
             progress = true;
             if posted[q] < iters {
                 let t = &targets[q];
@@ -628,7 +691,7 @@ pub fn run_duplex_send<E: Endpoint>(
             last_progress = clock::now();
         } else {
             idle += 1;
-            if cfg.wait == WaitMode::Event {
+            if cfg.wait == WaitMode::Event && duration.is_none() {
                 let which = if tot_r < total { CqKind::Recv } else { CqKind::Send };
                 if tot_c < total && tot_r >= total || tot_r < total && tot_c >= total {
                     if !wait_event(ep, which, cfg.stall_timeout, stop)? {
@@ -675,6 +738,7 @@ mod tests {
             compare_add: 0,
             swap: 0,
             cpu_probe: None,
+            rate_limit: None,
         }
     }
 
@@ -892,6 +956,60 @@ mod tests {
         let posted = prepost_receives(&mut m, &c, &t, 64).unwrap();
         let e = run_duplex_send(&mut m, &c, &t, 64, posted, true, &AtomicBool::new(false)).unwrap_err();
         assert!(matches!(e, EngineError::Stalled { .. }), "{e}");
+    }
+
+    #[test]
+    fn rate_limiter_posts_bursts_separated_by_the_gap() {
+        let mut m = Model::new(ModelSide::Sender, 2);
+        let t = targets(&m, 2);
+        let mut c = cfg(WrOpcode::RdmaWrite, 20, 64, 1, 1);
+        let gap = 20 * TICKS_PER_SEC / 1000;
+        c.rate_limit = Some(RateLimiter { burst: 10, gap_ticks: gap });
+        let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.messages, 40);
+        assert_eq!((m.posted(0), m.posted(1)), (20, 20));
+        // One burst is 10 posts (across the QPs); each starts one gap after the previous one's
+        // start (the post is stamped a little after the limiter read the clock: 1 ms slack).
+        let slack = TICKS_PER_SEC / 1000;
+        for k in 1..4 {
+            let d = s.tposted[10 * k] - s.tposted[10 * (k - 1)];
+            assert!(d + slack >= gap, "burst {k} began {d} ticks after the previous one");
+        }
+        assert!(s.tposted[30] - s.tposted[0] + slack >= 3 * gap);
+        // Within a burst the posts are back to back (no gap between them).
+        assert!(s.tposted[9] - s.tposted[0] < gap);
+    }
+
+    #[test]
+    fn rate_limiter_in_event_mode_does_not_sleep_through_the_gap() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = targets(&m, 1);
+        let mut c = cfg(WrOpcode::RdmaWrite, 30, 64, 1, 1);
+        c.wait = WaitMode::Event;
+        c.stall_timeout = Duration::from_millis(500);
+        c.rate_limit = Some(RateLimiter { burst: 10, gap_ticks: TICKS_PER_SEC / 50 });
+        let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(s.messages, 30);
+    }
+
+    #[test]
+    fn duplex_send_duration_counts_both_directions_in_the_window() {
+        for server in [false, true] {
+            let mut m = Model::new(ModelSide::Receiver { incoming: u64::MAX / 2 }, 1);
+            let t = targets(&m, 1);
+            let mut c = cfg(WrOpcode::Send, 0, 64, 16, 1);
+            c.rx_depth = 64;
+            c.record_peak = false;
+            c.duration = Some(DurationWindow { total: Duration::from_millis(1200), margin: Duration::from_millis(100) });
+            let posted = prepost_receives(&mut m, &c, &t, 64).unwrap();
+            let s = run_duplex_send(&mut m, &c, &t, 64, posted, server, &AtomicBool::new(false)).unwrap();
+            let (a, b) = s.window.unwrap();
+            assert!(b > a);
+            // Receives and send completions of the window, fewer than all that happened.
+            assert!(s.messages > 0, "server={server}");
+            assert!(s.messages < m.posted(0) + m.recvs_posted(0), "server={server}");
+            assert!(m.max_outstanding(0) <= 64);
+        }
     }
 
     #[test]

@@ -21,11 +21,12 @@
 //!   report formats we reproduce are 6.06's.
 //! * Features rperftest does not implement are parsed (so they are never "unknown") and then
 //!   refused with a one-line [`ErrorKind::Unsupported`] error: XRC/DC/SRD connections, `--odp`,
-//!   AES-XTS, DCS, GPU memory, HW/PP rate limiting, data validation and vendor-specific options.
+//!   AES-XTS, DCS, GPU memory, an explicit HW and the PP rate limiter, data validation and vendor-specific options.
 //! * Raw-Ethernet options (`-B -E -J -j -K -k -Y -Z -P -v`, `--tcp`, `--remote_mac`, …) are
 //!   accepted and ignored, as perftest's ib_* tools do.
 
 mod getopt;
+pub mod rate;
 mod usage;
 
 pub use usage::{extensions_help, usage};
@@ -571,7 +572,7 @@ pub struct Params {
     pub numa_node: Option<i32>,
     pub disable_numa: bool,
 
-    // rate limiter (only SW is accepted)
+    // rate limiter (SW; HW only implicitly, as perftest's fallback to SW: see params::rate)
     pub rate_limit_type: RateLimitType,
     pub rate_limit: f64,
     pub rate_units: RateUnits,
@@ -864,6 +865,10 @@ struct State {
     send_with_imm: bool,
     run_infinitely: bool,
     rate_limit_given: bool,
+    /// `--rate_limit` as written (perftest matches it against its HW rate table as text).
+    rate_limit_text: Option<String>,
+    /// `--rate_limit_type` was given (perftest's `is_rate_limit_type`).
+    rate_limit_type_given: bool,
 }
 
 fn conflict(opts: &str, msg: &str) -> ParamError {
@@ -1194,6 +1199,7 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
                 _ => return Err(invalid(f, format!("Rate limit '{a}' must be a positive number"))),
             }
             st.rate_limit_given = true;
+            st.rate_limit_text = Some(a.to_string());
             if p.rate_limit_type == RateLimitType::Disabled {
                 p.rate_limit_type = RateLimitType::Hw;
             }
@@ -1207,6 +1213,7 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
             }
         }
         Opt::RateLimitType => {
+            st.rate_limit_type_given = true;
             p.rate_limit_type = match arg(f) {
                 "SW" => RateLimitType::Sw,
                 "HW" => RateLimitType::Hw,
@@ -1696,16 +1703,8 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             }
         }
         RateLimitType::Hw => {
-            if p.use_rdma_cm || p.work_rdma_cm {
-                return Err(conflict(
-                    "--rate_limit, -R/-z",
-                    "HW rate limit isn't supported yet with rdma_cm scenarios",
-                ));
-            }
-            return Err(unsupported(
-                "--rate_limit/--rate_limit_type HW",
-                "the HW rate limiter is not supported by rperftest (nor is the SW one)",
-            ));
+            let text = st.rate_limit_text.clone();
+            rate::check_hw(p, text.as_deref(), st.rate_limit_type_given)?;
         }
         RateLimitType::Pp => {
             return Err(conflict(
@@ -1714,6 +1713,7 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             ));
         }
     }
+    rate::check_sizes(p)?;
 
     if p.output != Output::Full {
         if bw && !matches!(p.output, Output::Bandwidth | Output::MessageRate) {

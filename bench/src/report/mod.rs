@@ -483,6 +483,23 @@ pub fn bw_result_line(style: Style, c: BwColumns, l: &BwLine, cpu_util: Option<f
     s
 }
 
+/// `--report-both` with `-b` (perftest's regular, single-size runs): after the summed line, a
+/// block with this side's line and one with the peer's, each introduced by a dash line, its
+/// title, a dash line and the column titles. `local` and `remote` are rendered result lines
+/// ([`bw_result_line`]). ib_atomic_bw's titles have no space before the newline.
+pub fn report_both_blocks(style: Style, c: BwColumns, atomic: bool, local: &str, remote: &str) -> String {
+    let sp = if atomic { "" } else { " " };
+    let mut s = String::from(DASH_LINE);
+    s.push_str(&format!("\n Local results:{sp}\n"));
+    s.push_str(&bw_result_header(style, c));
+    s.push_str(local);
+    s.push_str(DASH_LINE);
+    s.push_str(&format!("\n Remote results:{sp}\n"));
+    s.push_str(&bw_result_header(style, c));
+    s.push_str(remote);
+    s
+}
+
 fn result_ext(cpu_util: Option<f32>) -> String {
     match cpu_util {
         Some(u) => format!("\t    {}\n", cfmt::lf(f64::from(u), 3, 2)),

@@ -171,12 +171,10 @@ refused() {
     [ "$(wc -l <"$LAST_OUT")" = 1 ] || fail "refusal of $opt is not one line"
 }
 refused "-g/--mcg" ib_send_bw "${X[@]}" -g
-refused "--report-both" ib_write_bw "${X[@]}" -b --report-both
 refused "--dont_xchg_versions" ib_send_lat "${X[@]}" --dont_xchg_versions
 refused "--source_ip" ib_read_bw "${X[@]}" --source_ip 10.99.0.1
 refused "--mmap" ib_write_bw "${X[@]}" --mmap /tmp/x
 refused "--latency_gap" ib_write_lat "${X[@]}" --latency_gap 5
-refused "--rate_limit" ib_write_bw "${X[@]}" --rate_limit 5 --rate_limit_type SW
 refused "--odp" ib_write_bw "${X[@]}" --odp
 refused "-c/--connection" ib_write_bw "${X[@]}" -c XRC
 log "all options checked"
