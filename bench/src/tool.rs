@@ -162,9 +162,6 @@ pub fn unsupported_option(p: &Params) -> Option<String> {
     if p.mmap_file.is_some() {
         return no("--mmap", "buffers come from anonymous memory (or --use_hugepages)");
     }
-    if p.latency_gap > 0 {
-        return no("--latency_gap", "latency tests post back to back");
-    }
     if p.rate_limit_type != params::RateLimitType::Disabled {
         return no("--rate_limit/--rate_limit_type", "rate limiting is not implemented");
     }
@@ -1248,6 +1245,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
             wait: self.wait(),
             stall_timeout: self.stall,
             duration: (p.test_type == TestType::Duration).then(|| Duration::from_secs(u64::from(p.duration))),
+            margin: Duration::from_secs(u64::from(p.margin.unwrap_or(p.duration / 4))),
+            gap: Duration::from_micros(u64::from(p.latency_gap)),
             recv_len: self.recv_len(size),
             compare_add,
             swap,
@@ -1341,11 +1340,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
             Tool::WriteLat | Tool::SendLat | Tool::ReadLat | Tool::AtomicLat => {
                 let cfg = self.lat_config(size);
                 let role = if client { lat::Role::Client } else { lat::Role::Server };
-                let stop = &self.stop;
+                let (stop, peer_gone) = (&self.stop, &self.peer_gone);
                 let t = targets.first().copied().unwrap_or_default();
                 let ep = self.ep.as_mut().ok_or_else(|| ToolError::new(1, "no resources"))?;
-                let r = watched(stop, &self.peer_gone, self.peer_sock.as_ref(), || match p.tool {
-                    Tool::WriteLat => lat::run_write_lat(ep, &cfg, &t, role, stop),
+                let r = watched(stop, peer_gone, self.peer_sock.as_ref(), || match p.tool {
+                    Tool::WriteLat => lat::run_write_lat(ep, &cfg, &t, role, stop, peer_gone),
                     Tool::SendLat => lat::run_send_lat(ep, &cfg, &t, role, stop),
                     _ => lat::run_read_lat(ep, &cfg, &t, stop),
                 });
@@ -1712,7 +1711,6 @@ mod tests {
             (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
             (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),
             (Tool::WriteBw, &["--mmap", "/tmp/x"][..], "--mmap"),
-            (Tool::WriteLat, &["--latency_gap", "5"][..], "--latency_gap"),
             (Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"][..], "--rate_limit"),
             (Tool::WriteBw, &["-b", "--report-both"][..], "--report-both"),
             (Tool::SendBw, &["--reversed"][..], "--reversed"),
