@@ -134,12 +134,14 @@ gap_min srv.out $G
 lpair ours ours ib_read_lat -n 20 -- -n 20 --latency_gap $G
 gap_min cli.out $G
 if full; then
+    # Against C only our own gap is certain to be in every round trip (C scales its gap by the
+    # CPU clock rate it calibrates, which fails now and then under TCG): the one-way value >= G/2.
     lpair C ours ib_send_lat -n 20 --latency_gap $G -- -n 20 --latency_gap $G
-    gap_min cli.out $G
+    gap_min cli.out $((G / 2))
     lpair C ours ib_read_lat -n 20 -- -n 20 --latency_gap $G
     gap_min cli.out $G
     lpair ours C ib_send_lat -n 20 --latency_gap $G -- -n 20 --latency_gap $G
-    gap_min srv.out $G
+    gap_min srv.out $((G / 2))
 fi
 
 log "==== write_lat -D: a peer killed mid-run is still an error (not a normal end)"
