@@ -153,9 +153,6 @@ pub fn unsupported_option(p: &Params) -> Option<String> {
     if p.mmap_file.is_some() {
         return no("--mmap", "buffers come from anonymous memory (or --use_hugepages)");
     }
-    if p.latency_gap > 0 {
-        return no("--latency_gap", "latency tests post back to back");
-    }
     if p.payload_file_path.is_some() {
         return no("--payload_file_path", "buffers are filled with pseudo-random data");
     }
@@ -1297,6 +1294,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
             wait: self.wait(),
             stall_timeout: self.stall,
             duration: (p.test_type == TestType::Duration).then(|| Duration::from_secs(u64::from(p.duration))),
+            margin: Duration::from_secs(u64::from(p.margin.unwrap_or(p.duration / 4))),
+            gap: Duration::from_micros(u64::from(p.latency_gap)),
             recv_len: self.recv_len(size),
             compare_add,
             swap,
@@ -1390,11 +1389,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
             Tool::WriteLat | Tool::SendLat | Tool::ReadLat | Tool::AtomicLat => {
                 let cfg = self.lat_config(size);
                 let role = if client { lat::Role::Client } else { lat::Role::Server };
-                let stop = &self.stop;
+                let (stop, peer_gone) = (&self.stop, &self.peer_gone);
                 let t = targets.first().copied().unwrap_or_default();
                 let ep = self.ep.as_mut().ok_or_else(|| ToolError::new(1, "no resources"))?;
-                let r = watched(stop, &self.peer_gone, self.peer_sock.as_ref(), || match p.tool {
-                    Tool::WriteLat => lat::run_write_lat(ep, &cfg, &t, role, stop),
+                let r = watched(stop, peer_gone, self.peer_sock.as_ref(), || match p.tool {
+                    Tool::WriteLat => lat::run_write_lat(ep, &cfg, &t, role, stop, peer_gone),
                     Tool::SendLat => lat::run_send_lat(ep, &cfg, &t, role, stop),
                     _ => lat::run_read_lat(ep, &cfg, &t, stop),
                 });
@@ -1820,7 +1819,6 @@ mod tests {
             (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
             (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),
             (Tool::WriteBw, &["--mmap", "/tmp/x"][..], "--mmap"),
-            (Tool::WriteLat, &["--latency_gap", "5"][..], "--latency_gap"),
         ] {
             let m = unsupported_option(&parsed(t, args)).unwrap_or_else(|| panic!("{args:?} accepted"));
             assert!(m.contains(opt) && m.contains("not supported by rperftest") && !m.contains('\n'), "{m}");

@@ -21,6 +21,12 @@ pub struct LatConfig {
     pub stall_timeout: Duration,
     /// `-D`: run this long and report the average only.
     pub duration: Option<Duration>,
+    /// `-f`: with `-D`, the warm-up before and the cool-down after the sample window (perftest's
+    /// default is duration/4, applied by the parser).
+    pub margin: Duration,
+    /// `--latency_gap`: busy-wait this long before each post (perftest spins on its cycle
+    /// counter right before stamping and posting; zero: back to back).
+    pub gap: Duration,
     /// Receive length for send_lat (size, +40 for UD's GRH).
     pub recv_len: u32,
     pub compare_add: u64,
@@ -140,22 +146,71 @@ struct Window {
     /// 0 before the sample window, 1 inside, 2 after.
     phase: u8,
     cpu: [Option<(u64, u64)>; 2],
+    /// Duration mode: (duration, margin) in ticks.
+    plan: Option<(u64, u64)>,
+}
+
+/// write_lat -D has no close handshake: each side exits at its own end. A peer that hangs up
+/// this close to our own end (or after our sample window) has simply finished first.
+pub const PEER_END_GRACE: Duration = Duration::from_secs(1);
+
+/// `--latency_gap`: spin until `gap` has passed (perftest busy-waits on its cycle counter).
+/// Checks `stop` now and then, so a long gap still ends on Ctrl-C.
+fn gap_wait(gap: Duration, stop: &AtomicBool) -> Result<(), EngineError> {
+    if gap.is_zero() {
+        return Ok(());
+    }
+    let end = clock::now() + gap.as_nanos() as u64;
+    let mut spins = 0u32;
+    while clock::now() < end {
+        spins += 1;
+        if spins >= CLOCK_CHECK_EVERY {
+            spins = 0;
+            if stop.load(Ordering::Relaxed) {
+                return Err(EngineError::Interrupted);
+            }
+        }
+        std::hint::spin_loop();
+    }
+    Ok(())
 }
 
 impl Window {
-    fn new(d: Option<Duration>, probe: Option<CpuProbe>) -> Self {
-        let now = clock::now();
-        let w = Window { end: None, sample: None, count: 0, probe, phase: 0, cpu: [None, None] };
-        match d {
-            None => w,
-            Some(d) => {
-                let t = d.as_nanos() as u64;
-                // perftest: margin = duration / 4 on each side is the tools' default; the loops
-                // measure the middle half.
-                let m = t / 4;
-                Window { end: Some(now + t), sample: Some((now + m, now + t - m)), ..w }
-            }
+    /// The `-D` state machine (perftest's catch_alarm): START, SAMPLE after `margin`,
+    /// STOP_SAMPLE at `duration - margin`, END at `duration`, all from `start`.
+    fn new(d: Option<Duration>, margin: Duration, probe: Option<CpuProbe>) -> Self {
+        let mut w = Window::deferred(d, margin, probe);
+        w.start(clock::now());
+        w
+    }
+    /// Duration mode, timer not started yet (send_lat starts it on the first receive, as
+    /// perftest's `set_on_first_rx_packet`).
+    fn deferred(d: Option<Duration>, margin: Duration, probe: Option<CpuProbe>) -> Self {
+        let plan = d.map(|d| (d.as_nanos() as u64, margin.min(d / 2).as_nanos() as u64));
+        Window { end: None, sample: None, count: 0, probe, phase: 0, cpu: [None, None], plan }
+    }
+    /// Start the timer at `now` (once; later calls do nothing).
+    fn start(&mut self, now: u64) {
+        if let (Some((t, m)), None) = (self.plan, self.end) {
+            self.end = Some(now + t);
+            self.sample = Some((now + m, now + t - m));
         }
+    }
+    /// The peer's run is over (write_lat -D: it hung up): true when that is a normal end for
+    /// this side too — our sample window has closed, or our own end is at most `PEER_END_GRACE`
+    /// away (the two sides' timers start a TCP message apart). The window stays as planned (as
+    /// perftest, which would spin with nothing arriving until its own end); a CPU reading still
+    /// owed for the window's end is taken now.
+    fn peer_ended_normally(&mut self, now: u64) -> bool {
+        let (Some(end), Some((_, b))) = (self.end, self.sample) else { return false };
+        let ok = now >= b || end.saturating_sub(now) <= PEER_END_GRACE.as_nanos() as u64;
+        if ok && self.phase < 2 {
+            if self.phase == 1 {
+                self.cpu[1] = self.probe.and_then(|f| f());
+            }
+            self.phase = 2;
+        }
+        ok
     }
     /// Returns true when the run is over.
     fn tick(&mut self, stamp: u64) -> bool {
@@ -186,12 +241,19 @@ fn finish(tposted: Vec<u64>, iters: u64, w: Window) -> LatSamples {
 /// ib_write_lat: each side writes the whole message to the peer and stamps the running count in
 /// its last byte; the receiver spins on the last byte of its own receive area. The server writes
 /// first.
+///
+/// `-D`: both sides start their timers when the loop starts and stop on their own clocks; there
+/// is no close handshake, so the side that ends first exits and the other sees the out-of-band
+/// connection close (`stop` set, `peer_gone` true). Near this side's own end that is the peer's
+/// normal end (see [`PEER_END_GRACE`]) and the loop reports what it measured; earlier it is a
+/// failure of the peer.
 pub fn run_write_lat<E: Endpoint>(
     ep: &mut E,
     cfg: &LatConfig,
     target: &QpTarget,
     role: Role,
     stop: &AtomicBool,
+    peer_gone: &AtomicBool,
 ) -> Result<LatSamples, EngineError> {
     let size = cfg.size.max(1) as usize;
     let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
@@ -199,37 +261,67 @@ pub fn run_write_lat<E: Endpoint>(
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
     let side = if role == Role::Client { "client" } else { "server" };
-    let mut w = Window::new(cfg.duration, cfg.cpu_probe);
+    let mut w = Window::new(cfg.duration, cfg.margin, cfg.cpu_probe);
     let (mut scnt, mut rcnt) = (0u64, 0u64);
-    while scnt < iters {
-        if !(role == Role::Server && scnt == 0) {
-            rcnt += 1;
-            let want = rcnt as u8;
-            let arrived = spin_until(ep, stop, cfg.stall_timeout, w.end, || format!("the peer's write #{rcnt}"), |ep| {
-                Ok(ep.recv_area_byte(0, size - 1) == want)
-            })?;
-            if !arrived {
-                break;
-            }
-        }
-        let now = clock::now();
-        if let Some(slot) = tposted.get_mut(scnt as usize) {
-            *slot = now;
-        }
-        if w.tick(now) {
-            break;
-        }
-        scnt += 1;
+    // In -D, a stop caused by the peer's hang-up near our end is the end of the run.
+    let ended_by_peer = |w: &mut Window, r: &Result<bool, EngineError>| {
+        matches!(r, Err(EngineError::Interrupted))
+            && cfg.duration.is_some()
+            && peer_gone.load(Ordering::Acquire)
+            && w.peer_ended_normally(clock::now())
+    };
+    let post = |ep: &mut E, scnt: u64| {
         ep.set_send_area_byte(0, size - 1, scnt as u8);
         let wr = SendWr {
             flags,
             remote: target.remote,
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
-        ep.post_send(0, std::slice::from_ref(&wr))?;
-        if wait_one(ep, CqKind::Send, cfg, stop, w.end, side, "the write's completion")?.is_none() {
+        ep.post_send(0, std::slice::from_ref(&wr))
+    };
+    // -D: at its end perftest posts one more write and does not wait for it (a peer spinning on
+    // that count moves on); not when the end came while a write was outstanding.
+    let mut last_write = false;
+    while scnt < iters {
+        if !(role == Role::Server && scnt == 0) {
+            rcnt += 1;
+            let want = rcnt as u8;
+            let r = spin_until(ep, stop, cfg.stall_timeout, w.end, || format!("the peer's write #{rcnt}"), |ep| {
+                Ok(ep.recv_area_byte(0, size - 1) == want)
+            });
+            if ended_by_peer(&mut w, &r) {
+                break;
+            }
+            if !r? {
+                last_write = true;
+                break;
+            }
+        }
+        let r = gap_wait(cfg.gap, stop).map(|()| true);
+        if ended_by_peer(&mut w, &r) {
             break;
         }
+        r?;
+        let now = clock::now();
+        if let Some(slot) = tposted.get_mut(scnt as usize) {
+            *slot = now;
+        }
+        if w.tick(now) {
+            last_write = true;
+            break;
+        }
+        scnt += 1;
+        post(ep, scnt)?;
+        let r = wait_one(ep, CqKind::Send, cfg, stop, w.end, side, "the write's completion").map(|c| c.is_some());
+        if ended_by_peer(&mut w, &r) {
+            break;
+        }
+        if !r? {
+            break;
+        }
+    }
+    if last_write {
+        post(ep, scnt + 1)?;
     }
     // The server's last write is answered by the client's last write: wait for it too (as
     // perftest does, looping until it has received `iters`), or the server would tear its QP
@@ -249,6 +341,10 @@ pub fn run_write_lat<E: Endpoint>(
 /// ib_send_lat: the client sends first; each side alternates "wait for a receive, re-post it"
 /// and "stamp, send, wait for the send completion". Receives must be pre-posted by the caller
 /// (see [`prepost_lat_receives`]).
+///
+/// `-D`: as perftest, each side starts its timer on its first received message (the server on
+/// the client's first send, the client on the server's first answer) and stops on its own clock;
+/// the close handshake that follows lines the two sides up again.
 pub fn run_send_lat<E: Endpoint>(
     ep: &mut E,
     cfg: &LatConfig,
@@ -262,17 +358,21 @@ pub fn run_send_lat<E: Endpoint>(
     let rsge = Sge { addr: target.recv_addr, length: cfg.recv_len, lkey: target.lkey };
     let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
     let side = if role == Role::Client { "client" } else { "server" };
-    let mut w = Window::new(cfg.duration, cfg.cpu_probe);
+    let mut w = Window::deferred(cfg.duration, cfg.margin, cfg.cpu_probe);
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     while scnt < iters {
         if !(role == Role::Client && scnt == 0) {
             if wait_one(ep, CqKind::Recv, cfg, stop, w.end, side, "the peer's message")?.is_none() {
                 break;
             }
+            if rcnt == 0 {
+                w.start(clock::now());
+            }
             rcnt += 1;
             let rwr = RecvWr { wr_id: make_wr_id(0, rcnt as u32), sgl: std::slice::from_ref(&rsge) };
             ep.post_recv(0, std::slice::from_ref(&rwr))?;
         }
+        gap_wait(cfg.gap, stop)?;
         let now = clock::now();
         if let Some(slot) = tposted.get_mut(scnt as usize) {
             *slot = now;
@@ -319,9 +419,10 @@ pub fn run_read_lat<E: Endpoint>(
     let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
     let mut tposted = if cfg.duration.is_some() { Vec::new() } else { vec![0u64; iters as usize] };
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
-    let mut w = Window::new(cfg.duration, cfg.cpu_probe);
+    let mut w = Window::new(cfg.duration, cfg.margin, cfg.cpu_probe);
     let mut scnt = 0u64;
     while scnt < iters {
+        gap_wait(cfg.gap, stop)?;
         let now = clock::now();
         if let Some(slot) = tposted.get_mut(scnt as usize) {
             *slot = now;
@@ -359,6 +460,8 @@ mod tests {
             wait: WaitMode::Busy,
             stall_timeout: Duration::from_secs(2),
             duration: None,
+            margin: Duration::ZERO,
+            gap: Duration::ZERO,
             recv_len: 2,
             compare_add: 0,
             swap: 0,
@@ -381,7 +484,8 @@ mod tests {
         for role in [Role::Client, Role::Server] {
             let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: role == Role::Server }, 1);
             let t = target(&m);
-            let s = run_write_lat(&mut m, &cfg(WrOpcode::RdmaWrite, 1000), &t, role, &AtomicBool::new(false)).unwrap();
+            let (stop, gone) = (AtomicBool::new(false), AtomicBool::new(false));
+            let s = run_write_lat(&mut m, &cfg(WrOpcode::RdmaWrite, 1000), &t, role, &stop, &gone).unwrap();
             assert_eq!(s.tposted.len(), 1000);
             assert!(s.tposted.windows(2).all(|w| w[1] >= w[0]));
             assert_eq!(m.posted(0), 1000);
@@ -395,7 +499,7 @@ mod tests {
         let t = target(&m);
         let mut c = cfg(WrOpcode::RdmaWrite, 10);
         c.stall_timeout = Duration::from_millis(100);
-        let e = run_write_lat(&mut m, &c, &t, Role::Server, &AtomicBool::new(false)).unwrap_err();
+        let e = run_write_lat(&mut m, &c, &t, Role::Server, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap_err();
         assert!(e.to_string().contains("peer's write #10"), "{e}");
     }
 
@@ -406,7 +510,7 @@ mod tests {
         let t = target(&m);
         let mut c = cfg(WrOpcode::RdmaWrite, 10);
         c.stall_timeout = Duration::from_millis(100);
-        let e = run_write_lat(&mut m, &c, &t, Role::Client, &AtomicBool::new(false)).unwrap_err();
+        let e = run_write_lat(&mut m, &c, &t, Role::Client, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap_err();
         assert!(e.to_string().contains("peer's write #1"), "{e}");
     }
 
@@ -459,11 +563,130 @@ mod tests {
                 prepost_lat_receives(&mut m, &c, &t, 64).unwrap();
             }
             let t0 = std::time::Instant::now();
-            let run = if opcode == WrOpcode::Send { run_send_lat } else { run_write_lat };
-            let s = run(&mut m, &c, &t, Role::Server, &AtomicBool::new(false)).unwrap();
+            let (stop, gone) = (AtomicBool::new(false), AtomicBool::new(false));
+            let s = if opcode == WrOpcode::Send {
+                run_send_lat(&mut m, &c, &t, Role::Server, &stop)
+            } else {
+                run_write_lat(&mut m, &c, &t, Role::Server, &stop, &gone)
+            }
+            .unwrap();
             assert!(t0.elapsed() < Duration::from_secs(10), "{opcode:?}: held past its own end");
             assert!(s.window.is_some());
         }
+    }
+
+    #[test]
+    fn margin_sets_the_sample_window() {
+        // -D 8 -f 3: SAMPLE 3 s after the start, STOP_SAMPLE 5 s after it, END at 8 s.
+        let w = Window::new(Some(Duration::from_secs(8)), Duration::from_secs(3), None);
+        let end = w.end.unwrap();
+        let (a, b) = w.sample.unwrap();
+        let start = end - 8_000_000_000;
+        assert_eq!((a - start, b - start), (3_000_000_000, 5_000_000_000));
+        // margin 0: the whole run is sampled.
+        let w = Window::new(Some(Duration::from_secs(2)), Duration::ZERO, None);
+        let (a, b) = w.sample.unwrap();
+        assert_eq!((a + 2_000_000_000, b), (w.end.unwrap(), w.end.unwrap()));
+        // send_lat: nothing until the timer starts, then it starts once.
+        let mut w = Window::deferred(Some(Duration::from_secs(4)), Duration::from_secs(1), None);
+        assert!(!w.tick(clock::now()) && w.end.is_none() && w.count == 0);
+        w.start(100);
+        w.start(5_000_000_000);
+        assert_eq!((w.sample, w.end), (Some((1_000_000_100, 3_000_000_100)), Some(4_000_000_100)));
+    }
+
+    #[test]
+    fn duration_mode_counts_only_inside_the_margins() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = target(&m);
+        let mut c = cfg(WrOpcode::RdmaRead, 0);
+        c.duration = Some(Duration::from_millis(900));
+        c.margin = Duration::from_millis(300);
+        let s = run_read_lat(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        let (a, b) = s.window.unwrap();
+        assert_eq!(b - a, 300_000_000);
+        // Operations ran for the whole 900 ms; only those inside the middle 300 ms count.
+        assert!(s.iters > 0 && s.iters < m.posted(0), "{} of {}", s.iters, m.posted(0));
+    }
+
+    #[test]
+    fn latency_gap_spaces_the_posts() {
+        // Each post comes at least the gap after the previous one (a lower bound only).
+        let spaced = |t: &[u64]| t.windows(2).all(|w| w[1] - w[0] >= 2_000_000);
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = target(&m);
+        let mut c = cfg(WrOpcode::RdmaRead, 20);
+        c.gap = Duration::from_millis(2);
+        let s = run_read_lat(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+        assert!(s.tposted.len() == 20 && spaced(&s.tposted), "{:?}", s.tposted);
+        for role in [Role::Client, Role::Server] {
+            let mut m = Model::new(ModelSide::PingPong { server_first: false, role_is_server: role == Role::Server }, 1);
+            let mut c = cfg(WrOpcode::Send, 10);
+            c.gap = Duration::from_millis(2);
+            prepost_lat_receives(&mut m, &c, &t, 16).unwrap();
+            let s = run_send_lat(&mut m, &c, &t, role, &AtomicBool::new(false)).unwrap();
+            assert!(s.tposted.len() == 10 && spaced(&s.tposted), "{:?}", s.tposted);
+        }
+        let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: true }, 1);
+        let mut c = cfg(WrOpcode::RdmaWrite, 10);
+        c.gap = Duration::from_millis(2);
+        let s = run_write_lat(&mut m, &c, &t, Role::Server, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap();
+        assert!(s.tposted.len() == 10 && spaced(&s.tposted), "{:?}", s.tposted);
+    }
+
+    #[test]
+    fn latency_gap_ends_on_a_stop_request() {
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = target(&m);
+        let mut c = cfg(WrOpcode::RdmaRead, 5);
+        c.gap = Duration::from_secs(3600);
+        let e = run_read_lat(&mut m, &c, &t, &AtomicBool::new(true)).unwrap_err();
+        assert_eq!(e, EngineError::Interrupted);
+    }
+
+    /// write_lat -D: the peer stops writing after 50 messages and hangs up (the watcher sets
+    /// `peer_gone` and `stop`) `after` the start.
+    fn write_lat_peer_hangs_up(duration: Duration, margin: Duration, after: Duration) -> Result<LatSamples, EngineError> {
+        let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: false }, 1);
+        m.peer_stops_after(50);
+        let t = target(&m);
+        let mut c = cfg(WrOpcode::RdmaWrite, 0);
+        c.duration = Some(duration);
+        c.margin = margin;
+        c.stall_timeout = Duration::from_secs(30);
+        let (stop, gone) = (AtomicBool::new(false), AtomicBool::new(false));
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                std::thread::sleep(after);
+                gone.store(true, Ordering::Release);
+                stop.store(true, Ordering::Release);
+            });
+            run_write_lat(&mut m, &c, &t, Role::Client, &stop, &gone)
+        })
+    }
+
+    #[test]
+    fn write_lat_duration_peer_hang_up_near_the_end_is_its_normal_end() {
+        // After the sample window closed (in the last margin): the run is complete. (The model's
+        // peer stopped writing before the window opened, so nothing was counted.)
+        let ms = Duration::from_millis;
+        let s = write_lat_peer_hangs_up(ms(4000), ms(1500), ms(2800)).unwrap();
+        assert!(s.window.is_some());
+        // Margin 0 (-D 2): within the grace before our own end.
+        let s = write_lat_peer_hangs_up(ms(1500), Duration::ZERO, ms(900)).unwrap();
+        assert!(s.iters > 0 && s.window.is_some());
+    }
+
+    #[test]
+    fn write_lat_duration_peer_hang_up_mid_run_is_an_error() {
+        let t0 = std::time::Instant::now();
+        let ms = Duration::from_millis;
+        let e = write_lat_peer_hangs_up(ms(10_000), ms(2000), ms(300)).unwrap_err();
+        assert_eq!(e, EngineError::Interrupted);
+        assert!(t0.elapsed() < Duration::from_secs(8), "not ended by the hang-up");
+        // Before the sample window even opened.
+        let e = write_lat_peer_hangs_up(ms(10_000), ms(4000), ms(300)).unwrap_err();
+        assert_eq!(e, EngineError::Interrupted);
     }
 
     fn fixed_probe() -> Option<(u64, u64)> {
