@@ -30,7 +30,15 @@ infinite() {
     sleep 7
     local alive=1
     mark; kill -INT "$C" 2>/dev/null || { alive=0; log "the client had already ended"; }
-    wait_pid "$C" 30; cat client.log
+    if [ "$cli_kind" = ours ]; then
+        wait_pid "$C" 30
+    elif ! wait_pid_or_kill "$C" 60; then
+        # C 6.06 goes on to a final report after SIGINT; under a loaded TCG host that can take
+        # longer than a minute. C's own behaviour: logged, then killed; our server is still
+        # bounded below from the moment the C client is gone.
+        log "C client still running 60 s after SIGINT: killed"
+    fi
+    cat client.log
     if [ "$cli_kind" = ours ] && [ $alive = 0 ] && [ "$srv_kind" = C ]; then
         # The C server left first (its own behaviour, shown below): ours must say so.
         grep -qF "peer closed the connection during the test" client.log || fail "client message"

@@ -273,8 +273,14 @@ wait_for_text() {
     done
 }
 wait_pid() {
+    wait_pid_or_kill "$1" "$2" || fail "pid $1 still running after $2 s"
+}
+# The same without failing: returns 1 (PID_RC=137) when the process had to be killed.
+wait_pid_or_kill() {
     local i=0
-    while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do sleep 0.05; i=$((i + 1)); done
-    kill -0 "$1" 2>/dev/null && { kill -KILL "$1"; fail "pid $1 still running after $2 s"; }
+    while kill -0 "$1" 2>/dev/null && [ $i -lt $(($2 * 10)) ]; do sleep 0.1; i=$((i + 1)); done
+    if kill -0 "$1" 2>/dev/null; then
+        kill -KILL "$1"; wait "$1" 2>/dev/null; PID_RC=137; return 1
+    fi
     wait "$1"; PID_RC=$?
 }
