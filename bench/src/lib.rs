@@ -2,6 +2,7 @@
 
 pub mod cm_session;
 pub mod engine;
+pub mod mcast;
 pub mod params;
 pub mod oob;
 pub mod report;

@@ -12,6 +12,7 @@ pub mod addr;
 pub mod bw;
 pub mod clock;
 pub mod lat;
+pub mod ud_cm;
 pub mod verbs;
 
 use std::fmt;

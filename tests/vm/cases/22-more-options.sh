@@ -171,7 +171,7 @@ refused() {
     [ "$(wc -l <"$LAST_OUT")" = 1 ] || fail "refusal of $opt is not one line"
 }
 refused "-O/--dualport" ib_write_bw "${X[@]}" -O
-refused "-g/--mcg" ib_send_bw "${X[@]}" -g
+# -g/--mcg works now: case 25-mcast-ud-cm.
 refused "-W/--report-counters" ib_write_bw "${X[@]}" -W counters/port_xmit_data
 refused "--report-both" ib_write_bw "${X[@]}" -b --report-both
 refused "--reversed" ib_write_bw "${X[@]}" --reversed
