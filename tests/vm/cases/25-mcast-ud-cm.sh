@@ -91,6 +91,38 @@ for tool in ib_send_bw ib_send_lat; do
     fi
 done
 
+# Golden output of the multicast runs: our stdout against C perftest's for the same commands
+# (QPN/PSN masked, result-line numbers masked), client and server.
+gmask() {
+    sed -E 's/QPN 0x[0-9a-f]+/QPN X/; s/PSN 0x[0-9a-f]+/PSN X/; /^ [0-9]/{s/[0-9][0-9.]*/#/g; s/[ \t]+/ /g}' "$1"
+}
+golden_mcast() {
+    local tool=$1 cm=$2 who try rc
+    for who in c ours; do
+        local bin=("$tool"); [ $who = ours ] && bin=(rperftest "$tool")
+        for try in 1 2 3; do
+            start_server -t 60 bash -c 'exec "$@" 2>/dev/null' _ "${bin[@]}" "${B[@]}" -g -M $M4 -n 50
+            with_timeout 120 "${bin[@]}" "${A[@]}" -g -M $cm -n 50 10.98.1.2 >"$who.cli.out" 2>/dev/null
+            rc=$?
+            wait_server 60 >/dev/null
+            cp "$SERVER_LOG" "$who.srv.out"
+            if [ $who = c ] && [ $try -lt 3 ] && c_clock_flaked "$who".{cli,srv}.out; then continue; fi
+            break
+        done
+        [ "$rc" = 0 ] && [ "$SERVER_RC" = 0 ] || { cat "$who.cli.out" "$who.srv.out"; fail "golden $who $tool: rc $rc/$SERVER_RC"; }
+    done
+    for side in cli srv; do
+        gmask c.$side.out >c.$side.masked
+        gmask ours.$side.out >ours.$side.masked
+        diff -u c.$side.masked ours.$side.masked || fail "$tool -g $side output differs from C perftest's (- C, + ours)"
+        log "$tool -g $side: stdout identical to C perftest's after masking"
+    done
+}
+if full; then
+    golden_mcast ib_send_bw $M4
+    golden_mcast ib_send_lat $M5
+fi
+
 log "== send_bw -g with perftest's default group on rxe's IPv4 GID: the GID families differ"
 start_server rperftest ib_send_bw -d "$RXE_DEV" -g -n 20
 expect_rc 1 with_timeout 60 rperftest ib_send_bw -d "$RXE_DEV" -g -n 20 "$RXE_IP"
