@@ -13,7 +13,8 @@
 #    BW line must be non-zero (the multicast messages arrived), the header must say
 #    "Multicast" and the server's own address line must be its MGID with QPN 0xffffff.
 # 2. UD over rdma_cm: send_bw and send_lat with -c UD -R (SIDR; the send_lat client tells the
-#    server its QPN with one SEND) and -c UD -z, ours<->ours and against C both ways.
+#    server its QPN with one SEND) and -c UD -z, ours<->ours and against C both ways; send_bw
+#    -c UD -R with -b and with -q 2 in the three pairings.
 # mode: any
 # timeout: 900
 . "$VMTEST_LIB"
@@ -161,6 +162,19 @@ for spec in "ib_send_bw:-n 200" "ib_send_lat:-n 100"; do
             cm_header "$SERVER_LOG" $on
         fi
     done
+done
+# -b (the client's QPN message makes the server's way back) and -q 2 (one SIDR per QP)
+for opts in "-b -n 200" "-q 2 -n 200"; do
+    D=(-d "$RXE_DEV" -c UD -R)
+    log "== ib_send_bw -c UD -R $opts ours <-> ours"
+    pair -c ib_send_bw rperftest ib_send_bw "${D[@]}" $opts -- rperftest ib_send_bw "${D[@]}" $opts "$RXE_IP"
+    cm_header "$SERVER_LOG" ON
+    if full; then
+        log "== ib_send_bw -c UD -R $opts ours -> C server"
+        pair -c ib_send_bw ib_send_bw "${D[@]}" $opts -- rperftest ib_send_bw "${D[@]}" $opts "$RXE_IP"
+        log "== ib_send_bw -c UD -R $opts C client -> ours"
+        pair -c ib_send_bw rperftest ib_send_bw "${D[@]}" $opts -- ib_send_bw "${D[@]}" $opts "$RXE_IP"
+    fi
 done
 if rdma resource show cm_id 2>/dev/null | grep -q .; then
     rdma resource show cm_id
