@@ -722,13 +722,16 @@ impl CmData {
         match (c.dst, self.listener.as_ref()) {
             (Some(dst), _) => {
                 let start = Instant::now();
+                let mut qp_ready = false;
                 let (id, ev) = loop {
                     let chan = CmChannel::open().map_err(uerr)?;
                     let id = resolved_id_of(&chan, &dst, c.tos, c.ack_timeout, QpType::Ud)?;
-                    if let Err(e) = id.device().map_err(uerr).and_then(|d| check_device(&d, ibdev, &what)) {
-                        return Err(e);
+                    id.device().map_err(uerr).and_then(|d| check_device(&d, ibdev, &what))?;
+                    if !qp_ready {
+                        // Once: a retry (no listener yet) reuses the QP already in RTS.
+                        Self::ud_qp_to_rts(&id, ep.qp_mut(q)).map_err(|e| format!("{what}: {e}"))?;
+                        qp_ready = true;
                     }
-                    Self::ud_qp_to_rts(&id, ep.qp_mut(q)).map_err(|e| format!("{what}: {e}"))?;
                     let param = ConnParam { qp_num: ep.qpn(q), retry_count: c.retry_count, rnr_retry_count: c.retry_count, ..Default::default() };
                     id.connect(&param).map_err(|e| format!("{what}: {e}"))?;
                     let ev = id.wait_event(wait).map_err(|e| format!("{what}: {e}"))?.ok_or_else(|| {

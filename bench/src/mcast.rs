@@ -123,6 +123,12 @@ mod tests {
         assert!(!gid_types_compatible(&v4, &DEFAULT_MGID));
     }
 
+    #[test]
+    fn messages_are_perftests_or_one_line() {
+        assert!(IB_LINK_REFUSED.starts_with(" -g/--mcg is not supported by rperftest") && !IB_LINK_REFUSED.contains('\n'));
+        assert_eq!(GID_INCOMPATIBLE.trim_end(), "\n Found Incompatibility issue with GID types.\n Please Try to use a different IP version.");
+    }
+
     fn params(t: Tool, args: &[&str]) -> Box<Params> {
         let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         match crate::params::parse(t, &a) {
