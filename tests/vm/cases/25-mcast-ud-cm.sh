@@ -102,15 +102,18 @@ golden_mcast() {
     for who in c ours; do
         local bin=("$tool"); [ $who = ours ] && bin=(rperftest "$tool")
         for try in 1 2 3; do
-            start_server -t 60 bash -c 'exec "$@" 2>/dev/null' _ "${bin[@]}" "${B[@]}" -g -M $M4 -n 50
-            with_timeout 120 "${bin[@]}" "${A[@]}" -g -M $cm -n 50 10.98.1.2 >"$who.cli.out" 2>/dev/null
+            start_server -t 60 bash -c 'exec "$@" 2>'"$who.srv.err" _ "${bin[@]}" "${B[@]}" -g -M $M4 -n 50
+            with_timeout 120 "${bin[@]}" "${A[@]}" -g -M $cm -n 50 10.98.1.2 >"$who.cli.out" 2>"$who.cli.err"
             rc=$?
             wait_server 60 >/dev/null
             cp "$SERVER_LOG" "$who.srv.out"
-            if [ $who = c ] && [ $try -lt 3 ] && c_clock_flaked "$who".{cli,srv}.out; then continue; fi
+            if [ $who = c ] && [ $try -lt 3 ] && c_clock_flaked "$who".{cli,srv}.{out,err}; then
+                log "C perftest could not calibrate its clock (try $try); retrying"
+                continue
+            fi
             break
         done
-        [ "$rc" = 0 ] && [ "$SERVER_RC" = 0 ] || { cat "$who.cli.out" "$who.srv.out"; fail "golden $who $tool: rc $rc/$SERVER_RC"; }
+        [ "$rc" = 0 ] && [ "$SERVER_RC" = 0 ] || { cat "$who".{cli,srv}.{out,err}; fail "golden $who $tool: rc $rc/$SERVER_RC"; }
     done
     for side in cli srv; do
         gmask c.$side.out >c.$side.masked
