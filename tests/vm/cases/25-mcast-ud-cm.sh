@@ -92,6 +92,11 @@ for tool in ib_send_bw ib_send_lat; do
     fi
 done
 
+log "== ib_send_bw -g ours <-> ours over the ioctl transport (ATTACH/DETACH_MCAST through INVOKE_WRITE)"
+pair ib_send_bw env RPERFTEST_VERBS_TRANSPORT=ioctl rperftest ib_send_bw "${B[@]}" -g -M $M4 -n 100 -- \
+    env RPERFTEST_VERBS_TRANSPORT=ioctl rperftest ib_send_bw "${A[@]}" -g -M $M4 -n 100 10.98.1.2
+mcast_checks "Send BW" "$SERVER_LOG" server
+
 # Golden output of the multicast runs: our stdout against C perftest's for the same commands
 # (QPN/PSN masked, result-line numbers masked), client and server.
 gmask() {
