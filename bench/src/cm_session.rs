@@ -101,7 +101,12 @@ pub fn start_client(dst: SocketAddr, ack_timeout: u8) -> Result<CmStart, String>
 
 /// One id resolved to `dst` (address, [ToS], route).
 fn resolved_id(chan: &Arc<CmChannel>, dst: &SocketAddr, tos: Option<u8>, ack_timeout: u8) -> Result<CmId, String> {
-    let mut id = chan.create_id(PortSpace::Tcp, QpType::Rc).map_err(uerr)?;
+    resolved_id_of(chan, dst, tos, ack_timeout, QpType::Rc)
+}
+
+/// [`resolved_id`] for a QP type: UD ids live in the UDP port space (RDMA_PS_UDP).
+fn resolved_id_of(chan: &Arc<CmChannel>, dst: &SocketAddr, tos: Option<u8>, ack_timeout: u8, qp_type: QpType) -> Result<CmId, String> {
+    let mut id = chan.create_id(PortSpace::for_qp_type(qp_type), qp_type).map_err(uerr)?;
     id.resolve_addr(None, dst, RESOLVE_TIMEOUT).map_err(uerr)?;
     id.expect(CmEventKind::AddrResolved, RESOLVE_TIMEOUT).map_err(uerr)?;
     if let Some(t) = tos {
@@ -584,6 +589,14 @@ pub struct CmDataConfig {
     /// READ/ATOMIC: the depth offered in both directions (out_reads); else 0.
     pub rd_atomic: u8,
     pub timeout: Duration,
+    /// UD data QPs (`-c UD`): SIDR in the UDP port space instead of a connection.
+    pub ud: bool,
+    /// UD, latency tests and `-b`: the client also tells the server its QPN with one
+    /// SEND_WITH_IMM (perftest's rdma_cm_send_ud_connection_parameters), from which the server
+    /// builds its address handle back.
+    pub ud_reply: bool,
+    /// Our GID index (the server's AH back to the client uses it).
+    pub sgid_index: u8,
 }
 
 /// The `-R` data connections: the server's listener (from right after the control connection,
@@ -599,7 +612,8 @@ impl CmData {
     /// exchange; listening early means it never finds the port closed).
     pub fn server(cfg: CmDataConfig, num_qps: u32) -> Result<Self, String> {
         let chan = CmChannel::open().map_err(uerr)?;
-        let listener = chan.create_id(PortSpace::Tcp, QpType::Rc).map_err(uerr)?;
+        let qt = if cfg.ud { QpType::Ud } else { QpType::Rc };
+        let listener = chan.create_id(PortSpace::for_qp_type(qt), qt).map_err(uerr)?;
         let _ = listener.set_reuseaddr(true);
         let ip = cfg.bind.unwrap_or(if cfg.ipv6 {
             IpAddr::V6(Ipv6Addr::UNSPECIFIED)
@@ -618,7 +632,11 @@ impl CmData {
     /// Connect (client) or accept (server) every QP of `ep` (in INIT) in order.
     pub fn connect_all<P: Provider>(&mut self, ibdev: &str, ep: &mut VerbsEndpoint<P>) -> Result<(), String> {
         for q in 0..ep.num_qps() {
-            self.connect_one(ibdev, q, ep.qp_mut(q))?;
+            if self.cfg.ud {
+                self.connect_one_ud(ibdev, q, ep)?;
+            } else {
+                self.connect_one(ibdev, q, ep.qp_mut(q))?;
+            }
         }
         // All connected: the listener goes (perftest destroys it too).
         self.listener = None;
@@ -683,8 +701,104 @@ impl CmData {
         Ok(())
     }
 
+    /// UD: move the QP to RTS as librdmacm does for UD ids (INIT with the kernel's pkey, port
+    /// and Q_Key, then RTR, then RTS with SQ PSN 0).
+    fn ud_qp_to_rts<P: Provider>(id: &CmId, qp: &mut Qp<P>) -> Result<(), String> {
+        id.modify_qp(qp, QpState::Init).map_err(uerr)?;
+        let rtr = QpAttr { qp_state: QpState::Rtr, ..Default::default() };
+        qp.modify(&rtr, QpAttrMask::STATE).map_err(uerr)?;
+        let rts = QpAttr { qp_state: QpState::Rts, sq_psn: 0, ..Default::default() };
+        qp.modify(&rts, QpAttrMask::STATE | QpAttrMask::SQ_PSN).map_err(uerr)
+    }
+
+    /// One UD "connection" (perftest 6.06 over librdmacm): the client's CONNECT is a SIDR
+    /// request; the server ACCEPTs with its QPN, and the client's ESTABLISHED event carries the
+    /// server's QPN, Q_Key and address. With `ud_reply` the client then SENDs its QPN as
+    /// immediate data, and the server builds its AH from that receive.
+    fn connect_one_ud<P: Provider>(&mut self, ibdev: &str, q: usize, ep: &mut VerbsEndpoint<P>) -> Result<(), String> {
+        let c = self.cfg.clone();
+        let what = format!("rdma_cm UD data connection of QP #{q}");
+        let wait = c.timeout.min(Duration::from_secs(120));
+        match (c.dst, self.listener.as_ref()) {
+            (Some(dst), _) => {
+                let start = Instant::now();
+                let mut qp_ready = false;
+                let (id, ev) = loop {
+                    let chan = CmChannel::open().map_err(uerr)?;
+                    let id = resolved_id_of(&chan, &dst, c.tos, c.ack_timeout, QpType::Ud)?;
+                    id.device().map_err(uerr).and_then(|d| check_device(&d, ibdev, &what))?;
+                    if !qp_ready {
+                        // Once: a retry (no listener yet) reuses the QP already in RTS.
+                        Self::ud_qp_to_rts(&id, ep.qp_mut(q)).map_err(|e| format!("{what}: {e}"))?;
+                        qp_ready = true;
+                    }
+                    let param = ConnParam { qp_num: ep.qpn(q), retry_count: c.retry_count, rnr_retry_count: c.retry_count, ..Default::default() };
+                    id.connect(&param).map_err(|e| format!("{what}: {e}"))?;
+                    let ev = id.wait_event(wait).map_err(|e| format!("{what}: {e}"))?.ok_or_else(|| {
+                        format!("{what}: {}", cm::timeout_error("RDMA_CM_EVENT_ESTABLISHED", wait, Some(&dst)))
+                    })?;
+                    match ev.kind {
+                        CmEventKind::Established => break (id, ev),
+                        // No listener yet (SIDR answered "unsupported"): retry as perftest does.
+                        CmEventKind::Unreachable | CmEventKind::Rejected if start.elapsed() < REJECT_RETRY_FOR => {
+                            drop(id);
+                            std::thread::sleep(REJECT_RETRY_DELAY);
+                        }
+                        _ => {
+                            let e = cm::event_error(&ev, "ESTABLISHED", Some(&dst)).map(|e| e.to_string()).unwrap_or_else(|| {
+                                format!("rdma_cm connect to {dst}: unexpected {} (status {})", ev.kind.name(), ev.status)
+                            });
+                            return Err(format!("{what}: {e}"));
+                        }
+                    }
+                };
+                let ud = ev.ud();
+                ep.set_ud_peer(q, &ud.ah, ud.qp_num, ud.qkey).map_err(|e| format!("{what}: {e}"))?;
+                if c.ud_reply {
+                    ep.send_qpn_to_peer(q, c.timeout).map_err(|e| format!("{what}: sending our QPN to the server: {e}"))?;
+                }
+                self.ids.push(id);
+            }
+            (None, Some(listener)) => {
+                let (id, _req) = listener.get_request(wait).map_err(|e| {
+                    format!("{what}: {}", e.with_hint("the client did not connect its data QP; look at its output"))
+                })?;
+                if let Err(e) = id.device().map_err(uerr).and_then(|d| check_device(&d, ibdev, &what)) {
+                    let _ = id.reject(0, &[]);
+                    return Err(e);
+                }
+                let r = (|| {
+                    Self::ud_qp_to_rts(&id, ep.qp_mut(q))?;
+                    if c.ud_reply {
+                        ep.post_qpn_receive(q).map_err(|e| e.to_string())?;
+                    }
+                    let param = ConnParam { qp_num: ep.qpn(q), retry_count: c.retry_count, rnr_retry_count: c.retry_count, ..Default::default() };
+                    id.accept(&param).map_err(uerr)
+                })();
+                if let Err(e) = r {
+                    let _ = id.reject(0, &[]);
+                    return Err(format!("{what}: {e}"));
+                }
+                if c.ud_reply {
+                    let (qkey, _) = ep.qp_mut(q).query(QpAttrMask::QKEY).map_err(|e| format!("{what}: query Q_Key: {e}"))?;
+                    let port = ep.qp_port(q);
+                    ep.receive_peer_qpn(q, qkey.qkey, c.sgid_index, port, c.timeout)
+                        .map_err(|e| format!("{what}: waiting for the client's QPN: {e}"))?;
+                }
+                self.ids.push(id);
+            }
+            (None, None) => return Err(format!("{what}: internal error: no listener")),
+        }
+        Ok(())
+    }
+
     /// Disconnect every data connection and wait (bounded) for the peer's side of it.
     pub fn finish(&mut self) {
+        if self.cfg.ud {
+            // No connection to take down (perftest does not disconnect UD ids either).
+            self.ids.clear();
+            return;
+        }
         for id in &self.ids {
             let _ = id.disconnect();
         }

@@ -3,6 +3,7 @@
 pub mod cm_session;
 pub mod counters;
 pub mod engine;
+pub mod mcast;
 pub mod params;
 pub mod oob;
 pub mod report;

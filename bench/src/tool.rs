@@ -140,9 +140,10 @@ fn device_fail_code(tool: Tool) -> i32 {
 /// keeps accepting them so that their values and conflicts are checked as perftest does.
 pub fn unsupported_option(p: &Params) -> Option<String> {
     let no = |opt: &str, why: &str| Some(format!(" {opt} is not supported by rperftest: {why}"));
-    if p.use_mcg || p.mgid.is_some() {
-        let opt = if p.use_mcg { "-g/--mcg" } else { "-M/--MGID" };
-        return no(opt, "multicast tests are not implemented");
+    if p.use_mcg {
+        if let Some(Err(e)) = p.mgid.as_deref().map(crate::mcast::parse_mgid) {
+            return Some(e);
+        }
     }
     if p.dont_xchg_versions {
         return no("--dont_xchg_versions", "perftest 6.06 itself aborts without the version exchange");
@@ -334,8 +335,8 @@ fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
     if loopback {
         return Err(ToolError::new(1, " --loopback is not supported with -z/-R (rdma_cm needs the RDMA interface's address)"));
     }
-    if p.connection != Connection::Rc {
-        return Err(ToolError::new(1, " rperftest supports -z/-R with RC connections only (-c RC)"));
+    if !matches!(p.connection, Connection::Rc | Connection::Ud) {
+        return Err(ToolError::new(1, " rperftest supports -z/-R with RC and UD connections only (-c RC or -c UD)"));
     }
     let start = if let Some(host) = p.server_name.as_deref() {
         let dst = cm_session::resolve_host(host, p.port, p.ipv6).map_err(|e| ToolError::new(1, e))?;
@@ -503,6 +504,9 @@ fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Result<DevFac
         return Err(ToolError::new(1, msg));
     }
     let (port, ethernet, gid_index, gid) = query_port(p, ctx, &name, p.ib_port)?;
+    if p.use_mcg && !ethernet {
+        return Err(ToolError::new(1, crate::mcast::IB_LINK_REFUSED));
+    }
     let port2 = if p.dualport {
         crate::engine::dualport::check_ports(&name, attr.phys_port_cnt, p.ib_port, p.ib_port2)
             .map_err(|e| ToolError::new(1, e))?;
@@ -796,6 +800,9 @@ fn run_with_context<P: Provider>(
                 retry_count: p.retry_count.min(7) as u8,
                 rd_atomic: if matches!(p.verb, Verb::Read | Verb::Atomic) { out_reads.min(255) as u8 } else { 0 },
                 timeout: setup_timeout,
+                ud: p.connection == Connection::Ud,
+                ud_reply: p.connection == Connection::Ud && (p.kind == TestKind::Lat || p.duplex),
+                sgid_index: dev.gid_index.unwrap_or(0),
             };
             cm_data = Some(if tcp_client {
                 cm_session::CmData::client(dcfg)
@@ -1107,8 +1114,35 @@ impl<'a, P: Provider> SideRun<'a, P> {
             .collect();
         self.remote_keys = vec![KeyMsg::default(); nq];
         self.ep = Some(ep);
+        if crate::mcast::attaches(p) {
+            self.attach_group()?;
+        }
         if self.header.is_none() {
             self.print_header(mtu_bytes);
+        }
+        Ok(())
+    }
+
+    /// `-g`: attach the QPs to this side's group; its key then carries the group (MGID, MLID 0
+    /// on RoCE, QPN 0xFFFFFF), as perftest's send_set_up_connection.
+    fn attach_group(&mut self) -> Result<(), ToolError> {
+        let user = match self.p.mgid.as_deref().map(crate::mcast::parse_mgid) {
+            Some(Ok(g)) => Some(g),
+            Some(Err(e)) => return Err(ToolError::new(1, e)),
+            None => None,
+        };
+        let mgid = crate::mcast::group_gid(user, self.p.is_tcp_client());
+        let nq = self.p.num_qps as usize;
+        let ep = self.ep()?;
+        for q in 0..nq {
+            ep.qp_mut(q)
+                .attach_mcast(mgid, 0)
+                .map_err(|e| ToolError::new(1, format!("Couldn't attach QP to MultiCast group: {e}\n Unable to set up socket connection")))?;
+        }
+        for k in &mut self.my_keys {
+            k.gid = mgid;
+            k.lid = 0;
+            k.qpn = crate::mcast::QPN_MCAST;
         }
         Ok(())
     }
@@ -1126,6 +1160,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         h.recv_post_list = p.recv_post_list;
         h.events_comp = if p.use_event { Some(p.eq_num.unwrap_or(0) as i32) } else { None };
         h.dual_port = p.dualport;
+        h.multicast = p.use_mcg;
         h.num_qps = p.num_qps;
         h.connection = conn_type(p.connection);
         h.use_srq = p.use_srq;
@@ -1164,6 +1199,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
         if p.work_rdma_cm {
             // Connected through rdma_cm already (Action::ConnectCm).
             return Ok(());
+        }
+        if let (Some(mine), Some(theirs)) = (self.my_keys.first(), self.remote_keys.first()) {
+            if !crate::mcast::gid_types_compatible(&mine.gid, &theirs.gid) {
+                return Err(ToolError::new(1, crate::mcast::GID_INCOMPATIBLE));
+            }
         }
         let to_rts = p.kind == TestKind::Lat || self.is_test_client() || p.duplex;
         for q in 0..p.num_qps as usize {
@@ -1700,13 +1740,15 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
             Action::ConnectQps => self.connect()?,
             Action::ConnectCm => self.connect_cm()?,
             Action::PrintLocal => {
-                let show = self.addr_show();
+                let mut show = self.addr_show();
+                show.mgid = crate::mcast::gid_label_is_mgid(self.p, false);
                 for k in &self.my_keys {
                     self.out.text(&report::address_line(Side::Local, k, &show));
                 }
             }
             Action::PrintRemote { qp } => {
-                let show = self.addr_show();
+                let mut show = self.addr_show();
+                show.mgid = crate::mcast::gid_label_is_mgid(self.p, true);
                 if let Some(k) = self.remote_keys.get(qp) {
                     self.out.text(&report::address_line(Side::Remote, k, &show));
                 }
@@ -1815,7 +1857,6 @@ mod tests {
     #[test]
     fn unimplemented_options_are_refused_in_one_line_naming_them() {
         for (t, args, opt) in [
-            (Tool::SendBw, &["-g"][..], "-g/--mcg"),
             (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
             (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),
             (Tool::WriteBw, &["--mmap", "/tmp/x"][..], "--mmap"),

@@ -948,6 +948,25 @@ pub fn destroy_ah(c: &Cmd<'_>, ah: u32) -> Result<()> {
     }
 }
 
+/// `struct ib_uverbs_attach_mcast` for QP `qp` and group (`gid`, `mlid`); DETACH_MCAST has the
+/// same layout.
+pub fn attach_mcast_req(qp: u32, gid: [u8; 16], mlid: u16) -> sys::AttachMcast {
+    sys::AttachMcast { gid, qp_handle: qp, mlid, reserved: 0 }
+}
+
+/// ATTACH_MCAST: the QP receives UD sends addressed to the group (no response, no driver data;
+/// rdma-core sends it as a write() command on every transport).
+pub fn attach_mcast(c: &Cmd<'_>, qp: u32, gid: [u8; 16], mlid: u16) -> Result<()> {
+    legacy_no_resp(c, "ATTACH_MCAST", sys::CMD_ATTACH_MCAST, &attach_mcast_req(qp, gid, mlid))
+}
+
+/// DETACH_MCAST: undo [`attach_mcast`] (the kernel refuses to destroy a QP still attached).
+pub fn detach_mcast(c: &Cmd<'_>, qp: u32, gid: [u8; 16], mlid: u16) -> Result<()> {
+    let a = attach_mcast_req(qp, gid, mlid);
+    let req = sys::DetachMcast { gid: a.gid, qp_handle: a.qp_handle, mlid: a.mlid, reserved: a.reserved };
+    legacy_no_resp(c, "DETACH_MCAST", sys::CMD_DETACH_MCAST, &req)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1057,5 +1076,21 @@ mod tests {
         assert!(parse_response::<sys::RegMrResp>("REG_MR", &[0u8; 11]).is_err());
         let r = parse_response::<sys::RegMrResp>("REG_MR", &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 9]).unwrap();
         assert_eq!((r.mr_handle, r.lkey, r.rkey), (1, 2, 3));
+    }
+
+    #[test]
+    fn attach_detach_mcast_bytes() {
+        // write(): header (command 30/31, in_words (8 + 24) / 4 = 8, out_words 0), then the
+        // kernel struct: gid[16], qp_handle, mlid, reserved. perftest's default MGID
+        // ff01:0:0:2:c985:: on QP handle 3, MLID 0 (RoCE).
+        let gid = [0xff, 1, 0, 0, 0, 2, 0xc9, 0x85, 0, 0, 0, 0, 0, 0, 0, 0];
+        let req = attach_mcast_req(3, gid, 0);
+        let l = Legacy { name: "ATTACH_MCAST", command: sys::CMD_ATTACH_MCAST, core_in: req.as_bytes(), drv_in: &[], core_out_len: 0, drv_out_len: 0 };
+        let b = encode_write(&l, 0).unwrap();
+        assert_eq!(hex(&b), "1e00000008000000ff0100000002c9850000000000000000030000000000" .to_string() + "0000");
+        let req = sys::DetachMcast { gid, qp_handle: 0x11, mlid: 0xc001, reserved: 0 };
+        let l = Legacy { name: "DETACH_MCAST", command: sys::CMD_DETACH_MCAST, core_in: req.as_bytes(), drv_in: &[], core_out_len: 0, drv_out_len: 0 };
+        let b = encode_write(&l, 0).unwrap();
+        assert_eq!(hex(&b), "1f00000008000000ff0100000002c98500000000000000001100000001c0" .to_string() + "0000");
     }
 }

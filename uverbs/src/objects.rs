@@ -39,6 +39,11 @@ use crate::wr::{RecvWr, SendWr, WorkCompletion};
 static TEARDOWN_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
 
 /// Report a destroy failure from `Drop`: once per process, on stderr; EIO is success.
+/// A GID as eight colon-separated groups of four hex digits (`ff01:0000:…`).
+fn gid_text(g: &[u8; 16]) -> String {
+    g.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":")
+}
+
 fn report_drop(r: Result<()>) {
     if let Err(e) = r {
         if e.errno == Some(libc::EIO) {
@@ -1054,6 +1059,8 @@ pub struct Qp<P: Provider> {
     caps: QpCaps,
     qp_state: QpState,
     qkey: u32,
+    /// Multicast groups (gid, mlid) attached with [`Qp::attach_mcast`], detached on drop.
+    mcast: Vec<([u8; 16], u16)>,
     _pd: Arc<Pd<P>>,
     _send_cq: Arc<CqInner<P>>,
     _recv_cq: Arc<CqInner<P>>,
@@ -1108,6 +1115,7 @@ impl<P: Provider> Qp<P> {
             caps,
             qp_state: QpState::Reset,
             qkey: DEFAULT_QKEY,
+            mcast: Vec::new(),
             _pd: pd.clone(),
             _send_cq: init.send_cq.inner.clone(),
             _recv_cq: init.recv_cq.inner.clone(),
@@ -1225,6 +1233,28 @@ impl<P: Provider> Qp<P> {
         Ok((attr, caps))
     }
 
+    /// ATTACH_MCAST: this (UD) QP receives sends to the multicast group `gid` (`mlid`: the
+    /// group's LID on InfiniBand, 0 on RoCE). Detached again on drop.
+    pub fn attach_mcast(&mut self, gid: [u8; 16], mlid: u16) -> Result<()> {
+        cmd::attach_mcast(&self.ctx.cmd(), self.handle, gid, mlid)
+            .map_err(|e| e.with_detail(format!("{} QP {:#x}, group {}", self.qp_type.name(), self.qpn, gid_text(&gid))))?;
+        self.mcast.push((gid, mlid));
+        Ok(())
+    }
+
+    /// DETACH_MCAST of a group attached with [`Qp::attach_mcast`].
+    pub fn detach_mcast(&mut self, gid: [u8; 16], mlid: u16) -> Result<()> {
+        cmd::detach_mcast(&self.ctx.cmd(), self.handle, gid, mlid)
+            .map_err(|e| e.with_detail(format!("{} QP {:#x}, group {}", self.qp_type.name(), self.qpn, gid_text(&gid))))?;
+        self.mcast.retain(|&(g, l)| (g, l) != (gid, mlid));
+        Ok(())
+    }
+
+    /// The groups this QP is attached to.
+    pub fn mcast_groups(&self) -> &[([u8; 16], u16)] {
+        &self.mcast
+    }
+
     /// Post send work requests.
     ///
     /// # Safety
@@ -1249,6 +1279,10 @@ impl<P: Provider> Qp<P> {
 
 impl<P: Provider> Drop for Qp<P> {
     fn drop(&mut self) {
+        // The kernel refuses (EBUSY) to destroy a QP that is still attached to a group.
+        for (gid, mlid) in std::mem::take(&mut self.mcast) {
+            report_drop(cmd::detach_mcast(&self.ctx.cmd(), self.handle, gid, mlid));
+        }
         report_drop(cmd::destroy_qp(&self.ctx.cmd(), self.handle).map(|_| ()));
         // SAFETY: dropped exactly once, here, after the kernel QP is gone; the PD/CQ/SRQ
         // references (dropped after this body) keep those objects alive until now.

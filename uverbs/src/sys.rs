@@ -65,6 +65,8 @@ pub const CMD_MODIFY_QP: u32 = 26;
 pub const CMD_DESTROY_QP: u32 = 27;
 pub const CMD_POST_SEND: u32 = 28;
 pub const CMD_POST_RECV: u32 = 29;
+pub const CMD_ATTACH_MCAST: u32 = 30;
+pub const CMD_DETACH_MCAST: u32 = 31;
 pub const CMD_CREATE_SRQ: u32 = 32;
 pub const CMD_MODIFY_SRQ: u32 = 33;
 pub const CMD_DESTROY_SRQ: u32 = 35;
@@ -537,6 +539,14 @@ abi! {
     pub struct CreateAhResp { pub ah_handle: u32 }
     /// `struct ib_uverbs_destroy_ah`.
     pub struct DestroyAh { pub ah_handle: u32 }
+
+    /// `struct ib_uverbs_attach_mcast` (no driver data follows for any provider here; the
+    /// trailing `__aligned_u64 driver_data[]` makes it 8-aligned).
+    #[repr(align(8))]
+    pub struct AttachMcast { pub gid: [u8; 16], pub qp_handle: u32, pub mlid: u16, pub reserved: u16 }
+    /// `struct ib_uverbs_detach_mcast` (same layout as attach).
+    #[repr(align(8))]
+    pub struct DetachMcast { pub gid: [u8; 16], pub qp_handle: u32, pub mlid: u16, pub reserved: u16 }
 
     /// `struct ib_uverbs_create_srq`.
     pub struct CreateSrq {

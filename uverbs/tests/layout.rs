@@ -160,6 +160,8 @@ fn all_checks() -> Vec<Check> {
         sys::CreateAh = "struct ib_uverbs_create_ah" { response, user_handle, pd_handle, reserved, attr }
         sys::CreateAhResp = "struct ib_uverbs_create_ah_resp" { ah_handle }
         sys::DestroyAh = "struct ib_uverbs_destroy_ah" { ah_handle }
+        sys::AttachMcast = "struct ib_uverbs_attach_mcast" { gid, qp_handle, mlid, reserved }
+        sys::DetachMcast = "struct ib_uverbs_detach_mcast" { gid, qp_handle, mlid, reserved }
         sys::CreateSrq = "struct ib_uverbs_create_srq" { response, user_handle, pd_handle, max_wr, max_sge, srq_limit }
         sys::CreateSrqResp = "struct ib_uverbs_create_srq_resp" { srq_handle, max_wr, max_sge, srqn }
         sys::DestroySrq = "struct ib_uverbs_destroy_srq" { response, srq_handle, reserved }
@@ -258,6 +260,8 @@ fn all_checks() -> Vec<Check> {
         sys::CMD_QUERY_QP => "IB_USER_VERBS_CMD_QUERY_QP",
         sys::CMD_MODIFY_QP => "IB_USER_VERBS_CMD_MODIFY_QP",
         sys::CMD_DESTROY_QP => "IB_USER_VERBS_CMD_DESTROY_QP",
+        sys::CMD_ATTACH_MCAST => "IB_USER_VERBS_CMD_ATTACH_MCAST",
+        sys::CMD_DETACH_MCAST => "IB_USER_VERBS_CMD_DETACH_MCAST",
         sys::CMD_POST_SEND => "IB_USER_VERBS_CMD_POST_SEND",
         sys::CMD_POST_RECV => "IB_USER_VERBS_CMD_POST_RECV",
         sys::CMD_CREATE_SRQ => "IB_USER_VERBS_CMD_CREATE_SRQ",

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod dualport;
 pub mod lat;
 pub mod rate;
+pub mod ud_cm;
 pub mod verbs;
 
 use std::fmt;

@@ -272,6 +272,18 @@ impl<P: Provider> VerbsEndpoint<P> {
         self.ud_dest[q]
     }
 
+    /// UD: QP `q` sends to `remote_qpn`/`remote_qkey` through a new AH for `attr` (rdma_cm
+    /// gives all three; `-g` uses the group's address and QPN 0xFFFFFF).
+    pub fn set_ud_peer(&mut self, q: usize, attr: &AhAttr, remote_qpn: u32, remote_qkey: u32) -> Result<(), EngineError> {
+        if q >= self.qps.len() {
+            return Err(EngineError::Verbs(format!("no QP #{q}")));
+        }
+        let a = Ah::new(&self.pd, attr).map_err(|e| verr("Failed to create AH for UD", e))?;
+        self.ud_dest[q] = Some(UdDest { ah: a.number(), remote_qpn, remote_qkey });
+        self.ahs[q] = Some(a);
+        Ok(())
+    }
+
     /// INIT → RTR [→ RTS] for QP `q`; UD: also the address handle towards the peer.
     pub fn connect(&mut self, q: usize, c: &ConnectParams) -> Result<(), EngineError> {
         let port = self.ports[q];

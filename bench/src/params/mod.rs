@@ -1578,9 +1578,8 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         p.notice_err(" CPU Utilization works only with Duration mode.\n");
     }
 
-    if p.use_mcg && p.gid_index.is_none() {
-        p.gid_index = Some(0);
-    }
+    // -g: perftest sets GID index 0 here, but on RoCE its GID lookup then picks the best index
+    // anyway (the user did not give -x), so the automatic choice stands; on IB, -g is refused.
 
     if p.work_rdma_cm {
         if p.connection == Connection::Uc {
