@@ -221,8 +221,8 @@ fn sender_loop<E: Endpoint>(
 
     let mut samples = BwSamples::default();
     if peak {
-        samples.tposted = vec![0; total as usize];
-        samples.tcompleted = vec![0; total as usize];
+        samples.tposted = super::stamp_array(total as usize);
+        samples.tcompleted = super::stamp_array(total as usize);
     } else {
         samples.tposted = vec![0; 1];
         samples.tcompleted = vec![0; 1];

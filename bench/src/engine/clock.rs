@@ -25,12 +25,26 @@ fn mono_ns() -> u64 {
     origin().elapsed().as_nanos() as u64
 }
 
-/// TSC → nanoseconds since `origin()`.
+/// TSC → nanoseconds since `origin()`, in fixed point: `ns = ns0 + (ticks * mult) >> MULT_SHIFT`.
+/// Integer arithmetic on purpose: the loops read the clock several times per iteration, and
+/// under emulation (the qemu bed) every floating-point instruction is a helper call costing
+/// tens of nanoseconds, while a 64×64→128 multiply is one native instruction.
 #[derive(Clone, Copy, Debug)]
 struct Tsc {
     tsc0: u64,
     ns0: u64,
-    ns_per_tick: f64,
+    /// Nanoseconds per tick × 2^MULT_SHIFT.
+    mult: u64,
+}
+
+const MULT_SHIFT: u32 = 48; // ns_per_tick < 10 (TSC > 100 MHz): ticks × mult stays below 2^116
+
+impl Tsc {
+    #[inline(always)]
+    fn ns(&self, tsc: u64) -> u64 {
+        let d = tsc.saturating_sub(self.tsc0);
+        self.ns0 + ((d as u128 * self.mult as u128) >> MULT_SHIFT) as u64
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -81,7 +95,8 @@ fn calibrate() -> Option<Tsc> {
     if !(1e8..2e10).contains(&hz) {
         return None;
     }
-    Some(Tsc { tsc0: c1, ns0: n1, ns_per_tick: 1e9 / hz })
+    let mult = (1e9 / hz * (1u64 << MULT_SHIFT) as f64).round() as u64;
+    Some(Tsc { tsc0: c1, ns0: n1, mult })
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -103,8 +118,7 @@ thread_local! {
 pub fn now() -> u64 {
     #[cfg(target_arch = "x86_64")]
     if let Some(t) = tsc() {
-        let d = rdtsc().wrapping_sub(t.tsc0) as i64;
-        let ns = (t.ns0 as f64 + d as f64 * t.ns_per_tick).max(0.0) as u64;
+        let ns = t.ns(rdtsc());
         return LAST.with(|l| {
             let v = ns.max(l.get());
             l.set(v);
@@ -138,6 +152,18 @@ mod tests {
         let got = b - a;
         // Within 5 % (a loaded CI machine can stretch the sleep, not the ratio).
         assert!(got as f64 > real as f64 * 0.95 && (got as f64) < real as f64 * 1.05, "{got} vs {real} ({})", source());
+    }
+
+    #[test]
+    fn fixed_point_conversion() {
+        // 2.5 GHz: 0.4 ns per tick.
+        let t = Tsc { tsc0: 1000, ns0: 7, mult: (0.4 * (1u64 << MULT_SHIFT) as f64) as u64 };
+        assert_eq!(t.ns(1000), 7);
+        assert_eq!(t.ns(999), 7, "a TSC behind the calibration point clamps to it");
+        assert!((t.ns(1000 + 2_500_000_000) as i64 - 1_000_000_007).abs() <= 1);
+        // A day of ticks does not overflow.
+        let day = 2_500_000_000u64 * 86_400;
+        assert!((t.ns(1000 + day) as i128 - (86_400_000_000_000i128 + 7)).abs() < 1_000);
     }
 
     #[test]

@@ -67,7 +67,10 @@ fn spin_until<E: Endpoint>(
     mut ready: impl FnMut(&mut E) -> Result<bool, EngineError>,
 ) -> Result<bool, EngineError> {
     let mut spins = 0u32;
-    let start = clock::now();
+    // The stall clock starts at the first check, not on entry: a ping-pong usually completes
+    // before that, and each clock read is time taken from the measured round trip (perftest
+    // reads the clock once per iteration).
+    let mut start = None;
     let limit = timeout.as_nanos() as u64;
     loop {
         if ready(ep)? {
@@ -83,7 +86,7 @@ fn spin_until<E: Endpoint>(
             if deadline.is_some_and(|d| now >= d) {
                 return Ok(false);
             }
-            if now.saturating_sub(start) > limit {
+            if now.saturating_sub(*start.get_or_insert(now)) > limit {
                 return Err(EngineError::Stalled { waiting_for: what(), seconds: timeout.as_secs() });
             }
         }
@@ -257,7 +260,7 @@ pub fn run_write_lat<E: Endpoint>(
 ) -> Result<LatSamples, EngineError> {
     let size = cfg.size.max(1) as usize;
     let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
-    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { vec![0u64; iters as usize] };
+    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { super::stamp_array(iters as usize) };
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
     let side = if role == Role::Client { "client" } else { "server" };
@@ -353,7 +356,7 @@ pub fn run_send_lat<E: Endpoint>(
     stop: &AtomicBool,
 ) -> Result<LatSamples, EngineError> {
     let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
-    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { vec![0u64; iters as usize] };
+    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { super::stamp_array(iters as usize) };
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let rsge = Sge { addr: target.recv_addr, length: cfg.recv_len, lkey: target.lkey };
     let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
@@ -417,7 +420,7 @@ pub fn run_read_lat<E: Endpoint>(
     stop: &AtomicBool,
 ) -> Result<LatSamples, EngineError> {
     let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
-    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { vec![0u64; iters as usize] };
+    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { super::stamp_array(iters as usize) };
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let mut w = Window::new(cfg.duration, cfg.margin, cfg.cpu_probe);
     let mut scnt = 0u64;

@@ -110,6 +110,20 @@ impl From<uverbs::provider::PostError> for EngineError {
     }
 }
 
+/// A zeroed time-stamp array whose pages are already touched. `vec![0; n]` becomes calloc,
+/// whose fresh pages fault on first write: that would happen inside the measured loop (one
+/// fault per 512 stamps, tens of µs each under emulation), landing in the latency tail.
+pub fn stamp_array(n: usize) -> Vec<u64> {
+    let mut v = Vec::with_capacity(n);
+    v.resize(n, 0);
+    // Keep the stores: the optimiser may not turn them into a calloc, but make sure each page
+    // is really written before the loop starts.
+    for i in (0..n).step_by(512) {
+        v[i] = std::hint::black_box(0);
+    }
+    v
+}
+
 /// wr_id layout shared by all loops: QP index in the high half, a slot/sequence in the low half
 /// (as perftest does), so a completion names its QP without a lookup table.
 #[inline]
