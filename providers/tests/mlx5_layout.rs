@@ -1,9 +1,9 @@
 //! mlx5 driver-data layouts (`providers::mlx5::abi`) against the installed kernel header
-//! `<rdma/mlx5-abi.h>`, through a gcc-compiled `offsetof`/`sizeof` probe. Skipped (with a note)
-//! where gcc or the header is missing.
+//! `<rdma/mlx5-abi.h>`, through a gcc-compiled `offsetof`/`sizeof` probe
+//! (tests/support/c_probe.rs).
 
-use std::path::Path;
-use std::process::Command;
+#[path = "../../tests/support/c_probe.rs"]
+mod c_probe;
 
 use providers::mlx5::abi::*;
 
@@ -237,49 +237,9 @@ fn table() -> Vec<(&'static str, usize)> {
 
 #[test]
 fn layout_matches_the_kernel_header() {
-    let hdr = Path::new("/usr/include/rdma/mlx5-abi.h");
-    if !hdr.exists() {
-        eprintln!("skipped: {} not installed", hdr.display());
-        return;
-    }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mlx5_layout_probe");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("probe.c");
-    let bin = dir.join("probe");
     let t = table();
-    let mut c = String::from(
-        "#include <stddef.h>\n#include <stdio.h>\n#include <rdma/mlx5-abi.h>\nint main(void) {\n",
-    );
-    for (expr, _) in &t {
-        c.push_str(&format!("    printf(\"%zu\\n\", (size_t)({expr}));\n"));
-    }
-    c.push_str("    return 0;\n}\n");
-    std::fs::write(&src, c).unwrap();
-    let out = match Command::new("gcc").arg("-o").arg(&bin).arg(&src).output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("skipped: cannot run gcc: {e}");
-            return;
-        }
-    };
-    assert!(
-        out.status.success(),
-        "probe did not compile:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = Command::new(&bin).output().unwrap();
-    assert!(run.status.success());
-    let got: Vec<usize> = String::from_utf8(run.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
-    assert_eq!(got.len(), t.len());
-    let bad: Vec<String> = t
-        .iter()
-        .zip(&got)
-        .filter(|((_, ours), c)| ours != *c)
-        .map(|((e, ours), c)| format!("{e}: header {c}, ours {ours}"))
-        .collect();
+    let exprs: Vec<&str> = t.iter().map(|(e, _)| *e).collect();
+    let c = c_probe::c_values("mlx5-layout", &["rdma/mlx5-abi.h"], "", &exprs);
+    let bad = c_probe::mismatches(t.iter().map(|(e, ours)| (*e, *ours as u64, *e)), &c);
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
 }

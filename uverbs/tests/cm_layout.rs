@@ -3,9 +3,9 @@
 //! the constants. Same approach as `tests/layout.rs` (a gcc-built probe prints the C values);
 //! the helper is small enough to keep here rather than share through a module.
 
-use std::fmt::Write as _;
 use std::mem::{align_of, offset_of, size_of};
-use std::process::Command;
+#[path = "../../tests/support/c_probe.rs"]
+mod c_probe;
 
 use uverbs::cm::sys;
 
@@ -147,38 +147,9 @@ fn checks() -> Vec<Check> {
 #[test]
 fn rdma_ucm_layout_matches_kernel_headers() {
     let checks = checks();
-    let mut src = String::from(
-        "#include <stddef.h>\n#include <stdio.h>\n#include <sys/socket.h>\n#include <netinet/in.h>\n\
-         #include <rdma/rdma_user_cm.h>\n#ifndef AF_IB\n#define AF_IB 27\n#endif\nint main(void) {\n",
-    );
-    for (i, c) in checks.iter().enumerate() {
-        writeln!(src, "    printf(\"{i} %llu\\n\", (unsigned long long)({}));", c.c_expr).unwrap();
-    }
-    src.push_str("    return 0;\n}\n");
-    let dir = std::env::temp_dir().join(format!("uverbs-cm-layout-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (c, bin) = (dir.join("probe.c"), dir.join("probe"));
-    std::fs::write(&c, &src).unwrap();
-    let out = Command::new("gcc")
-        .args(["-std=gnu11", "-O0", "-o"])
-        .arg(&bin)
-        .arg(&c)
-        .output()
-        .unwrap_or_else(|e| panic!("the cm layout test needs gcc and the kernel uAPI headers: {e}"));
-    assert!(out.status.success(), "probe did not compile against /usr/include/rdma/rdma_user_cm.h:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(&bin).output().expect("run the probe");
-    let text = String::from_utf8(run.stdout).unwrap();
-    let mut got = vec![None; checks.len()];
-    for line in text.lines() {
-        let (i, n) = line.split_once(' ').unwrap();
-        got[i.parse::<usize>().unwrap()] = Some(n.parse::<u64>().unwrap());
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    let bad: Vec<String> = checks
-        .iter()
-        .zip(&got)
-        .filter(|(c, g)| g.expect("every check printed") != c.rust)
-        .map(|(c, g)| format!("{}: Rust {} != C {} ({})", c.what, c.rust, g.unwrap(), c.c_expr))
-        .collect();
+    let exprs: Vec<&str> = checks.iter().map(|c| c.c_expr.as_str()).collect();
+    let headers = ["sys/socket.h", "netinet/in.h", "rdma/rdma_user_cm.h"];
+    let c = c_probe::c_values("uverbs-cm-layout", &headers, "#ifndef AF_IB\n#define AF_IB 27\n#endif\n", &exprs);
+    let bad = c_probe::mismatches(checks.iter().map(|k| (k.what.as_str(), k.rust, k.c_expr.as_str())), &c);
     assert!(bad.is_empty(), "{} of {} checks differ:\n{}", bad.len(), checks.len(), bad.join("\n"));
 }

@@ -6,11 +6,22 @@
 //! structs. Union members are probed by their C path (`wr.ud.av`); arms of a union that we model as
 //! separate structs are probed relative to the union's offset.
 
-use std::fmt::Write as _;
 use std::mem::{align_of, offset_of, size_of};
-use std::process::Command;
 
 use uverbs::sys::{self, mlx5, rxe};
+
+#[path = "../../tests/support/c_probe.rs"]
+mod c_probe;
+
+const HEADERS: &[&str] = &[
+    "rdma/ib_user_verbs.h",
+    "rdma/ib_user_ioctl_verbs.h",
+    "rdma/rdma_user_ioctl_cmds.h",
+    "rdma/ib_user_ioctl_cmds.h",
+    "rdma/rdma_user_ioctl.h",
+    "rdma/rdma_user_rxe.h",
+    "rdma/mlx5-abi.h",
+];
 
 struct Check {
     what: String,
@@ -377,56 +388,12 @@ fn all_checks() -> Vec<Check> {
     v
 }
 
-fn probe_source(checks: &[Check]) -> String {
-    let mut s = String::from(
-        "#include <stddef.h>\n#include <stdio.h>\n#include <rdma/ib_user_verbs.h>\n#include <rdma/ib_user_ioctl_verbs.h>\n\
-         #include <rdma/rdma_user_ioctl_cmds.h>\n#include <rdma/ib_user_ioctl_cmds.h>\n#include <rdma/rdma_user_ioctl.h>\n\
-         #include <rdma/rdma_user_rxe.h>\n#include <rdma/mlx5-abi.h>\n\nint main(void) {\n",
-    );
-    for (i, c) in checks.iter().enumerate() {
-        writeln!(s, "    printf(\"{i} %llu\\n\", (unsigned long long)({}));", c.c_expr).unwrap();
-    }
-    s.push_str("    return 0;\n}\n");
-    s
-}
-
 #[test]
 fn abi_layout_matches_kernel_headers() {
     let checks = all_checks();
-    let dir = std::env::temp_dir().join(format!("uverbs-layout-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("probe.c");
-    let bin = dir.join("probe");
-    std::fs::write(&src, probe_source(&checks)).unwrap();
-
-    let gcc = Command::new("gcc").arg("-std=gnu11").arg("-O0").arg("-o").arg(&bin).arg(&src).output();
-    let gcc = match gcc {
-        Ok(o) => o,
-        Err(e) => panic!("layout test needs gcc and the kernel uAPI headers (linux-libc-dev); running gcc failed: {e}"),
-    };
-    assert!(
-        gcc.status.success(),
-        "compiling the layout probe against /usr/include/rdma failed (are the kernel uAPI headers installed?):\n{}",
-        String::from_utf8_lossy(&gcc.stderr)
-    );
-    let out = Command::new(&bin).output().expect("run the layout probe");
-    assert!(out.status.success(), "layout probe failed");
-    let text = String::from_utf8(out.stdout).unwrap();
-    let mut c_values = vec![None; checks.len()];
-    for line in text.lines() {
-        let mut it = line.split_whitespace();
-        let i: usize = it.next().unwrap().parse().unwrap();
-        let v: u64 = it.next().unwrap().parse().unwrap();
-        c_values[i] = Some(v);
-    }
-    let mut bad = Vec::new();
-    for (c, v) in checks.iter().zip(&c_values) {
-        let v = v.expect("probe printed every check");
-        if v != c.rust {
-            bad.push(format!("{}: Rust {} != C {} ({})", c.what, c.rust, v, c.c_expr));
-        }
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    let exprs: Vec<&str> = checks.iter().map(|c| c.c_expr.as_str()).collect();
+    let c = c_probe::c_values("uverbs-layout", HEADERS, "", &exprs);
+    let bad = c_probe::mismatches(checks.iter().map(|k| (k.what.as_str(), k.rust, k.c_expr.as_str())), &c);
     assert!(bad.is_empty(), "{} of {} layout checks differ:\n{}", bad.len(), checks.len(), bad.join("\n"));
     eprintln!("{} layout checks passed", checks.len());
 }
