@@ -1090,8 +1090,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
         }
         let ep = VerbsEndpoint::create(&self.ctx, &setup).map_err(|e| ToolError::new(1, format!(" Couldn't create IB resources\n{e}")))?;
         if p.mmap_file.is_some() {
-            // perftest 6.06 (pp_init_mmap) prints this on stdout.
-            self.out.text(&format!("allocated mmap buffer of size {} at {:#x}\n", layout.total(), ep.buf_addr()));
+            // perftest 6.06 (pp_init_mmap) prints this on stdout, also with --output.
+            self.out.result(&format!("allocated mmap buffer of size {} at {:#x}\n", layout.total(), ep.buf_addr()));
         }
         if ep.max_inline() < self.inline {
             self.out.err(&format!(
