@@ -18,6 +18,7 @@ use uverbs::wr::WcStatus;
 use crate::cm_session;
 use crate::engine::bw::{self, BwConfig, BwSamples, DurationWindow, QpTarget};
 use crate::engine::lat::{self, LatConfig, LatSamples};
+use crate::engine::memsrc::Fill;
 use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
 use crate::engine::{self, clock, AtomicKind, EngineError, WaitMode};
 use crate::oob::msg::{self, AtomicType as WireAtomic, BwReport, ConnType, KeyFormat, KeyMsg, PeerVersion, SysData};
@@ -150,12 +151,6 @@ pub fn unsupported_option(p: &Params) -> Option<String> {
     }
     if p.source_ip.is_some() {
         return no("--source_ip/--bind_source_ip", "the kernel picks the source address from the routing table");
-    }
-    if p.mmap_file.is_some() {
-        return no("--mmap", "buffers come from anonymous memory (or --use_hugepages)");
-    }
-    if p.payload_file_path.is_some() {
-        return no("--payload_file_path", "buffers are filled with pseudo-random data");
     }
     if p.use_null_mr {
         return no("--use-null-mr", "null MRs are not implemented");
@@ -706,6 +701,8 @@ fn run_with_context<P: Provider>(
     let stall = env_timeout(ENV_STALL_TIMEOUT, STALL_DEFAULT)?;
     let setup_timeout = env_timeout(ENV_OOB_TIMEOUT, OOB_SETUP_DEFAULT)?;
     let dev = query_device(p, &ctx)?;
+    let payload = crate::engine::memsrc::prepare(p, &dev.attr, page_size().max(1) as u64, cache_line().max(1) as u64)
+        .map_err(|m| ToolError::new(1, m))?;
 
     // Inline size (ctx_set_max_inline): unknown devices get 0, and say so if a value was set
     // (read/atomic tools always set 0 while parsing).
@@ -861,6 +858,7 @@ fn run_with_context<P: Provider>(
         mtu: local_mtu,
         sys: SysData { page_size: page_size(), cache_line: cache_line() },
         sizes,
+        payload,
         ep: None,
         my_keys: Vec::new(),
         remote_keys: Vec::new(),
@@ -929,6 +927,8 @@ struct SideRun<'a, P: Provider> {
     mtu: u8,
     sys: SysData,
     sizes: Vec<u64>,
+    /// `--payload_file_path`'s bytes, read before connecting.
+    payload: Option<Vec<u8>>,
     ep: Option<VerbsEndpoint<P>>,
     my_keys: Vec<KeyMsg>,
     remote_keys: Vec<KeyMsg>,
@@ -1078,10 +1078,21 @@ impl<'a, P: Provider> SideRun<'a, P> {
             port: p.ib_port,
             port2: if p.dualport { Some(p.ib_port2) } else { None },
             pkey_index: p.pkey_index as u16,
-            random_fill: p.tool != Tool::WriteLat,
+            fill: Fill::for_tool(p.tool, self.payload.clone()).truncated(max_size),
             hugepages: p.use_hugepages,
+            mmap: p.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.mmap_offset)),
+            odp: p.odp,
         };
+        if let Some(f) = &p.mmap_file {
+            if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
+                return Err(ToolError::new(1, m));
+            }
+        }
         let ep = VerbsEndpoint::create(&self.ctx, &setup).map_err(|e| ToolError::new(1, format!(" Couldn't create IB resources\n{e}")))?;
+        if p.mmap_file.is_some() {
+            // perftest 6.06 (pp_init_mmap) prints this on stdout, also with --output.
+            self.out.result(&format!("allocated mmap buffer of size {} at {:#x}\n", layout.total(), ep.buf_addr()));
+        }
         if ep.max_inline() < self.inline {
             self.out.err(&format!(
                 "  Actual inline-size({}) < requested inline-size({})\n",
@@ -1859,7 +1870,7 @@ mod tests {
         for (t, args, opt) in [
             (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
             (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),
-            (Tool::WriteBw, &["--mmap", "/tmp/x"][..], "--mmap"),
+            (Tool::WriteBw, &["--use-null-mr"][..], "--use-null-mr"),
         ] {
             let m = unsupported_option(&parsed(t, args)).unwrap_or_else(|| panic!("{args:?} accepted"));
             assert!(m.contains(opt) && m.contains("not supported by rperftest") && !m.contains('\n'), "{m}");

@@ -180,7 +180,8 @@ fn sample(tool: Tool, long: &str) -> (Vec<&'static str>, Option<ErrorKind>) {
         | "log_active_dci_streams"
         | "aes_block_size"
         | "data_enc_keys_number" => (vec!["1"], Some(ErrorKind::Unsupported)),
-        "aes_xts" | "encrypt_on_tx" | "sig_before" | "odp" => {
+        "odp" => (vec![], None),
+        "aes_xts" | "encrypt_on_tx" | "sig_before" => {
             (vec![], Some(ErrorKind::Unsupported))
         }
         "kek_path" | "credentials_path" | "data_enc_key_app_path" => {
@@ -935,7 +936,6 @@ fn invalid_combinations() {
             "Invalid Connection type",
         ),
         (Tool::AtomicBw, &["-A", "SWAP"], "-A", "Invalid Atomic type"),
-        (Tool::WriteBw, &["--odp"], "--odp", "On Demand Paging"),
         (
             Tool::WriteBw,
             &["--force-link", "RoCE"],

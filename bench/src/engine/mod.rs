@@ -13,6 +13,7 @@ pub mod bw;
 pub mod clock;
 pub mod dualport;
 pub mod lat;
+pub mod memsrc;
 pub mod rate;
 pub mod ud_cm;
 pub mod verbs;

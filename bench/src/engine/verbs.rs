@@ -21,6 +21,7 @@ use uverbs::objects::{
 use uverbs::provider::{AhAttr, Provider, QpCaps, QpType};
 use uverbs::wr::{RecvWr, SendWr, Sge, UdDest, WorkCompletion};
 
+use super::memsrc::{pattern_chunk, Fill};
 use super::{CqKind, Endpoint, EngineError};
 
 /// Bytes of the GRH in front of every UD receive.
@@ -87,9 +88,14 @@ pub struct VerbsSetup {
     /// `-O`: the second port; the second half of the QPs uses it ([`super::dualport`]).
     pub port2: Option<u8>,
     pub pkey_index: u16,
-    /// Fill the buffer with pseudo-random words (all tests but write_lat, which needs zeros).
-    pub random_fill: bool,
+    /// What the buffer holds after registration (zeros for write_lat, pseudo-random words or a
+    /// `--payload_file_path` pattern otherwise).
+    pub fill: Fill,
     pub hugepages: bool,
+    /// `--mmap <file>` / `--mmap-offset`: the buffer is the file mapped from that offset.
+    pub mmap: Option<(std::path::PathBuf, u64)>,
+    /// `--odp`: register the MR with IBV_ACCESS_ON_DEMAND (the caps are checked beforehand).
+    pub odp: bool,
 }
 
 /// The peer's side of one QP connection plus our path settings.
@@ -146,9 +152,30 @@ impl<P: Provider> VerbsEndpoint<P> {
     pub fn create(ctx: &Arc<Context<P>>, s: &VerbsSetup) -> Result<Self, EngineError> {
         let pd = Pd::new(ctx).map_err(|e| verr("allocate PD", e))?;
         let total = usize::try_from(s.layout.total()).map_err(|_| EngineError::Verbs("buffer too large".into()))?;
-        let mr = Mr::alloc(&pd, total, s.access | AccessFlags::LOCAL_WRITE, s.hugepages)
-            .map_err(|e| verr(&format!("Couldn't allocate MR of {total} bytes"), e))?;
-        if s.random_fill {
+        let mut mr_access = s.access | AccessFlags::LOCAL_WRITE;
+        if s.odp {
+            mr_access |= AccessFlags::ON_DEMAND;
+        }
+        let mr = match &s.mmap {
+            Some((path, offset)) => Mr::register_file(&pd, path, *offset, total, mr_access)
+                .map_err(|e| verr(&format!("Couldn't register the --mmap buffer of {total} bytes"), e))?,
+            None => Mr::alloc(&pd, total, mr_access, s.hugepages)
+                .map_err(|e| verr(&format!("Couldn't allocate MR of {total} bytes"), e))?,
+        };
+        if let Fill::Pattern(pat) = &s.fill {
+            let mut chunk = vec![0u8; 4096.min(total)];
+            let mut off = 0;
+            while off < total {
+                let n = chunk.len().min(total - off);
+                pattern_chunk(pat, off, &mut chunk[..n]);
+                mr.write_at(off, &chunk[..n]).map_err(|e| verr("fill buffer", e))?;
+                off += n;
+            }
+        } else if s.fill == Fill::Zero && s.mmap.is_some() {
+            // Anonymous memory starts zeroed; a mapped file does not.
+            mr.fill(0);
+        }
+        if s.fill == Fill::Random {
             let mut x: u32 = 0x9e37_79b9 ^ (super::clock::now() as u32);
             let mut chunk = vec![0u8; 4096.min(total)];
             let mut off = 0;
@@ -241,6 +268,10 @@ impl<P: Provider> VerbsEndpoint<P> {
     /// QP `q` itself (rdma_cm `-R` moves it INIT/RTR/RTS with the kernel's attributes).
     pub fn qp_mut(&mut self, q: usize) -> &mut Qp<P> {
         &mut self.qps[q]
+    }
+    /// Address of the registered buffer (perftest prints it for `--mmap`).
+    pub fn buf_addr(&self) -> u64 {
+        self.mr.addr()
     }
     pub fn lkey(&self) -> u32 {
         self.mr.lkey()

@@ -20,7 +20,7 @@
 //!   NEGOTIATE message with us (6.29 only sends it to ≥6.28 peers) and the help text and
 //!   report formats we reproduce are 6.06's.
 //! * Features rperftest does not implement are parsed (so they are never "unknown") and then
-//!   refused with a one-line [`ErrorKind::Unsupported`] error: XRC/DC/SRD connections, `--odp`,
+//!   refused with a one-line [`ErrorKind::Unsupported`] error: XRC/DC/SRD connections,
 //!   AES-XTS, DCS, GPU memory, an explicit HW and the PP rate limiter, data validation and vendor-specific options.
 //! * Raw-Ethernet options (`-B -E -J -j -K -k -Y -Z -P -v`, `--tcp`, `--remote_mac`, …) are
 //!   accepted and ignored, as perftest's ib_* tools do.
@@ -560,6 +560,8 @@ pub struct Params {
     pub mmap_file: Option<String>,
     pub mmap_offset: u64,
     pub payload_file_path: Option<String>,
+    /// `--odp`: register the MR with IBV_ACCESS_ON_DEMAND (after checking the device's ODP caps).
+    pub odp: bool,
     pub wait_destroy: u32,
     /// `--latency_gap` (µs busy-wait before each post, LAT only).
     pub latency_gap: u32,
@@ -676,6 +678,7 @@ impl Params {
             mmap_file: None,
             mmap_offset: 0,
             payload_file_path: None,
+            odp: false,
             wait_destroy: 0,
             latency_gap: 0,
             disable_pcie_relaxed: false,
@@ -853,7 +856,6 @@ pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
 /// Options seen that do not map to a field, or whose refusal waits until all options are known.
 #[derive(Default)]
 struct State {
-    odp: bool,
     use_rss: bool,
     aes: Option<String>,
     dcs: Option<String>,
@@ -1269,7 +1271,7 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
         Opt::Ipv6 => p.ipv6 = true,
         Opt::Ipv6Addr => p.ipv6_addr = true,
         Opt::ReportPerPort => p.report_per_port = true,
-        Opt::Odp => st.odp = true,
+        Opt::Odp => p.odp = true,
         Opt::UseHugepages => p.use_hugepages = true,
         Opt::UseOldPostSend => p.use_old_post_send = true,
         Opt::MrPerQp => p.mr_per_qp = true,
@@ -1373,12 +1375,6 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
             ))
         }
         _ => {}
-    }
-    if st.odp {
-        return Err(unsupported(
-            "--odp",
-            "On Demand Paging is not supported by rperftest",
-        ));
     }
     if st.use_rss {
         return Err(unsupported("--use_rss", "RSS isn't supported"));
