@@ -127,6 +127,19 @@ if full; then
     ! grep -q "src-addr 0.0.0.0:18515" "$W" || fail "our server listened on the wildcard address"
 fi
 
+if [ -r /proc/net/tcp6 ] && ip -6 addr show dev lo | grep -q "inet6 ::1/"; then
+    log "== IPv6 (an rperftest extension; 6.06 takes IPv4 only): server and client --source_ip ::1"
+    start_server -t 60 rperftest ib_write_bw "${X[@]}" -D 2 --source_ip ::1
+    run with_timeout 120 rperftest ib_write_bw "${X[@]}" -D 2 --bind_source_ip ::1 ::1
+    cp "$LAST_OUT" "$VMTEST_TMP/client.out"
+    wait_server 60
+    [ "$LAST_RC" = 0 ] || fail "IPv6 client rc=$LAST_RC"
+    [ "$SERVER_RC" = 0 ] || fail "IPv6 server rc=$SERVER_RC"
+    bw_sane "$VMTEST_TMP/client.out"; bw_sane "$SERVER_LOG"
+else
+    log "no IPv6 on lo: the IPv6 pair is left out"
+fi
+
 log "== a source address on no interface: one line, exit 1, at once (client, server, -R)"
 bad() {
     mark
