@@ -91,9 +91,12 @@ impl CmStart {
 }
 
 /// Client: resolve the server's address and route for the control connection.
-pub fn start_client(dst: SocketAddr, ack_timeout: u8) -> Result<CmStart, String> {
+/// `src` (`--source_ip`) is the source address of the resolution, as perftest 6.06's
+/// rdma_client_connect passes it to rdma_resolve_addr.
+pub fn start_client(dst: SocketAddr, src: Option<IpAddr>, ack_timeout: u8) -> Result<CmStart, String> {
     let chan = CmChannel::open().map_err(uerr)?;
-    let mut id = resolved_id(&chan, &dst, None, ack_timeout)?;
+    let src = src.map(|ip| SocketAddr::new(ip, 0));
+    let mut id = resolved_id_of(&chan, src.as_ref(), &dst, None, ack_timeout, QpType::Rc)?;
     let dev = id.device().map_err(uerr)?;
     id.set_qp_type(QpType::Rc);
     Ok(CmStart::Client { id, dst, dev })
@@ -101,13 +104,20 @@ pub fn start_client(dst: SocketAddr, ack_timeout: u8) -> Result<CmStart, String>
 
 /// One id resolved to `dst` (address, [ToS], route).
 fn resolved_id(chan: &Arc<CmChannel>, dst: &SocketAddr, tos: Option<u8>, ack_timeout: u8) -> Result<CmId, String> {
-    resolved_id_of(chan, dst, tos, ack_timeout, QpType::Rc)
+    resolved_id_of(chan, None, dst, tos, ack_timeout, QpType::Rc)
 }
 
 /// [`resolved_id`] for a QP type: UD ids live in the UDP port space (RDMA_PS_UDP).
-fn resolved_id_of(chan: &Arc<CmChannel>, dst: &SocketAddr, tos: Option<u8>, ack_timeout: u8, qp_type: QpType) -> Result<CmId, String> {
+fn resolved_id_of(
+    chan: &Arc<CmChannel>,
+    src: Option<&SocketAddr>,
+    dst: &SocketAddr,
+    tos: Option<u8>,
+    ack_timeout: u8,
+    qp_type: QpType,
+) -> Result<CmId, String> {
     let mut id = chan.create_id(PortSpace::for_qp_type(qp_type), qp_type).map_err(uerr)?;
-    id.resolve_addr(None, dst, RESOLVE_TIMEOUT).map_err(uerr)?;
+    id.resolve_addr(src, dst, RESOLVE_TIMEOUT).map_err(uerr)?;
     id.expect(CmEventKind::AddrResolved, RESOLVE_TIMEOUT).map_err(uerr)?;
     if let Some(t) = tos {
         id.set_tos(t).map_err(uerr)?;
@@ -725,7 +735,7 @@ impl CmData {
                 let mut qp_ready = false;
                 let (id, ev) = loop {
                     let chan = CmChannel::open().map_err(uerr)?;
-                    let id = resolved_id_of(&chan, &dst, c.tos, c.ack_timeout, QpType::Ud)?;
+                    let id = resolved_id_of(&chan, None, &dst, c.tos, c.ack_timeout, QpType::Ud)?;
                     id.device().map_err(uerr).and_then(|d| check_device(&d, ibdev, &what))?;
                     if !qp_ready {
                         // Once: a retry (no listener yet) reuses the QP already in RTS.

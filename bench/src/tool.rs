@@ -149,13 +149,18 @@ pub fn unsupported_option(p: &Params) -> Option<String> {
     if p.dont_xchg_versions {
         return no("--dont_xchg_versions", "perftest 6.06 itself aborts without the version exchange");
     }
-    if p.source_ip.is_some() {
-        return no("--source_ip/--bind_source_ip", "the kernel picks the source address from the routing table");
+    if let Err(e) = crate::oob::source::from_option(p.source_ip.as_deref()) {
+        return Some(e);
     }
     if p.use_null_mr {
         return no("--use-null-mr", "null MRs are not implemented");
     }
     None
+}
+
+/// `--source_ip`/`--bind_source_ip` (checked by [`unsupported_option`] before the run).
+fn source_ip(p: &Params) -> Option<std::net::IpAddr> {
+    p.source_ip.as_deref().and_then(|s| crate::oob::source::parse(s).ok())
 }
 
 /// `-w`/`-y` (perftest's verifier limits) against the last BW line printed: perftest's
@@ -335,11 +340,11 @@ fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
     }
     let start = if let Some(host) = p.server_name.as_deref() {
         let dst = cm_session::resolve_host(host, p.port, p.ipv6).map_err(|e| ToolError::new(1, e))?;
-        cm_session::start_client(dst, p.qp_timeout)
+        cm_session::start_client(dst, source_ip(p), p.qp_timeout)
             .map_err(|e| ToolError::new(1, format!(" Unable to perform rdma_client function\n{e}")))?
     } else {
         out.text(report::WAITING_FOR_CLIENT);
-        cm_session::start_server(None, p.port, p.ipv6, None)
+        cm_session::start_server(source_ip(p), p.port, p.ipv6, None)
             .map_err(|e| ToolError::new(1, format!(" Unable to perform rdma_server function\n{e}")))?
     };
     let dev = start.device().clone();
@@ -775,7 +780,8 @@ fn run_with_context<P: Provider>(
     } else {
         Duration::from_secs(per_read.min(24 * 3600)).max(setup_timeout)
     };
-    let cfg = OobConfig { port: p.port, timeout: setup_timeout, ..OobConfig::default() };
+    let src = source_ip(p);
+    let cfg = OobConfig { port: p.port, timeout: setup_timeout, source_addr: src, bind_addr: src, ..OobConfig::default() };
     let mut cm_data = None;
     let ch = if let Some(start) = cm {
         let mut c = cm_session::CmOob::establish(&ctx, start, setup_timeout, cfg.connect_retry_for, p.qp_timeout).map_err(|e| {
@@ -790,7 +796,7 @@ fn run_with_context<P: Provider>(
                     None => None,
                 },
                 port: p.port,
-                bind: None,
+                bind: src,
                 ipv6: p.ipv6,
                 tos: p.tos,
                 ack_timeout: p.qp_timeout,
@@ -1869,13 +1875,18 @@ mod tests {
     fn unimplemented_options_are_refused_in_one_line_naming_them() {
         for (t, args, opt) in [
             (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
-            (Tool::WriteBw, &["--source_ip", "10.0.0.1"][..], "--source_ip"),
             (Tool::WriteBw, &["--use-null-mr"][..], "--use-null-mr"),
         ] {
             let m = unsupported_option(&parsed(t, args)).unwrap_or_else(|| panic!("{args:?} accepted"));
             assert!(m.contains(opt) && m.contains("not supported by rperftest") && !m.contains('\n'), "{m}");
         }
         assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["-l", "4", "-Q", "2", "-m", "1024", "-n", "8"])), None);
+        // --source_ip: checked, not refused (TEST-NET-3 is on no interface; 127.0.0.1 always is).
+        assert_eq!(
+            unsupported_option(&parsed(Tool::WriteBw, &["--bind_source_ip", "203.0.113.9"])).as_deref(),
+            Some(" --source_ip 203.0.113.9: no local interface has this address; give one that `ip addr` lists, or leave the option out")
+        );
+        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["--source_ip", "127.0.0.1"])), None);
         // Implemented since: the SW rate limiter and --report-both.
         assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"])), None);
         assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["-b", "--report-both"])), None);

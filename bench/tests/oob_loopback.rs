@@ -420,3 +420,42 @@ fn per_port_report_adds_four_blocks_in_perftests_order() {
     // Without the flag the exchange stops after five blocks.
     assert_eq!(BwReport::fields(false).len(), 5);
 }
+
+/// `--source_ip`: the server bound to one address, the client bound to another before it
+/// connects; the server's peer is the client's source address. IPv4 (127.0.0.3 -> 127.0.0.2,
+/// both on lo) and IPv6 (::1, where the host has it).
+#[test]
+fn source_address_binds_client_and_server() {
+    use std::net::IpAddr;
+    let mut pairs: Vec<(IpAddr, IpAddr, &str)> =
+        vec![("127.0.0.2".parse().unwrap(), "127.0.0.3".parse().unwrap(), "127.0.0.2")];
+    if std::net::TcpListener::bind("[::1]:0").is_ok() {
+        pairs.push(("::1".parse().unwrap(), "::1".parse().unwrap(), "::1"));
+    }
+    for (server_ip, client_ip, host) in pairs {
+        let l = Listener::bind(&OobConfig { bind_addr: Some(server_ip), ..cfg() }).unwrap();
+        let port = l.port();
+        let t = thread::spawn(move || l.accept().map(|c| c.stream().peer_addr().unwrap()));
+        let c = Channel::connect(host, &OobConfig { port, source_addr: Some(client_ip), ..cfg() }).unwrap();
+        assert_eq!(c.stream().local_addr().unwrap().ip(), client_ip);
+        assert_eq!(c.stream().peer_addr().unwrap().ip(), server_ip);
+        assert_eq!(t.join().unwrap().unwrap().ip(), client_ip);
+    }
+    // The server bound to 127.0.0.2 only: 127.0.0.1 is refused.
+    let l = Listener::bind(&OobConfig { bind_addr: Some("127.0.0.2".parse().unwrap()), ..cfg() }).unwrap();
+    let no_retry = OobConfig { port: l.port(), connect_retry_for: Duration::ZERO, ..cfg() };
+    assert!(matches!(Channel::connect("127.0.0.1", &no_retry), Err(OobError::Connect { .. })));
+    // A source of the other family than the host's addresses: one line naming the option.
+    let e = Channel::connect("127.0.0.2", &OobConfig { source_addr: Some("::1".parse().unwrap()), ..no_retry })
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.starts_with("--source_ip ::1: 127.0.0.2 has no IPv6 address") && !e.contains('\n'), "{e}");
+    // A source address on no interface: the bind error, not a connect error, and no retries.
+    let t0 = Instant::now();
+    let bad = OobConfig { port: l.port(), source_addr: Some("203.0.113.5".parse().unwrap()), ..cfg() };
+    let e = Channel::connect("127.0.0.2", &bad).err().unwrap().to_string();
+    assert!(e.contains("--source_ip 203.0.113.5: no local interface has this address"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(4), "a bind error must not be retried");
+    drop(l);
+}

@@ -32,6 +32,8 @@ pub enum OobError {
     Io { step: String, source: io::Error },
     /// A wait was cut short by SIGINT/SIGTERM/SIGHUP ([`crate::signal`]).
     Interrupted { step: String },
+    /// `--source_ip` cannot be used (not local, wrong family): the whole line.
+    Source { msg: String },
 }
 
 impl OobError {
@@ -99,6 +101,7 @@ impl fmt::Display for OobError {
                 write!(f, "socket error during {step}: {source}; check the network and the peer")
             }
             OobError::Interrupted { step } => f.write_str(&crate::signal::stop_message(crate::signal::signal_number(), step)),
+            OobError::Source { msg } => f.write_str(msg.trim_start()),
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod error;
 pub mod msg;
 pub mod plan;
 pub mod session;
+pub mod source;
 pub mod transport;
 
 pub use error::OobError;

@@ -30,7 +30,7 @@ pub struct OobConfig {
     pub bind_addr: Option<IpAddr>,
     /// Use IPv6 (`--ipv6-addr`) for the wildcard bind / name resolution.
     pub ipv6: bool,
-    /// Client: local source address (`--bind_source_ip`).
+    /// Client: local source address (`--source_ip`/`--bind_source_ip`): bound before connect.
     pub source_addr: Option<IpAddr>,
 }
 
@@ -142,9 +142,21 @@ impl Channel {
             Err(source) => return Err(OobError::Connect { target, tries: 1, source }),
         };
         let addrs: Vec<SocketAddr> = {
-            // Prefer the requested family, fall back to whatever resolved.
-            let fam: Vec<SocketAddr> = addrs.iter().copied().filter(|a| a.is_ipv6() == cfg.ipv6).collect();
+            // Prefer the requested family (the source address's, when one is given), fall
+            // back to whatever resolved.
+            let v6 = cfg.source_addr.map_or(cfg.ipv6, |s| s.is_ipv6());
+            let fam: Vec<SocketAddr> = addrs.iter().copied().filter(|a| a.is_ipv6() == v6).collect();
             if fam.is_empty() {
+                if let Some(src) = cfg.source_addr {
+                    return Err(OobError::Source {
+                        msg: format!(
+                            " {} {src}: {host} has no {} address to connect to from it; give a source address \
+                             of the server's family",
+                            super::source::OPTION,
+                            if v6 { "IPv6" } else { "IPv4" }
+                        ),
+                    });
+                }
                 addrs
             } else {
                 fam
@@ -168,9 +180,18 @@ impl Channel {
                 }
                 // A SYN that gets no answer should not hold a client for the whole OOB timeout.
                 let per_try = cfg.timeout.clamp(Duration::from_secs(1), Duration::from_secs(10));
-                match TcpStream::connect_timeout(a, per_try) {
+                let attempt = match cfg.source_addr {
+                    // --source_ip: bind() before connect(), as perftest.
+                    Some(src) => super::source::connect_from(src, a, per_try).map_err(|e| match e {
+                        super::source::ConnectFromError::Bind(e) => Err(super::source::bind_error(src, &e)),
+                        super::source::ConnectFromError::Connect(e) => Ok(e),
+                    }),
+                    None => TcpStream::connect_timeout(a, per_try).map_err(Ok),
+                };
+                match attempt {
                     Ok(s) => return Channel::from_stream(s, Role::Client, cfg.timeout),
-                    Err(e) => last_err = Some(e),
+                    Err(Ok(e)) => last_err = Some(e),
+                    Err(Err(msg)) => return Err(OobError::Source { msg }),
                 }
             }
             let e = last_err.unwrap_or_else(|| io::Error::other("no address"));
