@@ -326,8 +326,9 @@ pub fn page_size() -> usize {
     }
 }
 
-/// Anonymous, page-aligned, zeroed memory from mmap(2), marked MADV_DONTFORK (registered
-/// memory must not be copied-on-write into a child).
+/// A page-aligned mmap(2) mapping owned by this value, marked MADV_DONTFORK (registered memory
+/// must not be copied-on-write into a child): anonymous zeroed memory ([`MmapBuf::new`]) or a
+/// shared file mapping ([`MmapBuf::map_file`]).
 pub struct MmapBuf {
     ptr: NonNull<u8>,
     len: usize,
@@ -352,15 +353,62 @@ impl MmapBuf {
         // SAFETY: an anonymous private mapping at a kernel-chosen address; no existing memory is
         // affected.
         let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+        if p == libc::MAP_FAILED && hugepages {
+            return Err(Error::last_os(what)
+                .with_hint("no free huge pages: reserve some (echo N > /proc/sys/vm/nr_hugepages) or run without --use_hugepages"));
+        }
+        // SAFETY: `p` is mmap's answer for `len` bytes, checked for MAP_FAILED by `adopt`.
+        unsafe { Self::adopt(p, len, what) }
+    }
+
+    /// Map `len` bytes of the file `path` from `offset` (a multiple of the page size),
+    /// read-write and `MAP_SHARED` so that writes reach the file (perftest's `--mmap` buffer).
+    /// The file must hold `offset + len` bytes: a mapping past the end of the file would raise
+    /// SIGBUS on the first access instead of failing here.
+    pub fn map_file(path: &std::path::Path, offset: u64, len: usize) -> Result<Self> {
+        use std::os::fd::AsRawFd;
+        let what = format!("mmap '{}'", path.display());
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| Error::errno(format!("open '{}'", path.display()), e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let size = f
+            .metadata()
+            .map_err(|e| Error::errno(format!("stat '{}'", path.display()), e.raw_os_error().unwrap_or(libc::EIO)))?
+            .len();
+        let need = offset.checked_add(len as u64).ok_or_else(|| Error::msg(what.clone(), "offset + length overflows"))?;
+        if size < need {
+            return Err(Error::msg(
+                what,
+                format!("the file has {size} bytes, the buffer needs {len} bytes from offset {offset} ({need} bytes)"),
+            ));
+        }
+        let ps = page_size() as u64;
+        if !offset.is_multiple_of(ps) {
+            return Err(Error::msg(what, format!("offset {offset} is not a multiple of the page size ({ps})")));
+        }
+        let off = libc::off_t::try_from(offset).map_err(|_| Error::msg(what.clone(), "offset too large"))?;
+        let len = len.max(1);
+        // SAFETY: a new shared mapping of an open file at a kernel-chosen address; no existing
+        // memory is affected. The fd may be closed afterwards, the mapping keeps the file.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), off)
+        };
+        // SAFETY: `p` is mmap's answer for `len` bytes, checked for MAP_FAILED by `adopt`.
+        unsafe { Self::adopt(p, len, &what) }
+    }
+
+    /// Take ownership of mmap's answer `p` for `len` bytes and mark it MADV_DONTFORK.
+    ///
+    /// # Safety
+    /// `p` must be what mmap(2) just returned for a mapping of `len` bytes that nothing else owns.
+    unsafe fn adopt(p: *mut libc::c_void, len: usize, what: &str) -> Result<Self> {
         if p == libc::MAP_FAILED {
-            let e = Error::last_os(what);
-            return Err(if hugepages {
-                e.with_hint("no free huge pages: reserve some (echo N > /proc/sys/vm/nr_hugepages) or run without --use_hugepages")
-            } else {
-                e
-            });
+            return Err(Error::last_os(what));
         }
         let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| Error::msg(what, "mmap returned NULL"))?;
+        // Owned from here on: an error below unmaps it.
         let buf = MmapBuf { ptr, len };
         // SAFETY: the range is exactly the mapping just created.
         let r = unsafe { libc::madvise(p, len, libc::MADV_DONTFORK) };
@@ -388,86 +436,8 @@ impl Drop for MmapBuf {
     }
 }
 
-/// A file mapped `MAP_SHARED` (perftest's `--mmap <file>` buffer), marked MADV_DONTFORK. The
-/// file must hold `offset + len` bytes: a mapping past the end of the file would raise SIGBUS on
-/// the first access instead of failing here.
-pub struct FileMap {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: FileMap owns its mapping exclusively; the raw pointer is just its address.
-unsafe impl Send for FileMap {}
-// SAFETY: as for MmapBuf: &self only exposes the address and length.
-unsafe impl Sync for FileMap {}
-
-impl FileMap {
-    /// Map `len` bytes of `path` from `offset` (a multiple of the page size), read-write and
-    /// shared, so that writes reach the file.
-    pub fn open(path: &std::path::Path, offset: u64, len: usize) -> Result<Self> {
-        use std::os::fd::AsRawFd;
-        let what = format!("mmap '{}'", path.display());
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::errno(format!("open '{}'", path.display()), e.raw_os_error().unwrap_or(libc::EIO)))?;
-        let size = f
-            .metadata()
-            .map_err(|e| Error::errno(format!("stat '{}'", path.display()), e.raw_os_error().unwrap_or(libc::EIO)))?
-            .len();
-        let need = offset.checked_add(len as u64).ok_or_else(|| Error::msg(what.clone(), "offset + length overflows"))?;
-        if size < need {
-            return Err(Error::msg(
-                what,
-                format!("the file has {size} bytes, the buffer needs {len} bytes from offset {offset} ({need} bytes)"),
-            ));
-        }
-        let ps = page_size() as u64;
-        if offset % ps != 0 {
-            return Err(Error::msg(what, format!("offset {offset} is not a multiple of the page size ({ps})")));
-        }
-        let off = libc::off_t::try_from(offset).map_err(|_| Error::msg(what.clone(), "offset too large"))?;
-        let len = len.max(1);
-        // SAFETY: a new shared mapping of an open file at a kernel-chosen address; no existing
-        // memory is affected. The fd may be closed afterwards, the mapping keeps the file.
-        let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), off)
-        };
-        if p == libc::MAP_FAILED {
-            return Err(Error::last_os(what));
-        }
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| Error::msg(what, "mmap returned NULL"))?;
-        let map = FileMap { ptr, len };
-        // SAFETY: the range is exactly the mapping just created.
-        let r = unsafe { libc::madvise(p, len, libc::MADV_DONTFORK) };
-        if r != 0 {
-            return Err(Error::last_os("madvise(MADV_DONTFORK)"));
-        }
-        Ok(map)
-    }
-    pub fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-    pub fn len(&self) -> usize {
-        self.len
-    }
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl Drop for FileMap {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly the mapping this value owns; no references into it outlive
-        // `self`.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-    }
-}
-
 enum MrMem {
     Mmap(#[allow(dead_code)] MmapBuf),
-    File(#[allow(dead_code)] FileMap),
     Vec(#[allow(dead_code)] Vec<u8>),
     Foreign,
 }
@@ -498,7 +468,7 @@ impl<P: Provider> Mr<P> {
         unsafe { Self::register_inner(pd, addr, full, access, MrMem::Mmap(buf)) }
     }
 
-    /// Map `len` bytes of the file `path` from `offset` (see [`FileMap::open`]) and register
+    /// Map `len` bytes of the file `path` from `offset` (see [`MmapBuf::map_file`]) and register
     /// the mapping; the `Mr` keeps the mapping until it is deregistered.
     pub fn register_file(
         pd: &Arc<Pd<P>>,
@@ -507,11 +477,11 @@ impl<P: Provider> Mr<P> {
         len: usize,
         access: AccessFlags,
     ) -> Result<Self> {
-        let map = FileMap::open(path, offset, len)?;
+        let map = MmapBuf::map_file(path, offset, len)?;
         let addr = map.as_ptr() as u64;
         let n = map.len();
         // SAFETY: the mapping is owned by the Mr and lives as long as the registration.
-        unsafe { Self::register_inner(pd, addr, n, access, MrMem::File(map)) }
+        unsafe { Self::register_inner(pd, addr, n, access, MrMem::Mmap(map)) }
     }
 
     /// Register memory the `Mr` takes ownership of.
@@ -1502,14 +1472,14 @@ mod tests {
         let path = std::env::temp_dir().join(format!("uverbs-filemap-{}", std::process::id()));
         std::fs::write(&path, vec![7u8; 3 * ps]).unwrap();
         // Too small: offset one page + 3 pages needs 4 pages, the file has 3.
-        let e = FileMap::open(&path, ps as u64, 3 * ps).err().expect("accepted a too-small file").to_string();
+        let e = MmapBuf::map_file(&path, ps as u64, 3 * ps).err().expect("accepted a too-small file").to_string();
         assert!(e.contains(&format!("the file has {} bytes", 3 * ps)) && e.contains(&format!("({} bytes)", 4 * ps)), "{e}");
         // Unaligned offset.
-        let e = FileMap::open(&path, 10, 100).err().expect("accepted an unaligned offset").to_string();
+        let e = MmapBuf::map_file(&path, 10, 100).err().expect("accepted an unaligned offset").to_string();
         assert!(e.contains("not a multiple of the page size"), "{e}");
-        assert!(FileMap::open(&path.with_extension("missing"), 0, 1).is_err());
+        assert!(MmapBuf::map_file(&path.with_extension("missing"), 0, 1).is_err());
         {
-            let m = FileMap::open(&path, ps as u64, 2 * ps).unwrap();
+            let m = MmapBuf::map_file(&path, ps as u64, 2 * ps).unwrap();
             assert_eq!(m.len(), 2 * ps);
             // SAFETY: inside the fresh mapping.
             unsafe {

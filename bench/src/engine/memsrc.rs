@@ -3,7 +3,7 @@
 //! `check_odp_support`).
 //!
 //! * `--mmap`: the buffer is `offset + total` bytes of the file mapped `MAP_SHARED` (uverbs
-//!   [`uverbs::objects::FileMap`]); as in perftest 6.06 it is then filled like any other buffer
+//!   [`uverbs::objects::MmapBuf::map_file`]); as in perftest 6.06 it is then filled like any other buffer
 //!   (pseudo-random, zeros for write_lat), so the test writes into the file. Unlike perftest,
 //!   which maps past the end of a short file and dies of SIGBUS on the first access, a file that
 //!   is too small is refused in one line.
