@@ -151,6 +151,28 @@ pub struct BwSamples {
 }
 
 impl BwSamples {
+    /// Record one `-D` transition (perftest's catch_alarm): SAMPLE opens the window (time stamp
+    /// and CPU reading), STOP_SAMPLE closes it, END stores the `sampled` message count and
+    /// returns true: the loop is over.
+    fn record(&mut self, t: Transition, now: u64, cpu_probe: Option<CpuProbe>, sampled: u64) -> bool {
+        match t {
+            Transition::Sample => {
+                self.tposted[0] = now;
+                self.cpu[0] = cpu_probe.and_then(|f| f());
+            }
+            Transition::StopSample => {
+                self.tcompleted[0] = now;
+                self.window = Some((self.tposted[0], now));
+                self.cpu[1] = cpu_probe.and_then(|f| f());
+            }
+            Transition::End => {
+                self.messages = sampled;
+                return true;
+            }
+        }
+        false
+    }
+
     /// Ticks between the first post and the last completion (the BW average's denominator).
     pub fn elapsed(&self) -> u64 {
         if let Some((a, b)) = self.window {
@@ -264,23 +286,11 @@ fn sender_loop<E: Endpoint>(
         // Duration mode: drive the START → SAMPLE → STOP_SAMPLE → END states from the clock.
         if let Some(ph) = phases.as_mut() {
             let now = clock::now();
-            match ph.advance(now) {
-                Some(Transition::Sample) => {
-                    in_sample = true;
-                    samples.tposted[0] = now;
-                    samples.cpu[0] = cfg.cpu_probe.and_then(|f| f());
-                }
-                Some(Transition::StopSample) => {
-                    in_sample = false;
-                    samples.tcompleted[0] = now;
-                    samples.window = Some((samples.tposted[0], now));
-                    samples.cpu[1] = cfg.cpu_probe.and_then(|f| f());
-                }
-                Some(Transition::End) => {
-                    samples.messages = sampled;
+            if let Some(t) = ph.advance(now) {
+                in_sample = t == Transition::Sample;
+                if samples.record(t, now, cfg.cpu_probe, sampled) {
                     return Ok(samples);
                 }
-                None => {}
             }
         } else if let Some((period, report)) = periodic.as_mut() {
             let now = clock::now();
@@ -474,20 +484,10 @@ pub fn run_receiver<E: Endpoint>(
         if let (Some(d), Some(t0)) = (cfg.duration, first) {
             let ph = phases.get_or_insert_with(|| SampleClock::new(t0, d));
             let now = clock::now();
-            match ph.advance(now) {
-                Some(Transition::Sample) => {
-                    samples.tposted[0] = now;
-                    samples.cpu[0] = cfg.cpu_probe.and_then(|f| f());
-                }
-                Some(Transition::StopSample) => {
-                    samples.window = Some((samples.tposted[0], now));
-                    samples.cpu[1] = cfg.cpu_probe.and_then(|f| f());
-                }
-                Some(Transition::End) => {
-                    samples.messages = sampled;
+            if let Some(t) = ph.advance(now) {
+                if samples.record(t, now, cfg.cpu_probe, sampled) {
                     return Ok(samples);
                 }
-                None => {}
             }
         }
         let n = ep.poll_recv(&mut wcs)?;
@@ -598,21 +598,10 @@ pub fn run_duplex_send<E: Endpoint>(
         }
         if let Some(ph) = phases.as_mut() {
             let now = clock::now();
-            match ph.advance(now) {
-                Some(Transition::Sample) => {
-                    samples.tposted[0] = now;
-                    samples.cpu[0] = cfg.cpu_probe.and_then(|f| f());
-                }
-                Some(Transition::StopSample) => {
-                    samples.tcompleted[0] = now;
-                    samples.window = Some((samples.tposted[0], now));
-                    samples.cpu[1] = cfg.cpu_probe.and_then(|f| f());
-                }
-                Some(Transition::End) => {
-                    samples.messages = sampled;
+            if let Some(t) = ph.advance(now) {
+                if samples.record(t, now, cfg.cpu_probe, sampled) {
                     return Ok(samples);
                 }
-                None => {}
             }
         }
         let in_sample = phases.is_some_and(|p| p.sampling());
