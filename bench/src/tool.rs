@@ -1842,6 +1842,7 @@ pub fn check_json(files: &[String]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::params::parsed;
 
     #[test]
     fn exit_codes_follow_perftest() {
@@ -1863,13 +1864,6 @@ mod tests {
         assert_eq!(cpu_between([Some((5, 5)), Some((5, 5))]), Some(0.0));
     }
 
-    fn parsed(t: Tool, args: &[&str]) -> Box<Params> {
-        let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        match params::parse(t, &a) {
-            Ok(ParseOutcome::Run(p)) => p,
-            _ => panic!("{args:?} does not parse"),
-        }
-    }
 
     #[test]
     fn unimplemented_options_are_refused_in_one_line_naming_them() {

@@ -213,15 +213,8 @@ pub fn odp_problem(attr: &DeviceAttr, p: &Params) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::params::{self, ParseOutcome};
+    use crate::params::parsed;
 
-    fn parsed(t: Tool, args: &[&str]) -> Box<Params> {
-        let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        match params::parse(t, &a) {
-            Ok(ParseOutcome::Run(p)) => p,
-            _ => panic!("{args:?} does not parse"),
-        }
-    }
 
     #[test]
     fn payload_words_are_little_endian_and_stop_at_the_size() {

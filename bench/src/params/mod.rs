@@ -763,6 +763,16 @@ impl Params {
 // ------------------------------------------------------------------------------------------------
 // Parsing
 
+/// Test helper: the parameters of a command line that must parse to a run.
+#[cfg(test)]
+pub(crate) fn parsed(t: Tool, args: &[&str]) -> Box<Params> {
+    let a: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    match parse(t, &a) {
+        Ok(ParseOutcome::Run(p)) => p,
+        _ => panic!("{args:?} does not parse"),
+    }
+}
+
 /// Parse the arguments that follow argv[0] for `tool`.
 pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
     let (found, scan_err) = getopt::scan(args);
