@@ -985,7 +985,7 @@ fn model_ud_datagrams_grh_qkey_and_drops() {
         }
         // A wrong Q_Key: the sender completes, the datagram is dropped, the receive stays posted
         // and takes the next good datagram.
-        let rb = vec![0u8; GRH_LEN + 64];
+        let rb = [0u8; GRH_LEN + 64];
         let rsg = [Sge { addr: rb.as_ptr() as u64, length: rb.len() as u32, lkey: 2 }];
         unsafe { p.ctx.post_recv(&mut p.qp[1], &[RecvWr { wr_id: 0xbeef, sgl: &rsg }]) }.unwrap();
         let sg = [Sge { addr: src.as_ptr() as u64, length: 16, lkey: 1 }];

@@ -103,7 +103,7 @@ fn find_binary() -> Result<PathBuf, String> {
         for sub in ["x86_64-unknown-linux-musl/release", "x86_64-unknown-linux-gnu/release", "release"] {
             let p = d.join(sub).join("rperftest");
             if let Ok(m) = p.metadata().and_then(|m| m.modified()) {
-                if p.is_file() && best.as_ref().map_or(true, |(t, _)| m > *t) {
+                if p.is_file() && best.as_ref().is_none_or(|(t, _)| m > *t) {
                     best = Some((m, p));
                 }
             }

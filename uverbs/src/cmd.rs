@@ -252,7 +252,7 @@ pub fn encode_write(l: &Legacy<'_>, resp_ptr: u64) -> Result<Vec<u8>> {
     if !l.is_ex() {
         let total = 8 + core.len() + l.drv_in.len();
         let out = l.core_out_len + l.drv_out_len;
-        if total % 4 != 0 || out % 4 != 0 {
+        if !total.is_multiple_of(4) || !out.is_multiple_of(4) {
             return Err(Error::msg(what, format!("sizes {total}/{out} are not multiples of 4 bytes")));
         }
         let in_words = u16::try_from(total / 4).map_err(|_| Error::msg(what, "request too large"))?;

@@ -220,12 +220,15 @@ pub fn run_sender_infinitely<E: Endpoint>(
     sender_loop(ep, &cfg, targets, stop, Some((DurationWindow::ticks(period).max(1), report)))
 }
 
+/// `--run_infinitely`: the report period in ticks and the callback that prints a line.
+type PeriodicReport<'a> = (u64, &'a mut dyn FnMut(u64, u64));
+
 fn sender_loop<E: Endpoint>(
     ep: &mut E,
     cfg: &BwConfig,
     targets: &[QpTarget],
     stop: &AtomicBool,
-    mut periodic: Option<(u64, &mut dyn FnMut(u64, u64))>,
+    mut periodic: Option<PeriodicReport<'_>>,
 ) -> Result<BwSamples, EngineError> {
     let nq = targets.len();
     if nq == 0 || nq != ep.num_qps() {
@@ -327,7 +330,7 @@ fn sender_loop<E: Endpoint>(
                 let make = |j: usize| {
                     let n = scnt[q] + j as u64;
                     let signaled = if post_list > 1 {
-                        (j as u64 + 1) % cq_mod == 0 || j + 1 == chain
+                        (j as u64 + 1).is_multiple_of(cq_mod) || j + 1 == chain
                     } else {
                         n % cq_mod == cq_mod - 1 || n + 1 == iters
                     };

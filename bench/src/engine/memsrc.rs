@@ -136,7 +136,7 @@ pub fn mmap_file_problem(path: &str, offset: u64, need: u64, page_size: u64) -> 
 
 /// The size and alignment rules of `--mmap` as one line, or None.
 pub fn mmap_size_problem(path: &str, offset: u64, need: u64, size: u64, page_size: u64) -> Option<String> {
-    if page_size > 0 && offset % page_size != 0 {
+    if page_size > 0 && !offset.is_multiple_of(page_size) {
         return Some(format!(
             " --mmap-offset {offset} is not a multiple of the page size ({page_size}): mmap(2) needs an aligned offset"
         ));

@@ -114,6 +114,7 @@ impl From<uverbs::provider::PostError> for EngineError {
 /// A zeroed time-stamp array whose pages are already touched. `vec![0; n]` becomes calloc,
 /// whose fresh pages fault on first write: that would happen inside the measured loop (one
 /// fault per 512 stamps, tens of µs each under emulation), landing in the latency tail.
+#[allow(clippy::slow_vector_initialization)] // on purpose: vec![0; n] is the lazy calloc
 pub fn stamp_array(n: usize) -> Vec<u64> {
     let mut v = Vec::with_capacity(n);
     v.resize(n, 0);

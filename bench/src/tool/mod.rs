@@ -1,0 +1,548 @@
+//! The eight perftest tools end to end: command line → device → out-of-band session (the
+//! tool's exact plan of exchanges) → verbs resources → engine loops → statistics → report lines,
+//! in perftest 6.06's output order. Generic over the provider inside [`providers::open`], so the
+//! data path is static calls.
+
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use uverbs::attr::{DeviceAttr, PortAttr};
+use uverbs::discovery::gid::{select_gid, GidRule};
+use uverbs::objects::{AccessFlags, Context};
+use uverbs::provider::{Provider, QpType};
+use uverbs::queries::DeviceQueries;
+use uverbs::wr::WcStatus;
+
+use crate::cm_session;
+use crate::engine::bw::{self, BwConfig, BwSamples, DurationWindow, QpTarget};
+use crate::engine::lat::{self, LatConfig, LatSamples};
+use crate::engine::memsrc::Fill;
+use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
+use crate::engine::{self, clock, AtomicKind, EngineError, WaitMode};
+use crate::oob::msg::{self, AtomicType as WireAtomic, BwReport, ConnType, KeyFormat, KeyMsg, PeerVersion, SysData};
+use crate::oob::{self, Action, Channel, Hooks, KeyPurpose, Listener, OobConfig, OobError};
+use crate::params::{
+    self, AtomicType, Connection, Output, ParseOutcome, Params, ReportFormat, Role, TestKind, TestMethod, TestType, Tool,
+    Verb,
+};
+use crate::report::{self, json, AddrShow, BwColumns, BwLine, OutputMode, ReportHeader, Side, Style, DASH_LINE};
+use crate::stats::{self, BwInput, BwResult, LatencyReport};
+
+/// Text output style (Debian 12's perftest, the version we present).
+mod setup;
+mod side;
+use setup::*;
+use side::*;
+
+const STYLE: Style = Style::V606;
+/// Give up on a data path that makes no progress for this long (the VM is ~50× slow);
+/// `RPERFTEST_STALL_TIMEOUT` (seconds) overrides it. See docs/faults.md.
+const STALL_DEFAULT: Duration = Duration::from_secs(60);
+/// Environment variable: data-path stall timeout in seconds.
+pub const ENV_STALL_TIMEOUT: &str = "RPERFTEST_STALL_TIMEOUT";
+/// Bound of every out-of-band read during setup (version … key exchanges, before the result
+/// header), when the peer has nothing slow to do; `RPERFTEST_OOB_TIMEOUT` (seconds) overrides
+/// it. During the measurement the bound grows with the test (the peer may be running it).
+const OOB_SETUP_DEFAULT: Duration = Duration::from_secs(30);
+/// Environment variable: OOB setup-exchange timeout in seconds.
+pub const ENV_OOB_TIMEOUT: &str = "RPERFTEST_OOB_TIMEOUT";
+
+/// A timeout in seconds from the environment (`value` is the variable's content, if set):
+/// a positive number (fractions allowed, at most a day), else an error naming the variable.
+pub fn timeout_setting(name: &str, value: Option<&str>, default: Duration) -> Result<Duration, String> {
+    let Some(v) = value else { return Ok(default) };
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!("{name}={v:?} is not a timeout: give seconds, a number > 0 and at most 86400 (e.g. {name}=60)")),
+    }
+}
+
+fn env_timeout(name: &str, default: Duration) -> Result<Duration, ToolError> {
+    let v = std::env::var(name).ok();
+    timeout_setting(name, v.as_deref(), default).map_err(|e| ToolError::new(1, e))
+}
+
+/// A failure: what to print (already perftest-like lines) and the exit status.
+#[derive(Debug, Clone)]
+pub struct ToolError {
+    pub code: i32,
+    pub msg: String,
+}
+
+impl ToolError {
+    fn new(code: i32, msg: impl Into<String>) -> Self {
+        ToolError { code, msg: msg.into() }
+    }
+}
+
+impl From<OobError> for ToolError {
+    fn from(e: OobError) -> Self {
+        let code = match e {
+            OobError::Interrupted { .. } => crate::signal::exit_code(crate::signal::signal_number()),
+            _ => 1,
+        };
+        let msg = match e.perftest_lines() {
+            Some(l) => format!("{}{}", l, e),
+            None => e.to_string(),
+        };
+        ToolError::new(code, msg)
+    }
+}
+
+/// Where a side's stdout goes (the loopback server's is discarded).
+#[derive(Clone, Copy)]
+struct Out {
+    quiet: bool,
+    /// `--output=…`: only the one number is printed.
+    only_result: bool,
+}
+
+impl Out {
+    fn text(&self, s: &str) {
+        if self.quiet || self.only_result {
+            return;
+        }
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(s.as_bytes());
+        let _ = o.flush();
+    }
+    fn result(&self, s: &str) {
+        if self.quiet {
+            return;
+        }
+        let mut o = std::io::stdout().lock();
+        let _ = o.write_all(s.as_bytes());
+        let _ = o.flush();
+    }
+    fn err(&self, s: &str) {
+        if self.quiet {
+            return;
+        }
+        let mut e = std::io::stderr().lock();
+        let _ = e.write_all(s.as_bytes());
+    }
+}
+
+/// Exit status of a failed run loop (perftest-facts §6.1).
+fn run_fail_code(p: &Params) -> i32 {
+    match p.tool {
+        Tool::SendBw | Tool::SendLat | Tool::ReadLat | Tool::AtomicLat => 17,
+        Tool::ReadBw if p.test_method == TestMethod::All => 17,
+        _ => 1,
+    }
+}
+
+fn device_fail_code(tool: Tool) -> i32 {
+    match tool {
+        Tool::ReadBw | Tool::AtomicBw => 7,
+        _ => 1,
+    }
+}
+
+/// Options perftest 6.06's `--help` lists that rperftest parses but does not implement: one
+/// line naming the option and why, printed before anything else happens (exit 1). The parser
+/// keeps accepting them so that their values and conflicts are checked as perftest does.
+pub fn unsupported_option(p: &Params) -> Option<String> {
+    let no = |opt: &str, why: &str| Some(format!(" {opt} is not supported by rperftest: {why}"));
+    if p.use_mcg {
+        if let Some(Err(e)) = p.mgid.as_deref().map(crate::mcast::parse_mgid) {
+            return Some(e);
+        }
+    }
+    if p.dont_xchg_versions {
+        return no("--dont_xchg_versions", "perftest 6.06 itself aborts without the version exchange");
+    }
+    if let Err(e) = crate::oob::source::from_option(p.source_ip.as_deref()) {
+        return Some(e);
+    }
+    if p.use_null_mr {
+        return no("--use-null-mr", "null MRs are not implemented");
+    }
+    None
+}
+
+/// `--source_ip`/`--bind_source_ip` (checked by [`unsupported_option`] before the run).
+fn source_ip(p: &Params) -> Option<std::net::IpAddr> {
+    p.source_ip.as_deref().and_then(|s| crate::oob::source::parse(s).ok())
+}
+
+/// `-w`/`-y` (perftest's verifier limits) against the last BW line printed: perftest's
+/// messages; `-y` is only checked together with `-w`, as in perftest (its quirk).
+fn limits_verdict(p: &Params, last: Option<(f64, f64)>) -> Option<&'static str> {
+    let (Some(bw_limit), Some((bw, rate))) = (p.limit_bw, last) else { return None };
+    if bw < bw_limit {
+        return Some("Error: BW result is below bw limit");
+    }
+    match p.limit_msgrate {
+        Some(m) if rate < m => Some("Error: Msg rate  is below msg_rate limit"),
+        _ => None,
+    }
+}
+
+/// `rperftest ib_write_bw …`: the whole tool; returns the exit status.
+pub fn run_tool(tool: Tool, args: &[String]) -> i32 {
+    let p = match params::parse(tool, args) {
+        Ok(ParseOutcome::Run(p)) => p,
+        Ok(ParseOutcome::Help(s)) => {
+            print!("{s}");
+            return params::EXIT_HELP;
+        }
+        Ok(ParseOutcome::Version(s)) => {
+            print!("{s}");
+            return params::EXIT_VERSION;
+        }
+        Err(e) => {
+            if e.shows_usage() {
+                eprintln!(" Invalid Command or flag.");
+                eprintln!(" Please check command line and run again.\n");
+                eprintln!("{e}");
+                print!("{}", params::usage(tool, tool.name()));
+            } else {
+                eprintln!("{e}");
+            }
+            return e.exit_code();
+        }
+    };
+    if let Some(msg) = unsupported_option(&p) {
+        eprintln!("{msg}");
+        return 1;
+    }
+    for n in &p.notices {
+        if n.to_stderr {
+            eprint!("{}", n.text);
+        } else {
+            print!("{}", n.text);
+        }
+    }
+    let _ = std::io::stdout().flush();
+    // Ctrl-C/SIGTERM from here on stop the run cleanly (resources dropped, one line, 128+sig).
+    crate::signal::install();
+    if p.loopback {
+        return run_loopback(tool, args);
+    }
+    let out = Out { quiet: false, only_result: p.output != Output::Full };
+    match run_side(&p, out, None) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("{}", e.msg.trim_end());
+            e.code
+        }
+    }
+}
+
+/// `--loopback`: the server in a thread (output discarded), the client here, over 127.0.0.1.
+fn run_loopback(tool: Tool, args: &[String]) -> i32 {
+    let base: Vec<String> = args.iter().filter(|a| a.as_str() != "--loopback").cloned().collect();
+    let reparse = |extra: &[&str]| -> Result<Box<Params>, ToolError> {
+        let mut a = base.clone();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        match params::parse(tool, &a) {
+            Ok(ParseOutcome::Run(p)) => Ok(p),
+            Ok(_) => Err(ToolError::new(1, "unexpected help/version")),
+            Err(e) => Err(ToolError::new(e.exit_code(), e.to_string())),
+        }
+    };
+    let server_p = match reparse(&[]) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{}", e.msg);
+            return e.code;
+        }
+    };
+    let cfg = OobConfig {
+        port: 0,
+        bind_addr: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+        accept_timeout: Some(Duration::from_secs(60)),
+        ..OobConfig::default()
+    };
+    let listener = match Listener::bind(&cfg) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{e}");
+            return 1;
+        }
+    };
+    let port = listener.port().to_string();
+    // The client's -p is the listener's port; drop a user -p from the client's copy.
+    let mut client_args: Vec<String> = Vec::new();
+    let mut it = base.iter().peekable();
+    while let Some(a) = it.next() {
+        if a == "-p" || a == "--port" {
+            it.next();
+            continue;
+        }
+        if a.starts_with("--port=") || (a.starts_with("-p") && a.len() > 2 && !a.starts_with("--")) {
+            continue;
+        }
+        client_args.push(a.clone());
+    }
+    client_args.extend(["-p".to_string(), port, "127.0.0.1".to_string()]);
+    let client_p = match params::parse(tool, &client_args) {
+        Ok(ParseOutcome::Run(p)) => p,
+        Ok(_) => return 1,
+        Err(e) => {
+            eprintln!("{e}");
+            return e.exit_code();
+        }
+    };
+    let server = std::thread::spawn(move || {
+        let out = Out { quiet: true, only_result: false };
+        run_side(&server_p, out, Some(listener))
+    });
+    let out = Out { quiet: false, only_result: client_p.output != Output::Full };
+    let rc = match run_side(&client_p, out, None) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("{}", e.msg.trim_end());
+            e.code
+        }
+    };
+    match server.join() {
+        Ok(Ok(())) => rc,
+        Ok(Err(e)) => {
+            eprintln!("loopback server: {}", e.msg.trim_end());
+            if rc == 0 {
+                e.code
+            } else {
+                rc
+            }
+        }
+        Err(_) => {
+            eprintln!("loopback server thread panicked");
+            1
+        }
+    }
+}
+
+fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), ToolError> {
+    if p.use_rdma_cm {
+        return run_side_cm(p, out, listener.is_some());
+    }
+    let dev = uverbs::discovery::find_device(p.ib_dev.as_deref()).map_err(|e| {
+        let msg = match &p.ib_dev {
+            Some(n) => format!("IB device {n} not found\n Unable to find the Infiniband/RoCE device\n{e}"),
+            None => format!(" Did not detect devices \n If device exists, check if driver is up\n{e}"),
+        };
+        ToolError::new(device_fail_code(p.tool), msg)
+    })?;
+    let user = SideUser { p, out, listener, cm: None };
+    providers::open(&dev.desc(), user)
+        .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
+}
+
+/// `-z`/`-R`: the control connection over rdma_cm comes first and decides the device (the one
+/// the server's address resolves to; `-d` must agree when given).
+fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
+    if loopback {
+        return Err(ToolError::new(1, " --loopback is not supported with -z/-R (rdma_cm needs the RDMA interface's address)"));
+    }
+    if !matches!(p.connection, Connection::Rc | Connection::Ud) {
+        return Err(ToolError::new(1, " rperftest supports -z/-R with RC and UD connections only (-c RC or -c UD)"));
+    }
+    let start = if let Some(host) = p.server_name.as_deref() {
+        let dst = cm_session::resolve_host(host, p.port, p.ipv6).map_err(|e| ToolError::new(1, e))?;
+        cm_session::start_client(dst, source_ip(p), p.qp_timeout)
+            .map_err(|e| ToolError::new(1, format!(" Unable to perform rdma_client function\n{e}")))?
+    } else {
+        out.text(report::WAITING_FOR_CLIENT);
+        cm_session::start_server(source_ip(p), p.port, p.ipv6, None)
+            .map_err(|e| ToolError::new(1, format!(" Unable to perform rdma_server function\n{e}")))?
+    };
+    let dev = start.device().clone();
+    if let Some(want) = p.ib_dev.as_deref() {
+        if want != dev.info.ibdev {
+            return Err(ToolError::new(
+                1,
+                format!(
+                    " rdma_cm: the connection uses {} (port {}), not {want} (-d); give the IP of {want}'s netdev or drop -d",
+                    dev.info.ibdev, dev.port
+                ),
+            ));
+        }
+    }
+    let user = SideUser { p, out, listener: None, cm: Some(start) };
+    providers::open(&dev.info.desc(), user)
+        .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
+}
+
+struct SideUser<'a> {
+    p: &'a Params,
+    out: Out,
+    listener: Option<Listener>,
+    cm: Option<cm_session::CmStart>,
+}
+
+impl providers::ContextUser for SideUser<'_> {
+    type Output = Result<(), ToolError>;
+    fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Self::Output {
+        run_with_context(self.p, self.out, self.listener, self.cm, ctx)
+    }
+}
+
+/// `rperftest check-json FILE...`: 0 if every file parses as JSON (used by the VM cases, which
+/// have no python or jq), else 1 with the parser's position.
+pub fn check_json(files: &[String]) -> i32 {
+    if files.is_empty() {
+        eprintln!("usage: rperftest check-json FILE...");
+        return 2;
+    }
+    let mut rc = 0;
+    for f in files {
+        match std::fs::read_to_string(f) {
+            Ok(s) => match serde_json::from_str::<serde_json::Value>(&s) {
+                Ok(_) => println!("{f}: valid JSON"),
+                Err(e) => {
+                    eprintln!("{f}: invalid JSON: {e}");
+                    rc = 1;
+                }
+            },
+            Err(e) => {
+                eprintln!("{f}: {e}");
+                rc = 1;
+            }
+        }
+    }
+    rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::parsed;
+
+    #[test]
+    fn exit_codes_follow_perftest() {
+        let p = |t: Tool| Params::defaults(t);
+        assert_eq!(run_fail_code(&p(Tool::SendBw)), 17);
+        assert_eq!(run_fail_code(&p(Tool::WriteBw)), 1);
+        assert_eq!(run_fail_code(&p(Tool::ReadLat)), 17);
+        assert_eq!(device_fail_code(Tool::ReadBw), 7);
+        assert_eq!(device_fail_code(Tool::WriteLat), 1);
+    }
+
+    #[test]
+    fn cpu_util_needs_both_window_readings() {
+        assert_eq!(cpu_between([None, None]), None);
+        assert_eq!(cpu_between([Some((10, 100)), None]), None);
+        // Δuser 30, Δidle 90 → 25 %.
+        assert_eq!(cpu_between([Some((10, 100)), Some((40, 190))]), Some(25.0));
+        // No ticks in the window: 0, not NaN.
+        assert_eq!(cpu_between([Some((5, 5)), Some((5, 5))]), Some(0.0));
+    }
+
+
+    #[test]
+    fn unimplemented_options_are_refused_in_one_line_naming_them() {
+        for (t, args, opt) in [
+            (Tool::WriteBw, &["--dont_xchg_versions"][..], "--dont_xchg_versions"),
+            (Tool::WriteBw, &["--use-null-mr"][..], "--use-null-mr"),
+        ] {
+            let m = unsupported_option(&parsed(t, args)).unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert!(m.contains(opt) && m.contains("not supported by rperftest") && !m.contains('\n'), "{m}");
+        }
+        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["-l", "4", "-Q", "2", "-m", "1024", "-n", "8"])), None);
+        // --source_ip: checked, not refused (TEST-NET-3 is on no interface; 127.0.0.1 always is).
+        assert_eq!(
+            unsupported_option(&parsed(Tool::WriteBw, &["--bind_source_ip", "203.0.113.9"])).as_deref(),
+            Some(" --source_ip 203.0.113.9: no local interface has this address; give one that `ip addr` lists, or leave the option out")
+        );
+        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["--source_ip", "127.0.0.1"])), None);
+        // Implemented since: the SW rate limiter and --report-both.
+        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"])), None);
+        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["-b", "--report-both"])), None);
+    }
+
+    #[test]
+    fn bw_and_msg_rate_limits_follow_perftest() {
+        let p = parsed(Tool::WriteBw, &["-w", "100"]);
+        assert_eq!(limits_verdict(&p, Some((99.0, 1.0))), Some("Error: BW result is below bw limit"));
+        assert_eq!(limits_verdict(&p, Some((100.0, 1.0))), None);
+        assert_eq!(limits_verdict(&p, None), None);
+        // -y alone is never checked (perftest's quirk); with -w it is.
+        let p = parsed(Tool::WriteBw, &["-y", "5"]);
+        assert_eq!(limits_verdict(&p, Some((1.0, 1.0))), None);
+        let p = parsed(Tool::WriteBw, &["-w", "1", "-y", "5"]);
+        assert_eq!(limits_verdict(&p, Some((10.0, 1.0))), Some("Error: Msg rate  is below msg_rate limit"));
+    }
+
+    #[test]
+    fn help_and_version_exit_1() {
+        assert_eq!(run_tool(Tool::WriteBw, &["-V".to_string()]), 1);
+    }
+
+    #[test]
+    fn bad_option_exits_1() {
+        assert_eq!(run_tool(Tool::WriteBw, &["--no-such-option".to_string()]), 1);
+    }
+
+    #[test]
+    fn timeout_settings_from_the_environment() {
+        let d = Duration::from_secs(60);
+        assert_eq!(timeout_setting(ENV_STALL_TIMEOUT, None, d), Ok(d));
+        assert_eq!(timeout_setting(ENV_STALL_TIMEOUT, Some("5"), d), Ok(Duration::from_secs(5)));
+        assert_eq!(timeout_setting(ENV_STALL_TIMEOUT, Some(" 0.5 "), d), Ok(Duration::from_millis(500)));
+        for bad in ["0", "-1", "abc", "", "inf", "NaN", "100000"] {
+            let e = timeout_setting(ENV_STALL_TIMEOUT, Some(bad), d).unwrap_err();
+            assert!(e.starts_with("RPERFTEST_STALL_TIMEOUT="), "{e}");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn port_number_is_checked_against_the_port_count() {
+        assert_eq!(port_number_problem("rxe0", 1, 1), None);
+        assert_eq!(
+            port_number_problem("rxe0", 2, 1).as_deref(),
+            Some(" Port 2 (-i) does not exist: rxe0 has 1 port; use -i 1 or leave -i out")
+        );
+        assert_eq!(
+            port_number_problem("mlx5_0", 3, 2).as_deref(),
+            Some(" Port 3 (-i) does not exist: mlx5_0 has 2 ports; use -i 1 to -i 2")
+        );
+        assert!(port_number_problem("x", 0, 1).is_some());
+    }
+
+    #[test]
+    fn empty_gid_lists_the_populated_indices() {
+        assert_eq!(
+            empty_gid_message("rxe0", 1, 5, 1024, &[0, 1]),
+            " GID index 5 (-x) is empty on rxe0 port 1; populated indices: 0, 1 (rperftest devinfo -v lists them)"
+        );
+        let m = empty_gid_message("rxe0", 1, 200, 16, &[]);
+        assert!(m.contains("beyond the GID table (16 entries)") && m.contains("none is populated"), "{m}");
+        let many: Vec<u32> = (0..40).collect();
+        assert!(empty_gid_message("d", 1, 99, 128, &many).contains("14, 15, …"));
+    }
+
+    #[test]
+    fn limits_name_the_option_and_the_limit() {
+        let l = DevLimits { max_msg_sz: 1 << 23, max_qp_wr: 1 << 14, max_cqe: 1 << 16, max_srq_wr: 1 << 14 };
+        let mut p = Params::defaults(Tool::WriteBw);
+        assert_eq!(limits_problem("rxe0", &p, &l), None);
+        p.size = (1 << 23) + 1;
+        assert_eq!(
+            limits_problem("rxe0", &p, &l).as_deref(),
+            Some(" Message size 8388609 (-s) is larger than the port's max_msg_sz 8388608 on rxe0; use -s 8388608 or less")
+        );
+        let mut p = Params::defaults(Tool::WriteBw);
+        p.tx_depth = 20000;
+        assert_eq!(
+            limits_problem("rxe0", &p, &l).as_deref(),
+            Some(" TX depth 20000 (-t) exceeds the device's max_qp_wr 16384 on rxe0; use -t 16384 or less")
+        );
+        let mut p = Params::defaults(Tool::SendBw);
+        p.rx_depth = 20000;
+        assert!(limits_problem("rxe0", &p, &l).unwrap().contains("RX depth 20000 (-r)"));
+        let mut p = Params::defaults(Tool::WriteBw);
+        p.num_qps = 8;
+        p.tx_depth = 16384;
+        assert!(limits_problem("rxe0", &p, &l).unwrap().contains("max_cqe 65536"));
+        // A device that reports no limit is not checked.
+        let none = DevLimits { max_msg_sz: 0, max_qp_wr: 0, max_cqe: 0, max_srq_wr: 0 };
+        assert_eq!(limits_problem("d", &p, &none), None);
+    }
+}
