@@ -207,6 +207,24 @@ pub struct BwResult {
     pub msg_rate_p2: f64,
 }
 
+impl From<&BwResult> for crate::oob::BwReport {
+    /// This side's figures as the report exchange carries them (and, through
+    /// `report::BwLine::from`, as a result line prints them).
+    fn from(r: &BwResult) -> Self {
+        crate::oob::BwReport {
+            size: r.size,
+            iters: r.iters,
+            bw_peak: r.bw_peak,
+            bw_avg: r.bw_avg,
+            msg_rate: r.msg_rate,
+            bw_avg_p1: r.bw_avg_p1,
+            msg_rate_p1: r.msg_rate_p1,
+            bw_avg_p2: r.bw_avg_p2,
+            msg_rate_p2: r.msg_rate_p2,
+        }
+    }
+}
+
 fn round_up(x: u64, y: u64) -> u64 {
     x.div_ceil(y) * y
 }

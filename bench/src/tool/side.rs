@@ -886,18 +886,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     }
 
     fn print_bw(&self, r: &BwResult, cpu: Option<f32>) {
-        let line = BwLine {
-            size: r.size,
-            iters: r.iters,
-            bw_peak: r.bw_peak,
-            bw_avg: r.bw_avg,
-            msg_rate: r.msg_rate,
-            bw_avg_p1: r.bw_avg_p1,
-            msg_rate_p1: r.msg_rate_p1,
-            bw_avg_p2: r.bw_avg_p2,
-            msg_rate_p2: r.msg_rate_p2,
-        };
-        self.print_bw_line(&line, cpu);
+        self.print_bw_line(&BwLine::from(&BwReport::from(r)), cpu);
     }
 
     fn print_bw_line(&self, line: &BwLine, cpu: Option<f32>) {
@@ -992,17 +981,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
 
     fn own_report(&self) -> BwReport {
         match &self.last_bw {
-            Some(r) => BwReport {
-                size: r.size,
-                iters: r.iters,
-                bw_peak: r.bw_peak,
-                bw_avg: r.bw_avg,
-                msg_rate: r.msg_rate,
-                bw_avg_p1: r.bw_avg_p1,
-                msg_rate_p1: r.msg_rate_p1,
-                bw_avg_p2: r.bw_avg_p2,
-                msg_rate_p2: r.msg_rate_p2,
-            },
+            Some(r) => BwReport::from(r),
             None => BwReport { size: self.sizes.last().copied().unwrap_or(self.p.size), ..Default::default() },
         }
     }
