@@ -193,8 +193,9 @@ pub struct BwInput<'a> {
     pub iters_per_port: [u64; 2],
 }
 
-/// BW results (already in MiB/s or Gb/s); this is also what the report exchange carries.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// BW results (already in MiB/s or Gb/s). The same values are what the report exchange carries
+/// (`oob::BwReport`) and what a result line prints (`report::BwLine`): one type under three names.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct BwResult {
     pub size: u64,
     pub iters: u64,
@@ -205,24 +206,6 @@ pub struct BwResult {
     pub msg_rate_p1: f64,
     pub bw_avg_p2: f64,
     pub msg_rate_p2: f64,
-}
-
-impl From<&BwResult> for crate::oob::BwReport {
-    /// This side's figures as the report exchange carries them (and, through
-    /// `report::BwLine::from`, as a result line prints them).
-    fn from(r: &BwResult) -> Self {
-        crate::oob::BwReport {
-            size: r.size,
-            iters: r.iters,
-            bw_peak: r.bw_peak,
-            bw_avg: r.bw_avg,
-            msg_rate: r.msg_rate,
-            bw_avg_p1: r.bw_avg_p1,
-            msg_rate_p1: r.msg_rate_p1,
-            bw_avg_p2: r.bw_avg_p2,
-            msg_rate_p2: r.msg_rate_p2,
-        }
-    }
 }
 
 fn round_up(x: u64, y: u64) -> u64 {

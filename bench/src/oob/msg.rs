@@ -905,19 +905,9 @@ impl KeyMsg {
 // REPORT exchange
 // ------------------------------------------------------------------------------------------------
 
-/// One side's BW results as exchanged by `xchg_bw_reports` (values in the sender's unit).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct BwReport {
-    pub size: u64,
-    pub iters: u64,
-    pub bw_peak: f64,
-    pub bw_avg: f64,
-    pub msg_rate: f64,
-    pub bw_avg_p1: f64,
-    pub msg_rate_p1: f64,
-    pub bw_avg_p2: f64,
-    pub msg_rate_p2: f64,
-}
+/// One side's BW results as exchanged by `xchg_bw_reports` (values in the sender's unit): the
+/// statistics' own result type.
+pub use crate::stats::BwResult as BwReport;
 
 /// The fields of the report exchange, in wire order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -393,35 +393,9 @@ pub fn bw_result_header(style: Style, c: BwColumns) -> String {
     s
 }
 
-/// Values of one BW result line (use [`crate::oob::BwReport::summed`] for duplex).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct BwLine {
-    pub size: u64,
-    pub iters: u64,
-    pub bw_peak: f64,
-    pub bw_avg: f64,
-    pub msg_rate: f64,
-    pub bw_avg_p1: f64,
-    pub msg_rate_p1: f64,
-    pub bw_avg_p2: f64,
-    pub msg_rate_p2: f64,
-}
-
-impl From<&crate::oob::BwReport> for BwLine {
-    fn from(r: &crate::oob::BwReport) -> Self {
-        BwLine {
-            size: r.size,
-            iters: r.iters,
-            bw_peak: r.bw_peak,
-            bw_avg: r.bw_avg,
-            msg_rate: r.msg_rate,
-            bw_avg_p1: r.bw_avg_p1,
-            msg_rate_p1: r.msg_rate_p1,
-            bw_avg_p2: r.bw_avg_p2,
-            msg_rate_p2: r.msg_rate_p2,
-        }
-    }
-}
+/// Values of one BW result line (use [`crate::oob::BwReport::summed`] for duplex): the
+/// statistics' own result type.
+pub use crate::stats::BwResult as BwLine;
 
 /// `--output=…`: print one number instead of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

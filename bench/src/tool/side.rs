@@ -886,7 +886,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     }
 
     fn print_bw(&self, r: &BwResult, cpu: Option<f32>) {
-        self.print_bw_line(&BwLine::from(&BwReport::from(r)), cpu);
+        self.print_bw_line(r, cpu);
     }
 
     fn print_bw_line(&self, line: &BwLine, cpu: Option<f32>) {
@@ -954,8 +954,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let c = self.columns();
         let mode = output_mode(p.output);
         let cpu = if c.cpu_util { Some(cpu.unwrap_or(0.0)) } else { None };
-        let local = BwLine::from(&self.own_report());
-        let remote = self.peer_report.map(|r| BwLine::from(&r)).unwrap_or_default();
+        let local = self.own_report();
+        let remote = self.peer_report.unwrap_or_default();
         let text = report::report_both_blocks(
             STYLE,
             c,
@@ -981,7 +981,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
 
     fn own_report(&self) -> BwReport {
         match &self.last_bw {
-            Some(r) => BwReport::from(r),
+            Some(r) => *r,
             None => BwReport { size: self.sizes.last().copied().unwrap_or(self.p.size), ..Default::default() },
         }
     }
@@ -1111,12 +1111,12 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
                 let mine = self.own_report();
                 let peer = self.peer_report.unwrap_or_default();
                 let sum = mine.summed(&peer);
-                self.print_bw_line(&BwLine::from(&sum), cpu);
+                self.print_bw_line(&sum, cpu);
                 self.print_report_both(cpu);
             }
             Action::PrintPeerResult => {
                 if let Some(r) = self.peer_report {
-                    self.print_bw_line(&BwLine::from(&r), None);
+                    self.print_bw_line(&r, None);
                 }
             }
             Action::PrintDashLine => {
