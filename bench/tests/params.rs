@@ -513,7 +513,8 @@ fn raw_ethernet_options_are_accepted_and_ignored() {
 #[test]
 fn defaults_per_tool() {
     // (tool, iters, size, tx, rx, cq_mod, inline, kind)
-    let table: &[(Tool, u64, u64, u32, u32, u32, Option<u32>, TestKind)] = &[
+    type Row = (Tool, u64, u64, u32, u32, u32, Option<u32>, TestKind);
+    let table: &[Row] = &[
         (Tool::WriteBw, 5000, 65536, 128, 1, 1, None, TestKind::Bw),
         (Tool::ReadBw, 1000, 65536, 128, 1, 1, Some(0), TestKind::Bw),
         (Tool::SendBw, 1000, 65536, 128, 512, 1, None, TestKind::Bw),

@@ -242,7 +242,7 @@ impl<P: Provider> Session<P> {
         macro_rules! check {
             ($name:expr, $body:expr) => {{
                 let r: Check = $body;
-                self.report(&$name, r);
+                self.report(AsRef::<str>::as_ref(&$name), r);
             }};
         }
         for qt in [QpType::Rc, QpType::Uc] {
@@ -270,15 +270,15 @@ impl<P: Provider> Session<P> {
                 for size in [1usize, 4096, MIB] {
                     check!(format!("RC RDMA_READ {}", human(size)), self.read(&mut pair, size));
                 }
-                check!("RC ATOMIC_CMP_AND_SWP (match and mismatch)".to_string(), self.cas(&mut pair));
-                check!("RC ATOMIC_FETCH_AND_ADD".to_string(), self.faa(&mut pair));
+                check!("RC ATOMIC_CMP_AND_SWP (match and mismatch)", self.cas(&mut pair));
+                check!("RC ATOMIC_FETCH_AND_ADD", self.faa(&mut pair));
             }
         }
-        check!("RC receives from an SRQ".to_string(), self.srq());
-        check!("RC event-driven completion (armed CQ, completion channel)".to_string(), self.events());
-        check!("UD SEND through an address handle".to_string(), self.ud());
-        check!("RC bad rkey gives REM_ACCESS_ERR, then WR_FLUSH_ERR".to_string(), self.bad_rkey());
-        check!("QP moved to ERR flushes posted receives with WR_FLUSH_ERR".to_string(), self.flush());
+        check!("RC receives from an SRQ", self.srq());
+        check!("RC event-driven completion (armed CQ, completion channel)", self.events());
+        check!("UD SEND through an address handle", self.ud());
+        check!("RC bad rkey gives REM_ACCESS_ERR, then WR_FLUSH_ERR", self.bad_rkey());
+        check!("QP moved to ERR flushes posted receives with WR_FLUSH_ERR", self.flush());
     }
 
     // ---- building blocks ----------------------------------------------------------------
