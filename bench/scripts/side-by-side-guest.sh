@@ -39,17 +39,8 @@ LOG=$OUT/guest.log
 exec 3>>"$LOG"
 say() { local u r; read -r u r </proc/uptime; echo "[$u] $*"; echo "[$u] $*" >&3; }
 
-listening() {
-    local hex sl local rem st rest f
-    printf -v hex ':%04X' 18515
-    for f in /proc/net/tcp /proc/net/tcp6; do
-        [ -r "$f" ] || continue
-        while read -r sl local rem st rest; do
-            [ "$st" = 0A ] && [ "${local: -5}" = "$hex" ] && return 0
-        done <"$f"
-    done
-    return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/tcp-listening.bash"
+listening() { tcp_listening 18515; }
 
 # bin IMPL TOOL → the command words in $BIN
 set_bin() {

@@ -27,6 +27,7 @@ trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/bin"
 cp "$BIN" "$STAGE/bin/rperftest"
 cp bench/scripts/side-by-side-guest.sh "$STAGE/side-by-side-guest.sh"
+cp tests/vm/guest/tcp-listening.bash "$STAGE/tcp-listening.bash"
 
 ENV_ARGS=()
 for v in SBS_RUNS SBS_BW_N SBS_LAT_N SBS_TOOLS_BW SBS_TOOLS_LAT SBS_URING SBS_STARTUP SBS_IMPLS; do
@@ -50,7 +51,7 @@ say "booting the VM (results in $OUT)"
 rc=0
 tests/vm/run-in-vm.sh -q --mode full --timeout "${SBS_TIMEOUT:-1800}" --share "$OUT" \
     --timing-file "$OUT/vm-timing.txt" "${ENV_ARGS[@]}" \
-    "$STAGE/bin" "$STAGE/side-by-side-guest.sh" \
+    "$STAGE/bin" "$STAGE/side-by-side-guest.sh" "$STAGE/tcp-listening.bash" \
     -- bash -c 'export PATH=/mnt/host/bin:$PATH; exec bash /mnt/host/side-by-side-guest.sh' || rc=$?
 kill "$LOADPID" 2>/dev/null || true
 echo "host load after: $(uptime)" >>"$OUT/meta.txt"

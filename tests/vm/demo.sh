@@ -34,6 +34,7 @@ BIN=$(tests/vm/build-static.sh)
 
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 cp tests/vm/cases/lib.sh "$W/lib.sh"
+cp tests/vm/guest/tcp-listening.bash "$W/tcp-listening.bash"
 cat >"$W/demo-guest.sh" <<'GUEST'
 cd /tmp
 . /mnt/host/lib.sh
@@ -48,4 +49,4 @@ wait_server 60
 [ "$rc" = 0 ] && [ "$SERVER_RC" = 0 ]
 GUEST
 say "booting the VM: ib_write_bw server + client on rxe0"
-tests/vm/run-in-vm.sh -q --mode full "$BIN" "$W/lib.sh" "$W/demo-guest.sh" -- bash /mnt/host/demo-guest.sh
+tests/vm/run-in-vm.sh -q --mode full "$BIN" "$W/lib.sh" "$W/tcp-listening.bash" "$W/demo-guest.sh" -- bash /mnt/host/demo-guest.sh

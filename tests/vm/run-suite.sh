@@ -67,6 +67,7 @@ else
 fi
 cp "$HERE/guest/suite-runner.sh" "$WORK/suite/runner.sh"
 cp "$CASES/lib.sh" "$WORK/suite/cases/lib.sh"
+cp "$HERE/guest/tcp-listening.bash" "$WORK/suite/cases/tcp-listening.bash"
 NAMES=()
 VM_TIMEOUT=180
 for c in "$CASES"/*.sh; do

@@ -87,18 +87,8 @@ with_timeout() {
     return "$rc"
 }
 
-# _listening PORT: a TCP socket in LISTEN state (0A) on PORT, v4 or v6
-_listening() {
-    local hex sl local rem st rest
-    printf -v hex ':%04X' "$1"
-    for f in /proc/net/tcp /proc/net/tcp6; do
-        [ -r "$f" ] || continue
-        while read -r sl local rem st rest; do
-            [ "$st" = 0A ] && [ "${local: -5}" = "$hex" ] && return 0
-        done <"$f"
-    done
-    return 1
-}
+# tcp_listening PORT (tests/vm/guest/tcp-listening.bash, copied next to this file)
+. "$(dirname "${BASH_SOURCE[0]}")/tcp-listening.bash"
 
 start_server() {
     local port=18515 cm=0 secs=30 i=0 n
@@ -122,7 +112,7 @@ start_server() {
         if [ $cm = 1 ]; then
             rdma resource show cm_id 2>/dev/null | grep -q LISTEN && return 0
         else
-            _listening "$port" && return 0
+            tcp_listening "$port" && return 0
         fi
         if ! kill -0 "$SERVER_PID" 2>/dev/null; then
             wait "$SERVER_PID"; SERVER_RC=$?
