@@ -271,3 +271,18 @@ fn dc_layout_matches_the_kernel_headers() {
     let bad = c_probe::mismatches(t.iter().map(|(e, ours)| (*e, *ours as u64, *e)), &c);
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
 }
+
+#[test]
+fn dc_modify_layout_matches_the_kernel_header() {
+    use providers::mlx5::dc;
+    let t: Vec<(&str, usize)> = vec![
+        ("sizeof(struct mlx5_ib_modify_qp)", dc::MODIFY_QP_REQ_LEN),
+        ("sizeof(struct mlx5_ib_modify_qp_resp)", dc::MODIFY_QP_RESP_LEN),
+        ("offsetof(struct mlx5_ib_modify_qp_resp, response_length)", dc::MODIFY_RESP_RESPONSE_LENGTH),
+        ("offsetof(struct mlx5_ib_modify_qp_resp, dctn)", dc::MODIFY_RESP_DCTN),
+    ];
+    let exprs: Vec<&str> = t.iter().map(|(e, _)| *e).collect();
+    let c = c_probe::c_values("mlx5-dc-modify-layout", &["rdma/mlx5-abi.h"], "", &exprs);
+    let bad = c_probe::mismatches(t.iter().map(|(e, ours)| (*e, *ours as u64, *e)), &c);
+    assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
+}

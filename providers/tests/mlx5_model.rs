@@ -1160,10 +1160,25 @@ fn create_dc_pair(blueflame: bool, extra_dci_key: Option<u64>) -> (Pair, Option<
             h.dct_keys.insert(qpn, key);
         }
         drop(h);
-        let core = QpCreated { handle: qpn, qpn, caps: attr.caps };
+        // A DCT has no number until RTR (the hardware object is created then): CREATE_QP
+        // answers 0, and the modify to RTR's driver response carries the DCT number.
+        let core = QpCreated { handle: qpn, qpn: if qp_type == QpType::Dct { 0 } else { qpn }, caps: attr.caps };
         // The kernel answers a DCT without a bfreg: the provider must not need one.
         let resp = if qp_type == QpType::Dct { [0u8; 4] } else { bfreg.to_ne_bytes() };
-        p.ctx.finish_qp(prep, &attr, &core, &resp).unwrap()
+        let mut qp = p.ctx.finish_qp(prep, &attr, &core, &resp).unwrap();
+        use uverbs::provider::QpState;
+        assert!(p.ctx.modify_qp_udata(&qp, Some(QpState::Init)).is_none());
+        if qp_type == QpType::Dct {
+            let ud = p.ctx.modify_qp_udata(&qp, Some(QpState::Rtr)).expect("EX_MODIFY_QP with driver data at RTR");
+            assert_eq!((ud.req.len(), ud.resp_len), (16, 16));
+            let mut mresp = [0u8; 16];
+            mresp[0..4].copy_from_slice(&8u32.to_ne_bytes());
+            mresp[4..8].copy_from_slice(&qpn.to_ne_bytes());
+            assert_eq!(p.ctx.modify_qp_done(&mut qp, QpState::Rtr, &mresp).unwrap(), Some(qpn));
+        } else {
+            assert!(p.ctx.modify_qp_udata(&qp, Some(QpState::Rtr)).is_none(), "a DCI modifies as usual");
+        }
+        qp
     };
     let dci = make(QpType::Dci, 0x100, DC_KEY);
     let dct = make(QpType::Dct, 0x101, DC_KEY);

@@ -876,6 +876,11 @@ pub fn modify_qp(c: &Cmd<'_>, req: &sys::ModifyQp) -> Result<()> {
     legacy_no_resp(c, "MODIFY_QP", sys::CMD_MODIFY_QP, req)
 }
 
+/// EX_MODIFY_QP with driver data → (core response, driver response).
+pub fn modify_qp_ex(c: &Cmd<'_>, req: &sys::ExModifyQp, drv: &Udata) -> Result<(sys::ExModifyQpResp, Vec<u8>)> {
+    legacy_typed(c, "EX_MODIFY_QP", sys::IB_USER_VERBS_CMD_FLAG_EXTENDED | sys::CMD_EX_MODIFY_QP, req, drv)
+}
+
 /// QUERY_QP.
 pub fn query_qp(c: &Cmd<'_>, qp: u32, attr_mask: u32) -> Result<sys::QueryQpResp> {
     let req = sys::QueryQp { response: 0, qp_handle: qp, attr_mask };

@@ -1252,14 +1252,26 @@ impl<P: Provider> Qp<P> {
     /// MODIFY_QP with the masked fields of `attr`; tells the provider about state changes.
     pub fn modify(&mut self, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
         let req = modify_request(self.handle, attr, mask);
-        cmd::modify_qp(&self.ctx.cmd(), &req).map_err(|e| {
+        let detail = |e: Error| {
             let what = format!("{:?} → {:?}", self.qp_state, attr.qp_state);
             if mask.contains(QpAttrMask::STATE) {
                 e.with_detail(format!("{} QP {:#x}, {what}, mask {:#x}", self.qp_type.name(), self.qpn, mask.bits()))
             } else {
                 e
             }
-        })?;
+        };
+        let state = mask.contains(QpAttrMask::STATE).then_some(attr.qp_state);
+        match self.ctx.provider.modify_qp_udata(&self.state, state) {
+            None => cmd::modify_qp(&self.ctx.cmd(), &req).map_err(detail)?,
+            Some(udata) => {
+                // The driver answers this modify (mlx5: a DCT's number at RTR).
+                let ex = sys::ExModifyQp { base: req, ..Default::default() };
+                let (_, drv) = cmd::modify_qp_ex(&self.ctx.cmd(), &ex, &udata).map_err(detail)?;
+                if let Some(n) = self.ctx.provider.modify_qp_done(&mut self.state, attr.qp_state, &drv)? {
+                    self.qpn = n;
+                }
+            }
+        }
         if mask.contains(QpAttrMask::STATE) {
             self.qp_state = attr.qp_state;
             self.ctx.provider.qp_state_changed(&mut self.state, attr.qp_state);

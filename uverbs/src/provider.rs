@@ -266,6 +266,20 @@ pub trait Provider: Sized + Send + Sync + 'static {
     /// The number a UD send names this AH by (`UdDest::ah`).
     fn ah_number(&self, ah: &Self::Ah) -> u32;
 
+    /// Driver data for a MODIFY_QP to `state` (`None`: not a state change). `Some` makes the
+    /// verbs layer send EX_MODIFY_QP with it and hand the driver response to
+    /// [`Provider::modify_qp_done`] (mlx5: a DCT learns its number at RTR).
+    fn modify_qp_udata(&self, qp: &Self::Qp, state: Option<QpState>) -> Option<Udata> {
+        let _ = (qp, state);
+        None
+    }
+    /// The driver response of a modify that [`Provider::modify_qp_udata`] asked for; returns
+    /// the QP's new number if the modify gave it one.
+    fn modify_qp_done(&self, qp: &mut Self::Qp, state: QpState, drv_resp: &[u8]) -> Result<Option<u32>> {
+        let _ = (qp, state, drv_resp);
+        Ok(None)
+    }
+
     /// Called after a successful MODIFY_QP (mlx5 resets its indices on RESET; rxe needs nothing).
     fn qp_state_changed(&self, qp: &mut Self::Qp, state: QpState);
 

@@ -68,6 +68,34 @@ pub fn dc_qp_req(base: &abi::QpReq, qp_type: QpType, dc: &DcInit) -> Result<Vec<
     Ok(b)
 }
 
+/// `struct mlx5_ib_modify_qp` size (the driver request of EX_MODIFY_QP; all zero here: no
+/// ECE, no burst info).
+pub const MODIFY_QP_REQ_LEN: usize = 16;
+/// `struct mlx5_ib_modify_qp_resp` size.
+pub const MODIFY_QP_RESP_LEN: usize = 16;
+/// Offsets in `mlx5_ib_modify_qp_resp`.
+pub const MODIFY_RESP_RESPONSE_LENGTH: usize = 0;
+pub const MODIFY_RESP_DCTN: usize = 4;
+
+/// The DCT number from the driver response of the modify to RTR (the hardware object, and so
+/// the number, exists from then on). The kernel must have written at least up to `dctn`, as
+/// libmlx5 requires.
+pub fn parse_modify_dct_resp(b: &[u8]) -> Result<u32> {
+    const WHAT: &str = "parse mlx5 MODIFY_QP response (DCT)";
+    if b.len() < MODIFY_RESP_DCTN + 4 {
+        return Err(Error::msg(WHAT, format!("{} bytes, need {}", b.len(), MODIFY_RESP_DCTN + 4)));
+    }
+    let len = u32::from_ne_bytes(b[MODIFY_RESP_RESPONSE_LENGTH..][..4].try_into().expect("4 bytes"));
+    if (len as usize) < MODIFY_RESP_DCTN + 4 {
+        return Err(Error::msg(WHAT, format!("the kernel wrote {len} bytes, no DCT number (an older kernel?)")));
+    }
+    let dctn = u32::from_ne_bytes(b[MODIFY_RESP_DCTN..][..4].try_into().expect("4 bytes"));
+    if dctn == 0 || dctn > 0xff_ffff {
+        return Err(Error::msg(WHAT, format!("implausible DCT number {dctn:#x}")));
+    }
+    Ok(dctn)
+}
+
 /// A DCT's geometry: no queues at all.
 pub fn dct_geometry() -> QpGeometry {
     QpGeometry {
@@ -164,6 +192,21 @@ mod tests {
 
     fn le32(b: &[u8], o: usize) -> u32 {
         u32::from_le_bytes(b[o..o + 4].try_into().unwrap())
+    }
+
+    #[test]
+    fn dct_number_from_the_modify_response() {
+        let mut b = [0u8; MODIFY_QP_RESP_LEN];
+        b[0..4].copy_from_slice(&8u32.to_ne_bytes());
+        b[4..8].copy_from_slice(&0x1a2bu32.to_ne_bytes());
+        assert_eq!(parse_modify_dct_resp(&b).unwrap(), 0x1a2b);
+        let mut short = b;
+        short[0..4].copy_from_slice(&4u32.to_ne_bytes());
+        assert!(parse_modify_dct_resp(&short).is_err(), "response_length without dctn");
+        assert!(parse_modify_dct_resp(&b[..6]).is_err());
+        let mut zero = b;
+        zero[4..8].fill(0);
+        assert!(parse_modify_dct_resp(&zero).is_err());
     }
 
     #[test]

@@ -938,6 +938,22 @@ impl<U: UarMap> Provider for Mlx5<U> {
         ah.num
     }
 
+    fn modify_qp_udata(&self, qp: &Mlx5Qp, state: Option<QpState>) -> Option<Udata> {
+        (qp.params.qp_type == QpType::Dct && state == Some(QpState::Rtr)).then(|| Udata {
+            req: vec![0u8; dc::MODIFY_QP_REQ_LEN],
+            resp_len: dc::MODIFY_QP_RESP_LEN,
+        })
+    }
+
+    fn modify_qp_done(&self, qp: &mut Mlx5Qp, state: QpState, drv_resp: &[u8]) -> Result<Option<u32>> {
+        if qp.params.qp_type != QpType::Dct || state != QpState::Rtr {
+            return Ok(None);
+        }
+        let dctn = dc::parse_modify_dct_resp(drv_resp)?;
+        qp.params.qpn = dctn;
+        Ok(Some(dctn))
+    }
+
     fn qp_state_changed(&self, qp: &mut Mlx5Qp, state: QpState) {
         if state == QpState::Reset {
             // Back to a fresh queue: indices and doorbell records to zero (the kernel reset the
