@@ -1365,7 +1365,17 @@ fn dc_forces_srq_doubles_qps_where_both_directions_run_and_defaults_streams() {
     assert_eq!((s.log_dci_streams, s.log_active_dci_streams), (3, 3));
     let s = run(Tool::WriteBw, &["-c", "DC", "--log_dci_streams", "3", "--log_active_dci_streams", "1"]);
     assert_eq!((s.log_dci_streams, s.log_active_dci_streams), (3, 1));
+    // The engine's set-up and what it does not cover (latency and -b over DC).
+    use bench::params::dc::{engine_gap, engine_setup, DC_KEY};
+    let e = engine_setup(&b).unwrap();
+    assert_eq!((e.dct, e.access_key, e.log_dci_streams), (vec![false, false, true, true], DC_KEY, 0));
+    assert_eq!(engine_setup(&p).unwrap().dct, vec![true; 3]);
+    assert_eq!(engine_setup(&s).unwrap().log_dci_streams, 3);
+    assert!(engine_gap(&p).is_none() && engine_gap(&c).is_none());
+    assert!(engine_gap(&l).unwrap().contains("-c DC"));
+    assert!(engine_gap(&b).unwrap().contains("-b"));
     // Not DC: no doubling, no SRQ.
     let r = run(Tool::WriteLat, &[]);
     assert_eq!((r.num_qps, r.use_srq), (1, false));
+    assert!(engine_setup(&r).is_none() && engine_gap(&r).is_none());
 }

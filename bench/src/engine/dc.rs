@@ -79,7 +79,7 @@ pub fn create_qp<P: Provider>(
     }
     Qp::new_dc(pd, &init, &dc.init(role)?).map_err(|e| {
         EngineError::Verbs(format!(
-            "Unable to create QP.\nFailed to create QP.\n-c DC: {} #{q}: {e} (DC runs on mlx5 devices only; try -c RC)",
+            "-c DC: {} #{q}: {e} (DC runs on mlx5 devices only; try -c RC)\nUnable to create QP.\nFailed to create QP.",
             role.name()
         ))
     })

@@ -432,7 +432,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 return Err(ToolError::new(1, m));
             }
         }
-        let ep = VerbsEndpoint::create(&self.ctx, &setup).map_err(|e| ToolError::new(1, format!(" Couldn't create IB resources\n{e}")))?;
+        let ep = VerbsEndpoint::create(&self.ctx, &setup).map_err(|e| {
+            // -c DC: our line naming the option, then perftest's three lines in its order.
+            let m = if setup.dc.is_some() { format!("{e}\n Couldn't create IB resources") } else { format!(" Couldn't create IB resources\n{e}") };
+            ToolError::new(1, m)
+        })?;
         if let Some(m) = params::dc::engine_gap(p) {
             return Err(ToolError::new(1, m));
         }

@@ -11,6 +11,10 @@
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
 full() { [ "$RXE_VM_MODE" = full ]; }
 
+# c_tail FILE: perftest's three lines end our output, in its order (ours adds one line before)
+C_LINES=$(printf "Unable to create QP.\nFailed to create QP.\n Couldn't create IB resources")
+c_tail() { [ "$(tail -n 3 "$1")" = "$C_LINES" ] || fail "the last 3 lines of $1 are not perftest's QP-creation failure"; }
+
 # dc_fails KIND_SRV KIND_CLI TOOL [ARGS...]: both sides exit 1 within the bounds, each with
 # the QP-creation failure; our side(s) also name -c DC.
 dc_fails() {
@@ -29,12 +33,14 @@ dc_fails() {
     expect_not_contains "Couldn't connect"
     [ "$kc" = ours ] && expect_contains "-c DC: DCI #0:"
     [ "$kc" = ours ] && expect_contains "mlx5 feature"
+    [ "$kc" = ours ] && c_tail "$LAST_OUT"
     wait_server 30
     bound 40 "server exit"
     [ "$SERVER_RC" = 1 ] || fail "server rc=$SERVER_RC, want 1 (not killed, not 0)"
     expect_contains "Unable to create QP." "$SERVER_LOG"
     expect_contains " Couldn't create IB resources" "$SERVER_LOG"
     if [ "$ks" = ours ]; then
+        c_tail "$SERVER_LOG"
         # one-way BW: the server side has only DCTs; latency: DCIs first
         case "$tool" in
             *_lat) expect_contains "-c DC: DCI #0:" "$SERVER_LOG" ;;
