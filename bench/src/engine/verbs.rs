@@ -241,7 +241,10 @@ impl<P: Provider> VerbsEndpoint<P> {
                     verr("Failed to create QP (Requested QP size might be too big. Try reducing TX depth and/or inline size)", e)
                 })?,
             };
-            max_inline = max_inline.min(qp.caps().max_inline_data);
+            if qp.qp_type() != QpType::Dct {
+                // A DCT sends nothing: its (empty) send caps do not limit the inline size.
+                max_inline = max_inline.min(qp.caps().max_inline_data);
+            }
             qp.set_qkey(DEFAULT_QKEY);
             qp.to_init(port, s.pkey_index, s.access).map_err(|e| verr("Failed to modify QP to INIT", e))?;
             qps.push(qp);
