@@ -176,9 +176,10 @@ fn sample(tool: Tool, long: &str) -> (Vec<&'static str>, Option<ErrorKind>) {
                 None
             },
         ),
-        "log_dci_streams"
-        | "log_active_dci_streams"
-        | "aes_block_size"
+        // DCI streams: DC only (perftest's own rule), with -c DC they parse.
+        "log_dci_streams" => (vec!["1", "-c", "DC"], None),
+        "log_active_dci_streams" => (vec!["1", "--log_dci_streams", "2", "-c", "DC"], None),
+        "aes_block_size"
         | "data_enc_keys_number" => (vec!["1"], Some(ErrorKind::Unsupported)),
         "odp" => (vec![], None),
         "aes_xts" | "encrypt_on_tx" | "sig_before" => {
@@ -919,11 +920,34 @@ fn invalid_combinations() {
             "XRC is not supported by rperftest",
         ),
         (
-            Tool::SendBw,
-            &["-c", "DC"],
-            "-c/--connection",
-            "DC is not supported",
+            Tool::WriteBw,
+            &["-c", "DC", "--use_old_post_send"],
+            "-c DC, --use_old_post_send",
+            "DC does not support old post send flow",
         ),
+        (Tool::WriteBw, &["-c", "DC", "-R"], "-c DC, -R/--rdma_cm", "DC does not support RDMA_CM"),
+        (Tool::SendLat, &["-c", "DC", "-z"], "-c DC, -z/--comm_rdma_cm", "DC does not support RDMA_CM"),
+        (Tool::WriteBw, &["--log_dci_streams", "2"], "--log_dci_streams", "log_dci_streams supported only on DC"),
+        (
+            Tool::WriteBw,
+            &["--log_active_dci_streams", "1", "--log_dci_streams", "2"],
+            "--log_dci_streams",
+            "log_dci_streams supported only on DC",
+        ),
+        (
+            Tool::SendBw,
+            &["--log_active_dci_streams", "1"],
+            "--log_active_dci_streams",
+            "log_active_dci_streams supported only on DC",
+        ),
+        (
+            Tool::WriteBw,
+            &["-c", "DC", "--log_active_dci_streams", "2"],
+            "--log_active_dci_streams",
+            "log_dci_streams must be greater than 0",
+        ),
+        (Tool::WriteBw, &["-c", "DC", "--log_dci_streams", "abc"], "--log_dci_streams", "should be an integer"),
+        (Tool::WriteBw, &["-c", "DC", "--log_dci_streams", "70000"], "--log_dci_streams", "between 0 and 65535"),
         (
             Tool::SendBw,
             &["-c", "SRD"],
@@ -1318,4 +1342,41 @@ fn garbage_never_panics() {
         }
     }
     assert!(ok > 100, "only {ok} successful parses");
+}
+
+#[test]
+fn dc_forces_srq_doubles_qps_where_both_directions_run_and_defaults_streams() {
+    // One-way BW: client DCIs, server DCTs; the SRQ is forced (even on write/read).
+    let p = run(Tool::WriteBw, &["-c", "DC", "-q", "3"]);
+    assert_eq!((p.connection, p.use_srq, p.num_qps), (Connection::Dc, true, 3));
+    assert!(bench::params::dc::is_dct(&p, 0), "the BW server only has DCTs");
+    let c = run(Tool::WriteBw, &["-c", "DC", "host"]);
+    assert!(!bench::params::dc::is_dct(&c, 0), "the BW client only has DCIs");
+    // -b and the latency tests: DCIs then DCTs, twice the QPs.
+    let b = run(Tool::SendBw, &["-c", "DC", "-b", "-q", "2"]);
+    assert_eq!(b.num_qps, 4);
+    assert_eq!((0..4).map(|q| bench::params::dc::is_dct(&b, q)).collect::<Vec<_>>(), [false, false, true, true]);
+    let l = run(Tool::WriteLat, &["-c", "DC"]);
+    assert_eq!((l.num_qps, l.use_srq), (2, true));
+    assert_eq!(l.default_inline(true), 150, "DEF_INLINE_DC");
+    assert_eq!(run(Tool::SendLat, &["-c", "DC"]).default_inline(true), 150);
+    assert_eq!(run(Tool::ReadLat, &["-c", "DC"]).default_inline(true), 0);
+    // --log_active_dci_streams defaults to --log_dci_streams.
+    let s = run(Tool::WriteBw, &["-c", "DC", "--log_dci_streams", "3"]);
+    assert_eq!((s.log_dci_streams, s.log_active_dci_streams), (3, 3));
+    let s = run(Tool::WriteBw, &["-c", "DC", "--log_dci_streams", "3", "--log_active_dci_streams", "1"]);
+    assert_eq!((s.log_dci_streams, s.log_active_dci_streams), (3, 1));
+    // The engine's set-up and what it does not cover (latency and -b over DC).
+    use bench::params::dc::{engine_gap, engine_setup, DC_KEY};
+    let e = engine_setup(&b).unwrap();
+    assert_eq!((e.dct, e.access_key, e.log_dci_streams), (vec![false, false, true, true], DC_KEY, 0));
+    assert_eq!(engine_setup(&p).unwrap().dct, vec![true; 3]);
+    assert_eq!(engine_setup(&s).unwrap().log_dci_streams, 3);
+    assert!(engine_gap(&p).is_none() && engine_gap(&c).is_none());
+    assert!(engine_gap(&l).unwrap().contains("-c DC"));
+    assert!(engine_gap(&b).unwrap().contains("-b"));
+    // Not DC: no doubling, no SRQ.
+    let r = run(Tool::WriteLat, &[]);
+    assert_eq!((r.num_qps, r.use_srq), (1, false));
+    assert!(engine_setup(&r).is_none() && engine_gap(&r).is_none());
 }

@@ -511,6 +511,7 @@ fn check_send(slot: &[u8], wr: &SendWr<'_>, lim: &SqLimits) {
             assert!(matches!(op, WrOpcode::Send | WrOpcode::SendWithImm));
             assert!(wr.ud.is_some());
         }
+        QpType::Dci | QpType::Dct => unreachable!("rxe has no DC QPs"),
     }
     assert!(total <= u64::from(u32::MAX));
     let payload = (slot.len() - SEND_WQE_SIZE) as u64;

@@ -243,3 +243,46 @@ fn layout_matches_the_kernel_header() {
     let bad = c_probe::mismatches(t.iter().map(|(e, ours)| (*e, *ours as u64, *e)), &c);
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
 }
+
+/// The Dynamically Connected parts of CREATE_QP (providers::mlx5::dc) and the QP type DC QPs
+/// are created with.
+#[test]
+fn dc_layout_matches_the_kernel_headers() {
+    use providers::mlx5::dc;
+    let t: Vec<(&str, usize)> = vec![
+        ("MLX5_QP_FLAG_TYPE_DCT", dc::QP_FLAG_TYPE_DCT as usize),
+        ("MLX5_QP_FLAG_TYPE_DCI", dc::QP_FLAG_TYPE_DCI as usize),
+        ("MLX5_QP_FLAG_DCI_STREAM", dc::QP_FLAG_DCI_STREAM as usize),
+        ("offsetof(struct mlx5_ib_create_qp, access_key)", qp_req::SQ_BUF_ADDR),
+        ("sizeof(((struct mlx5_ib_create_qp *)0)->access_key)", 8),
+        ("sizeof(struct mlx5_ib_create_qp_dci_streams)", 2),
+        (
+            "offsetof(struct mlx5_ib_create_qp_dci_streams, log_num_concurent)",
+            dc::DCI_STREAMS_LOG_NUM_CONCURENT,
+        ),
+        (
+            "offsetof(struct mlx5_ib_create_qp_dci_streams, log_num_errored)",
+            dc::DCI_STREAMS_LOG_NUM_ERRORED,
+        ),
+        ("IB_UVERBS_QPT_DRIVER", uverbs::provider::QPT_DRIVER as usize),
+    ];
+    let exprs: Vec<&str> = t.iter().map(|(e, _)| *e).collect();
+    let c = c_probe::c_values("mlx5-dc-layout", &["rdma/mlx5-abi.h", "rdma/ib_user_ioctl_verbs.h"], "", &exprs);
+    let bad = c_probe::mismatches(t.iter().map(|(e, ours)| (*e, *ours as u64, *e)), &c);
+    assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn dc_modify_layout_matches_the_kernel_header() {
+    use providers::mlx5::dc;
+    let t: Vec<(&str, usize)> = vec![
+        ("sizeof(struct mlx5_ib_modify_qp)", dc::MODIFY_QP_REQ_LEN),
+        ("sizeof(struct mlx5_ib_modify_qp_resp)", dc::MODIFY_QP_RESP_LEN),
+        ("offsetof(struct mlx5_ib_modify_qp_resp, response_length)", dc::MODIFY_RESP_RESPONSE_LENGTH),
+        ("offsetof(struct mlx5_ib_modify_qp_resp, dctn)", dc::MODIFY_RESP_DCTN),
+    ];
+    let exprs: Vec<&str> = t.iter().map(|(e, _)| *e).collect();
+    let c = c_probe::c_values("mlx5-dc-modify-layout", &["rdma/mlx5-abi.h"], "", &exprs);
+    let bad = c_probe::mismatches(t.iter().map(|(e, ours)| (*e, *ours as u64, *e)), &c);
+    assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
+}

@@ -110,6 +110,11 @@ struct Hca {
     blueflames: usize,
     arms: usize,
     wrapped_wqes: usize,
+    /// DC: the DCIs (by QPN), the DCTs' access keys (by DCT number), and the sends a DCT
+    /// dropped for a wrong DC key.
+    dcis: std::collections::HashSet<u32>,
+    dct_keys: HashMap<u32, u64>,
+    dc_key_violations: usize,
 }
 
 impl Hca {
@@ -215,6 +220,19 @@ impl Hca {
             ud_qkey = Some(be32(av, 0));
             pos += 48;
         }
+        let mut dc_key_violation = false;
+        if self.dcis.contains(&qpn) {
+            // DC datagram segment: the AV with the 64-bit DC key in bytes 0..8 and the target
+            // DCT number (extended-AV bit set) in bytes 8..12; any RC opcode follows.
+            let av = &w[pos..pos + 48];
+            let dqp = be32(av, 8);
+            assert_ne!(dqp & 0x8000_0000, 0, "extended AV bit in the DC datagram segment");
+            assert_eq!(&av[32..48], &PORT_GID[..], "AV names the port GID");
+            peer = dqp & 0xff_ffff;
+            let key = *self.dct_keys.get(&peer).unwrap_or_else(|| panic!("model: DC send to unknown DCT {peer:#x}"));
+            dc_key_violation = be64(av, 0) != key;
+            pos += 48;
+        }
         let (mut raddr, mut rkey) = (0, 0);
         if matches!(op, 0x08 | 0x09 | 0x10 | 0x11 | 0x12) {
             raddr = be64(&w, pos);
@@ -248,6 +266,13 @@ impl Hca {
         let mut status_synd = None;
         if matches!(op, 0x08 | 0x09 | 0x10 | 0x11 | 0x12) && rkey != RKEY {
             status_synd = Some(0x13u8); // remote access error
+        }
+        if dc_key_violation {
+            // The DCT drops a request with the wrong DC access key silently (like a Q_Key
+            // violation on UD): nothing reaches the target, the DCI hears nothing back and
+            // exhausts its retries: "transport retry counter exceeded".
+            self.dc_key_violations += 1;
+            status_synd = Some(0x15u8);
         }
         let mut byte_cnt = 0u32;
         if status_synd.is_none() {
@@ -1072,4 +1097,239 @@ fn model_srq_receives_in_posting_order_across_reposts() {
     let h = p.hca.lock().unwrap();
     assert_eq!(h.srqs[&0x77].consumed, 100, "every message came from the SRQ");
     assert_eq!(h.ud_dropped, 0);
+}
+
+const DC_KEY: u64 = 0x0000_0000_ffee_ddcc; // perftest's DC_KEY
+
+/// A DC set-up in a [`Pair`]: `qp[0]` a DCI on CQ 0x400, `qp[1]` a DCT on CQ 0x401 receiving
+/// from the SRQ in `srq` (7 entries, one SGE). `extra_dci_key`: also create a second DCI (QPN
+/// 0x102) that presents this key, returned alongside.
+fn create_dc_pair(blueflame: bool, extra_dci_key: Option<u64>) -> (Pair, Option<Mlx5Qp>) {
+    use uverbs::provider::DcInit;
+    // An RC pair gives the context, the model, both CQs and the SRQ; its two RC QPs are
+    // dropped and replaced by the DC QPs.
+    let caps = QpCaps { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let mut p = create_pair_ex(QpType::Rc, caps, 15, blueflame, Some((7, 1)));
+    p.hca.lock().unwrap().qps.clear();
+    let dci_caps = QpCaps { max_send_wr: 8, max_recv_wr: 0, max_send_sge: 1, max_recv_sge: 0, max_inline_data: 32 };
+    let make = |qp_type: QpType, qpn: u32, key: u64| -> Mlx5Qp {
+        let attr = QpInitAttr { qp_type, caps: if qp_type == QpType::Dci { dci_caps } else { QpCaps::default() }, sq_sig_all: false, uses_srq: qp_type == QpType::Dct };
+        let (prep, ud) = p.ctx.prepare_dc_qp(&attr, &DcInit { access_key: key, dci_streams: None }).unwrap();
+        let r = &ud.req;
+        let g32 = |o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().unwrap());
+        let g64 = |o: usize| u64::from_ne_bytes(r[o..o + 8].try_into().unwrap());
+        let flags = g32(abi::qp_req::FLAGS);
+        let (bfreg, bf, cqn) = if qp_type == QpType::Dci {
+            assert_eq!(flags, providers::mlx5::dc::QP_FLAG_TYPE_DCI);
+            assert_eq!(g32(abi::qp_req::RQ_WQE_COUNT), 0, "a DCI has no receive queue");
+            assert_ne!(g64(abi::qp_req::BUF_ADDR), 0);
+            let bfreg = [24, 25, 28][(qpn - 0x100) as usize]; // UAR 6 bfregs 0, 1; UAR 7 bfreg 0
+            (bfreg, p.ctx.plan.bfreg_offset(bfreg).unwrap(), 0x400)
+        } else {
+            assert_eq!(flags, providers::mlx5::dc::QP_FLAG_TYPE_DCT);
+            assert_eq!(g64(abi::qp_req::SQ_BUF_ADDR), key, "the DCT's access key (union with sq_buf_addr)");
+            assert_eq!((g64(abi::qp_req::BUF_ADDR), g64(abi::qp_req::DB_ADDR)), (0, 0), "a DCT has no buffer");
+            assert_eq!((g32(abi::qp_req::SQ_WQE_COUNT), g32(abi::qp_req::RQ_WQE_COUNT)), (0, 0));
+            (0, usize::MAX / 2, 0x401) // no doorbell register: matches no UAR store
+        };
+        let mut h = p.hca.lock().unwrap();
+        h.qps.insert(
+            qpn,
+            MQp {
+                qpn,
+                uidx: g32(abi::qp_req::UIDX),
+                buf: g64(abi::qp_req::BUF_ADDR),
+                db: g64(abi::qp_req::DB_ADDR),
+                sq_cnt: g32(abi::qp_req::SQ_WQE_COUNT),
+                sq_off: 0,
+                rq_cnt: 0,
+                rq_shift: 0,
+                sq_ci: 0,
+                rq_ci: 0,
+                cqn,
+                peer: 0,
+                bf,
+                ud: false,
+                qkey: 0,
+                srq: (qp_type == QpType::Dct).then_some(0x77),
+            },
+        );
+        if qp_type == QpType::Dci {
+            h.dcis.insert(qpn);
+        } else {
+            h.dct_keys.insert(qpn, key);
+        }
+        drop(h);
+        // A DCT has no number until RTR (the hardware object is created then): CREATE_QP
+        // answers 0, and the modify to RTR's driver response carries the DCT number.
+        let core = QpCreated { handle: qpn, qpn: if qp_type == QpType::Dct { 0 } else { qpn }, caps: attr.caps };
+        // The kernel answers a DCT without a bfreg: the provider must not need one.
+        let resp = if qp_type == QpType::Dct { [0u8; 4] } else { bfreg.to_ne_bytes() };
+        let mut qp = p.ctx.finish_qp(prep, &attr, &core, &resp).unwrap();
+        use uverbs::provider::QpState;
+        assert!(p.ctx.modify_qp_udata(&qp, Some(QpState::Init)).is_none());
+        if qp_type == QpType::Dct {
+            let ud = p.ctx.modify_qp_udata(&qp, Some(QpState::Rtr)).expect("EX_MODIFY_QP with driver data at RTR");
+            assert_eq!((ud.req.len(), ud.resp_len), (16, 16));
+            let mut mresp = [0u8; 16];
+            mresp[0..4].copy_from_slice(&8u32.to_ne_bytes());
+            mresp[4..8].copy_from_slice(&qpn.to_ne_bytes());
+            assert_eq!(p.ctx.modify_qp_done(&mut qp, QpState::Rtr, &mresp).unwrap(), Some(qpn));
+        } else {
+            assert!(p.ctx.modify_qp_udata(&qp, Some(QpState::Rtr)).is_none(), "a DCI modifies as usual");
+        }
+        qp
+    };
+    let dci = make(QpType::Dci, 0x100, DC_KEY);
+    let dct = make(QpType::Dct, 0x101, DC_KEY);
+    let extra = extra_dci_key.map(|k| make(QpType::Dci, 0x102, k));
+    p.qp = [dci, dct];
+    let srq = p.srq.as_ref().unwrap();
+    p.ctx.bind_srq(&p.qp[1], srq);
+    (p, extra)
+}
+
+#[test]
+fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
+    for blueflame in [true, false] {
+        let (mut p, _) = create_dc_pair(blueflame, None);
+        let ah = port_ah(&p);
+        let ah_num = p.ctx.ah_number(&ah);
+        let dest = Some(UdDest { ah: ah_num, remote_qpn: 0x101, remote_qkey: 0 });
+        let mut srq = p.srq.take().unwrap();
+        let rbufs: Vec<Vec<u8>> = (0..7).map(|_| vec![0u8; 64]).collect();
+        let target = vec![0u8; 128]; // the DCT side's registered memory (WRITE/READ/atomics)
+        let local = vec![0u8; 128];
+        let src: Vec<u8> = (0..128u32).map(|x| (x * 5 + 3) as u8).collect();
+        for m in 0..60u64 {
+            let b = (m % 7) as usize;
+            let len = 1 + (m as u32 * 11) % 60;
+            // SEND (with immediate every third) into the DCT's SRQ.
+            let rsg = [Sge { addr: rbufs[b].as_ptr() as u64, length: 64, lkey: 2 }];
+            unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 0x9000 + m, sgl: &rsg }]) }.unwrap();
+            let sg = [Sge { addr: src.as_ptr() as u64 + m % 5, length: len, lkey: 1 }];
+            let op = if m % 3 == 0 { WrOpcode::SendWithImm } else { WrOpcode::Send };
+            let mut w = SendWr::new(m, op, &sg);
+            w.flags = SendFlags::SIGNALED;
+            if len <= 24 {
+                w.flags = w.flags | SendFlags::INLINE;
+            }
+            w.imm_data = (m as u32 ^ 0x5a5a).to_be();
+            w.ud = dest;
+            unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+            let wc = poll_all(&mut p, 0, 1)[0];
+            assert_eq!((wc.wr_id, wc.status, wc.opcode, wc.qp_num), (m, WcStatus::Success, WcOpcode::Send, 0x100));
+            let r = poll_all(&mut p, 1, 1)[0];
+            assert_eq!(
+                (r.wr_id, r.status, r.opcode, r.qp_num, r.src_qp, r.byte_len),
+                (0x9000 + m, WcStatus::Success, WcOpcode::Recv, 0x101, 0x100, len),
+                "DCT receive {m}"
+            );
+            assert_eq!(r.wc_flags & uverbs::wr::wc_flags::GRH, 0, "DC is connected-mode: no GRH");
+            if op == WrOpcode::SendWithImm {
+                assert_eq!(r.imm_data, (m as u32 ^ 0x5a5a).to_be());
+            }
+            let off = (m % 5) as usize;
+            assert_eq!(&rbufs[b][..len as usize], &src[off..off + len as usize], "payload {m}");
+            // RDMA WRITE, then READ it back, through the same DCI to the same DCT.
+            let wsg = [Sge { addr: src.as_ptr() as u64, length: 64, lkey: 1 }];
+            let mut w = SendWr::new(1000 + m, WrOpcode::RdmaWrite, &wsg);
+            w.flags = SendFlags::SIGNALED;
+            w.remote.addr = target.as_ptr() as u64 + m % 64;
+            w.remote.rkey = RKEY;
+            w.ud = dest;
+            unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+            assert_eq!(poll_all(&mut p, 0, 1)[0].opcode, WcOpcode::RdmaWrite);
+            poll_all(&mut p, 1, 0);
+            assert_eq!(&target[(m % 64) as usize..][..64], &src[..64]);
+            let lsg = [Sge { addr: local.as_ptr() as u64, length: 64, lkey: 1 }];
+            let mut w = SendWr::new(2000 + m, WrOpcode::RdmaRead, &lsg);
+            w.flags = SendFlags::SIGNALED;
+            w.remote.addr = target.as_ptr() as u64 + m % 64;
+            w.remote.rkey = RKEY;
+            w.ud = dest;
+            unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+            let wc = poll_all(&mut p, 0, 1)[0];
+            assert_eq!((wc.opcode, wc.byte_len), (WcOpcode::RdmaRead, 64));
+            assert_eq!(&local[..64], &src[..64]);
+        }
+        // Fetch-and-add on the DCT side's memory.
+        let counter = vec![0u8; 8];
+        let result = vec![0u8; 8];
+        for k in 0..5u64 {
+            let sg = [Sge { addr: result.as_ptr() as u64, length: 8, lkey: 1 }];
+            let mut w = SendWr::new(3000 + k, WrOpcode::AtomicFetchAndAdd, &sg);
+            w.flags = SendFlags::SIGNALED;
+            w.remote.addr = counter.as_ptr() as u64;
+            w.remote.rkey = RKEY;
+            w.compare_add = 10;
+            w.ud = dest;
+            unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+            assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
+            assert_eq!(u64::from_ne_bytes(result[..].try_into().unwrap()), 10 * k, "old value");
+        }
+        assert_eq!(u64::from_ne_bytes(counter[..].try_into().unwrap()), 50);
+        let h = p.hca.lock().unwrap();
+        assert_eq!(h.srqs[&0x77].consumed, 60, "every DC message came from the SRQ");
+        assert_eq!(h.dc_key_violations, 0);
+        drop(h);
+        // Neither queue of a DCT can be posted to.
+        let sg = [Sge { addr: src.as_ptr() as u64, length: 8, lkey: 1 }];
+        let mut w = SendWr::new(1, WrOpcode::Send, &sg);
+        w.ud = dest;
+        assert!(unsafe { p.ctx.post_send(&mut p.qp[1], &[w]) }.is_err(), "a DCT has no send queue");
+        let rsg = [Sge { addr: rbufs[0].as_ptr() as u64, length: 64, lkey: 2 }];
+        let e = unsafe { p.ctx.post_recv(&mut p.qp[1], &[RecvWr { wr_id: 1, sgl: &rsg }]) }.unwrap_err();
+        assert!(e.error.to_string().contains("SRQ"), "{}", e.error);
+        // A DCI send without a destination is refused at post time.
+        let bare = SendWr::new(1, WrOpcode::Send, &sg);
+        assert!(unsafe { p.ctx.post_send(&mut p.qp[0], &[bare]) }.is_err());
+        p.srq = Some(srq);
+        drop(ah);
+    }
+}
+
+#[test]
+fn model_dc_wrong_key_is_dropped_and_the_dci_errors() {
+    let (mut p, bad) = create_dc_pair(true, Some(DC_KEY ^ 0xffff_0000_0000));
+    let mut bad = bad.unwrap();
+    let ah = port_ah(&p);
+    let dest = Some(UdDest { ah: p.ctx.ah_number(&ah), remote_qpn: 0x101, remote_qkey: 0 });
+    let mut srq = p.srq.take().unwrap();
+    let rbuf = vec![0u8; 64];
+    let rsg = [Sge { addr: rbuf.as_ptr() as u64, length: 64, lkey: 2 }];
+    unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 0x77, sgl: &rsg }]) }.unwrap();
+    let src = [0xabu8; 16];
+    let sg = [Sge { addr: src.as_ptr() as u64, length: 16, lkey: 1 }];
+    let mut w = SendWr::new(5, WrOpcode::Send, &sg);
+    w.flags = SendFlags::SIGNALED;
+    w.ud = dest;
+    // The DCI with the wrong key: the DCT drops it, the DCI gets a retry-exceeded error
+    // completion (on CQ 0x400, where the model puts every DCI's completions).
+    unsafe { p.ctx.post_send(&mut bad, &[w]) }.unwrap();
+    let wc = poll_all(&mut p, 0, 1)[0];
+    assert_eq!((wc.wr_id, wc.status, wc.qp_num), (5, WcStatus::RetryExcErr, 0x102));
+    poll_all(&mut p, 1, 0);
+    assert_eq!(rbuf, vec![0u8; 64], "nothing written on the DCT side");
+    assert_eq!(p.hca.lock().unwrap().dc_key_violations, 1);
+    // A WRITE with the wrong key does not land either.
+    let target = vec![0u8; 16];
+    let mut w2 = SendWr::new(6, WrOpcode::RdmaWrite, &sg);
+    w2.flags = SendFlags::SIGNALED;
+    w2.remote.addr = target.as_ptr() as u64;
+    w2.remote.rkey = RKEY;
+    w2.ud = dest;
+    unsafe { p.ctx.post_send(&mut bad, &[w2]) }.unwrap();
+    assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::RetryExcErr);
+    assert_eq!(target, vec![0u8; 16]);
+    // The right key: the receive that stayed posted takes it.
+    w.wr_id = 7;
+    unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+    assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
+    let r = poll_all(&mut p, 1, 1)[0];
+    assert_eq!((r.wr_id, r.byte_len, r.src_qp), (0x77, 16, 0x100));
+    assert_eq!(&rbuf[..16], &src[..]);
+    assert_eq!(p.hca.lock().unwrap().dc_key_violations, 2);
+    p.srq = Some(srq);
+    drop(ah);
 }

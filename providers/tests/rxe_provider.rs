@@ -310,3 +310,25 @@ fn provider_end_to_end_over_a_memfd() {
     drop(srq);
     drop(cq);
 }
+
+/// rxe has no Dynamically Connected QPs: both ways in are refused with EOPNOTSUPP and a line
+/// naming the type, before any kernel command.
+#[test]
+fn rxe_refuses_dc_qps() {
+    let fd = Arc::new(memfd());
+    let rxe = Rxe::new_context(fd, &dev(), &[]).unwrap();
+    for qp_type in [QpType::Dci, QpType::Dct] {
+        let attr = QpInitAttr {
+            qp_type,
+            caps: QpCaps { max_send_wr: 4, max_recv_wr: 0, max_send_sge: 1, max_recv_sge: 0, max_inline_data: 0 },
+            sq_sig_all: false,
+            uses_srq: qp_type == QpType::Dct,
+        };
+        let dc = uverbs::provider::DcInit { access_key: 0xffee_ddcc, dci_streams: None };
+        for e in [rxe.prepare_dc_qp(&attr, &dc).err(), rxe.prepare_qp(&attr).err()] {
+            let e = e.expect("rxe refuses DC");
+            assert_eq!(e.errno, Some(libc::EOPNOTSUPP));
+            assert!(e.to_string().contains(qp_type.name()) && e.to_string().contains("mlx5"), "{e}");
+        }
+    }
+}

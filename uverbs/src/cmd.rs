@@ -876,6 +876,11 @@ pub fn modify_qp(c: &Cmd<'_>, req: &sys::ModifyQp) -> Result<()> {
     legacy_no_resp(c, "MODIFY_QP", sys::CMD_MODIFY_QP, req)
 }
 
+/// EX_MODIFY_QP with driver data → (core response, driver response).
+pub fn modify_qp_ex(c: &Cmd<'_>, req: &sys::ExModifyQp, drv: &Udata) -> Result<(sys::ExModifyQpResp, Vec<u8>)> {
+    legacy_typed(c, "EX_MODIFY_QP", sys::IB_USER_VERBS_CMD_FLAG_EXTENDED | sys::CMD_EX_MODIFY_QP, req, drv)
+}
+
 /// QUERY_QP.
 pub fn query_qp(c: &Cmd<'_>, qp: u32, attr_mask: u32) -> Result<sys::QueryQpResp> {
     let req = sys::QueryQp { response: 0, qp_handle: qp, attr_mask };
@@ -1039,6 +1044,32 @@ mod tests {
         // No output at all: response must be 0.
         let b = encode_write(&Legacy { core_out_len: 0, ..l }, 0x5000).unwrap();
         assert_eq!(&b[8..16], &[0u8; 8]);
+    }
+
+    #[test]
+    fn ex_modify_qp_framing_with_driver_data() {
+        // The mlx5 DCT's modify to RTR: ib_uverbs_ex_modify_qp (120 B) + mlx5_ib_modify_qp (16 B),
+        // answered by ib_uverbs_ex_modify_qp_resp (8 B) + mlx5_ib_modify_qp_resp (16 B).
+        let mut req = sys::ExModifyQp::default();
+        req.base.qp_handle = 7;
+        req.base.attr_mask = 0x8181;
+        req.base.qp_state = 2;
+        let drv = [0u8; 16];
+        let l = Legacy {
+            name: "EX_MODIFY_QP",
+            command: sys::IB_USER_VERBS_CMD_FLAG_EXTENDED | sys::CMD_EX_MODIFY_QP,
+            core_in: req.as_bytes(),
+            drv_in: &drv,
+            core_out_len: core::mem::size_of::<sys::ExModifyQpResp>(),
+            drv_out_len: 16,
+        };
+        let b = encode_write(&l, 0x7000).unwrap();
+        assert_eq!(b.len(), 8 + 16 + 120 + 16);
+        // command 26 | EXTENDED; in_words = 120/8, out_words = 8/8 (8-byte units, headers excluded)
+        assert_eq!(&b[..8], &[26, 0, 0, 0x80, 15, 0, 1, 0]);
+        assert_eq!(&b[8..16], &0x7000u64.to_le_bytes());
+        assert_eq!(&b[16..20], &[2, 0, 2, 0], "provider in/out words");
+        assert_eq!(&b[24..24 + 120], req.as_bytes());
     }
 
     #[test]

@@ -26,8 +26,8 @@ use crate::cmd::{self, Cmd, CreateCqArgs, CreateQpArgs, Transport};
 use crate::device::{self, DeviceAttr, DeviceAttrEx, PortAttr};
 use crate::error::{Error, Result};
 use crate::provider::{
-    AhAttr, AhCreated, CqCreated, DeviceDesc, PostError, Provider, QpCaps, QpCreated, QpInitAttr, QpState, QpType,
-    SharedFd, SrqCreated,
+    AhAttr, AhCreated, CqCreated, DcInit, DeviceDesc, PostError, Provider, QpCaps, QpCreated, QpInitAttr, QpState,
+    QpType, SharedFd, SrqCreated,
 };
 use crate::sys::{self, qp_attr};
 use crate::wr::{RecvWr, SendWr, WorkCompletion};
@@ -1009,10 +1009,12 @@ pub fn init_attr(qp_type: QpType, port: u8, pkey_index: u16, access: AccessFlags
             a.qkey = qkey;
             mask |= QpAttrMask::QKEY;
         }
-        QpType::Rc | QpType::Uc => {
+        QpType::Rc | QpType::Uc | QpType::Dct => {
             a.qp_access_flags = access;
             mask |= QpAttrMask::ACCESS_FLAGS;
         }
+        // mlx5 modify_dci_qp_is_ok: RESET→INIT takes exactly state, pkey index and port.
+        QpType::Dci => {}
     }
     (a, mask)
 }
@@ -1048,6 +1050,18 @@ impl RtrParams {
 pub fn rtr_attr(qp_type: QpType, p: &RtrParams) -> (QpAttr, QpAttrMask) {
     let mut a = QpAttr { qp_state: QpState::Rtr, ..Default::default() };
     let mut mask = QpAttrMask::STATE;
+    if qp_type.is_dc() {
+        // DC has no fixed peer: the path (AV, MTU) only. A DCT also takes its RNR NAK timer
+        // (mlx5 modify_dci_qp_is_ok / mlx5_ib_modify_dct, perftest's masks).
+        a.ah_attr = p.ah;
+        a.path_mtu = p.path_mtu;
+        mask |= QpAttrMask::AV | QpAttrMask::PATH_MTU;
+        if qp_type == QpType::Dct {
+            a.min_rnr_timer = p.min_rnr_timer;
+            mask |= QpAttrMask::MIN_RNR_TIMER;
+        }
+        return (a, mask);
+    }
     if qp_type != QpType::Ud {
         a.ah_attr = p.ah;
         a.path_mtu = p.path_mtu;
@@ -1089,7 +1103,8 @@ impl Default for RtsParams {
 pub fn rts_attr(qp_type: QpType, p: &RtsParams) -> (QpAttr, QpAttrMask) {
     let mut a = QpAttr { qp_state: QpState::Rts, sq_psn: p.sq_psn & 0xff_ffff, ..Default::default() };
     let mut mask = QpAttrMask::STATE | QpAttrMask::SQ_PSN;
-    if qp_type == QpType::Rc {
+    // A DCI takes RC's RTS set (modify_dci_qp_is_ok). A DCT never leaves RTR.
+    if matches!(qp_type, QpType::Rc | QpType::Dci) {
         a.timeout = p.timeout;
         a.retry_cnt = p.retry_cnt;
         a.rnr_retry = p.rnr_retry;
@@ -1133,16 +1148,38 @@ pub struct Qp<P: Provider> {
 
 impl<P: Provider> Qp<P> {
     pub fn new(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>) -> Result<Self> {
+        Self::create(pd, init, None)
+    }
+
+    /// A Dynamically Connected QP (`init.qp_type` `Dci` or `Dct`; mlx5 only, other providers
+    /// refuse). A DCT needs `init.srq`; it has no queues of its own.
+    pub fn new_dc(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>, dc: &DcInit) -> Result<Self> {
+        if !init.qp_type.is_dc() {
+            return Err(Error::msg("create DC QP", format!("QP type {} is not a DC type (DCI or DCT)", init.qp_type.name())));
+        }
+        if init.qp_type == QpType::Dct && init.srq.is_none() {
+            return Err(Error::msg("create DC QP", "a DCT receives from an SRQ: pass one"));
+        }
+        Self::create(pd, init, Some(dc))
+    }
+
+    fn create(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>, dc: Option<&DcInit>) -> Result<Self> {
         let ctx = pd.ctx.clone();
         let attr = QpInitAttr { qp_type: init.qp_type, caps: init.caps, sq_sig_all: init.sq_sig_all, uses_srq: init.srq.is_some() };
-        let (prep, udata) = ctx.provider.prepare_qp(&attr)?;
+        let (prep, udata) = match dc {
+            Some(dc) => ctx.provider.prepare_dc_qp(&attr, dc)?,
+            None if init.qp_type.is_dc() => {
+                return Err(Error::msg("create QP", format!("{} QPs are created with Qp::new_dc", init.qp_type.name())));
+            }
+            None => ctx.provider.prepare_qp(&attr)?,
+        };
         let args = CreateQpArgs {
             user_handle: next_user_handle(),
             pd: pd.handle,
             send_cq: init.send_cq.handle(),
             recv_cq: init.recv_cq.handle(),
             srq: init.srq.map(|s| s.handle()),
-            qp_type: init.qp_type as u8,
+            qp_type: init.qp_type.uverbs_type(),
             caps: sys::QpCap {
                 max_send_wr: init.caps.max_send_wr,
                 max_recv_wr: init.caps.max_recv_wr,
@@ -1215,14 +1252,26 @@ impl<P: Provider> Qp<P> {
     /// MODIFY_QP with the masked fields of `attr`; tells the provider about state changes.
     pub fn modify(&mut self, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
         let req = modify_request(self.handle, attr, mask);
-        cmd::modify_qp(&self.ctx.cmd(), &req).map_err(|e| {
+        let detail = |e: Error| {
             let what = format!("{:?} → {:?}", self.qp_state, attr.qp_state);
             if mask.contains(QpAttrMask::STATE) {
                 e.with_detail(format!("{} QP {:#x}, {what}, mask {:#x}", self.qp_type.name(), self.qpn, mask.bits()))
             } else {
                 e
             }
-        })?;
+        };
+        let state = mask.contains(QpAttrMask::STATE).then_some(attr.qp_state);
+        match self.ctx.provider.modify_qp_udata(&self.state, state) {
+            None => cmd::modify_qp(&self.ctx.cmd(), &req).map_err(detail)?,
+            Some(udata) => {
+                // The driver answers this modify (mlx5: a DCT's number at RTR).
+                let ex = sys::ExModifyQp { base: req, ..Default::default() };
+                let (_, drv) = cmd::modify_qp_ex(&self.ctx.cmd(), &ex, &udata).map_err(detail)?;
+                if let Some(n) = self.ctx.provider.modify_qp_done(&mut self.state, attr.qp_state, &drv)? {
+                    self.qpn = n;
+                }
+            }
+        }
         if mask.contains(QpAttrMask::STATE) {
             self.qp_state = attr.qp_state;
             self.ctx.provider.qp_state_changed(&mut self.state, attr.qp_state);
@@ -1244,6 +1293,9 @@ impl<P: Provider> Qp<P> {
 
     /// RTR → RTS.
     pub fn to_rts(&mut self, p: &RtsParams) -> Result<()> {
+        if self.qp_type == QpType::Dct {
+            return Err(Error::msg("modify QP to RTS", "a DCT only receives: it stays in RTR"));
+        }
         let (a, m) = rts_attr(self.qp_type, p);
         self.modify(&a, m)
     }
@@ -1424,6 +1476,30 @@ mod tests {
         assert_eq!(rts_attr(QpType::Rc, &r).1.bits(), RC_RTS);
         assert_eq!(rts_attr(QpType::Uc, &r).1.bits(), 0x10001);
         assert_eq!(rts_attr(QpType::Ud, &r).1.bits(), 0x10001);
+    }
+
+    #[test]
+    fn dc_modify_masks_match_the_mlx5_kernel_rules() {
+        // Kernel mlx5 modify_dci_qp_is_ok (DCI) and mlx5_ib_modify_dct (DCT); also perftest's.
+        let (a, m) = init_attr(QpType::Dci, 1, 0, AccessFlags::REMOTE_WRITE, 0x1111);
+        assert_eq!(m.bits(), 0x1 | 0x10 | 0x20, "DCI INIT: state, pkey index, port");
+        assert!(a.qp_access_flags.is_empty());
+        let (a, m) = init_attr(QpType::Dct, 1, 0, AccessFlags::REMOTE_WRITE, 0x1111);
+        assert_eq!(m.bits(), 0x1 | 0x8 | 0x10 | 0x20, "DCT INIT: + access flags");
+        assert_eq!(a.qp_access_flags, AccessFlags::REMOTE_WRITE);
+        let p = RtrParams { path_mtu: 3, dest_qpn: 0x99, rq_psn: 5, max_dest_rd_atomic: 4, min_rnr_timer: 12, ah: RtrParams::roce_path(1, [7; 16], 1, 64) };
+        let (a, m) = rtr_attr(QpType::Dci, &p);
+        assert_eq!(m.bits(), 0x1 | 0x80 | 0x100, "DCI RTR: state, AV, path MTU");
+        assert_eq!((a.dest_qp_num, a.rq_psn, a.path_mtu), (0, 0, 3), "no fixed peer");
+        assert_eq!(a.ah_attr.dgid, [7; 16]);
+        let (a, m) = rtr_attr(QpType::Dct, &p);
+        assert_eq!(m.bits(), 0x1 | 0x80 | 0x100 | 0x8000, "DCT RTR: + min RNR timer");
+        assert_eq!(a.min_rnr_timer, 12);
+        let r = RtsParams { sq_psn: 0x123, ..Default::default() };
+        assert_eq!(rts_attr(QpType::Dci, &r).1.bits(), RC_RTS, "DCI RTS: RC's set");
+        assert_eq!(QpType::Dci.uverbs_type(), 0xff);
+        assert_eq!(QpType::Dct.uverbs_type(), 0xff);
+        assert_eq!(QpType::Ud.uverbs_type(), 4);
     }
 
     #[test]

@@ -43,14 +43,25 @@ impl Udata {
     }
 }
 
-/// QP transport types (values of `enum ib_uverbs_qp_type`).
+/// QP transport types. RC/UC/UD carry their `enum ib_uverbs_qp_type` values; the mlx5
+/// Dynamically Connected pair (DCI initiator, DCT target) is created as
+/// `IB_UVERBS_QPT_DRIVER` with the role in the driver data, so their discriminants are ours
+/// (use [`QpType::uverbs_type`] for the kernel value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum QpType {
     Rc = 2,
     Uc = 3,
     Ud = 4,
+    /// DC initiator: a send queue only; each send names its target DCT (mlx5 only).
+    Dci = 0xf0,
+    /// DC target: no queues of its own; receives from an SRQ, completes on the receive CQ
+    /// (mlx5 only).
+    Dct = 0xf1,
 }
+
+/// `IB_UVERBS_QPT_DRIVER`: the QP type a driver-specific QP (mlx5 DCI/DCT) is created with.
+pub const QPT_DRIVER: u8 = 0xff;
 
 impl QpType {
     pub fn name(self) -> &'static str {
@@ -58,8 +69,38 @@ impl QpType {
             QpType::Rc => "RC",
             QpType::Uc => "UC",
             QpType::Ud => "UD",
+            QpType::Dci => "DCI",
+            QpType::Dct => "DCT",
         }
     }
+    /// The `qp_type` value of CREATE_QP.
+    pub fn uverbs_type(self) -> u8 {
+        match self {
+            QpType::Dci | QpType::Dct => QPT_DRIVER,
+            t => t as u8,
+        }
+    }
+    /// One of the two Dynamically Connected roles.
+    pub fn is_dc(self) -> bool {
+        matches!(self, QpType::Dci | QpType::Dct)
+    }
+}
+
+/// What a DC QP needs beyond [`QpInitAttr`] (mlx5dv's `dc_init_attr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DcInit {
+    /// DCT: the access key a DCI must present. DCI: the key its sends present (one key per
+    /// DCI here; libmlx5 takes it per work request, perftest always passes the same one).
+    pub access_key: u64,
+    /// DCI only: DCI streams (`MLX5_QP_FLAG_DCI_STREAM`); `None` is a plain DCI.
+    pub dci_streams: Option<DciStreams>,
+}
+
+/// `struct mlx5_ib_create_qp_dci_streams`: log2 of the concurrent and of the errored streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DciStreams {
+    pub log_num_concurent: u8,
+    pub log_num_errored: u8,
 }
 
 /// QP capacities, asked for at create time and reported back (possibly larger) by the kernel.
@@ -204,6 +245,18 @@ pub trait Provider: Sized + Send + Sync + 'static {
     fn finish_qp(&self, prep: Self::QpPrep, attr: &QpInitAttr, core: &QpCreated, drv_resp: &[u8])
         -> Result<Self::Qp>;
 
+    /// Prepare a Dynamically Connected QP (`attr.qp_type` is `Dci` or `Dct`); completed by
+    /// [`Provider::finish_qp`]. Only mlx5 has DC: the default refuses with `EOPNOTSUPP`.
+    fn prepare_dc_qp(&self, attr: &QpInitAttr, dc: &DcInit) -> Result<(Self::QpPrep, Udata)> {
+        let _ = dc;
+        let mut e = Error::msg(
+            "create QP",
+            format!("{} QPs (Dynamically Connected) are an mlx5 feature; the {} provider has none", attr.qp_type.name(), Self::NAME),
+        );
+        e.errno = Some(libc::EOPNOTSUPP);
+        Err(e)
+    }
+
     fn prepare_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Self::SrqPrep, Udata)>;
     fn finish_srq(&self, prep: Self::SrqPrep, core: &SrqCreated, drv_resp: &[u8]) -> Result<Self::Srq>;
 
@@ -212,6 +265,20 @@ pub trait Provider: Sized + Send + Sync + 'static {
         -> Result<Self::Ah>;
     /// The number a UD send names this AH by (`UdDest::ah`).
     fn ah_number(&self, ah: &Self::Ah) -> u32;
+
+    /// Driver data for a MODIFY_QP to `state` (`None`: not a state change). `Some` makes the
+    /// verbs layer send EX_MODIFY_QP with it and hand the driver response to
+    /// [`Provider::modify_qp_done`] (mlx5: a DCT learns its number at RTR).
+    fn modify_qp_udata(&self, qp: &Self::Qp, state: Option<QpState>) -> Option<Udata> {
+        let _ = (qp, state);
+        None
+    }
+    /// The driver response of a modify that [`Provider::modify_qp_udata`] asked for; returns
+    /// the QP's new number if the modify gave it one.
+    fn modify_qp_done(&self, qp: &mut Self::Qp, state: QpState, drv_resp: &[u8]) -> Result<Option<u32>> {
+        let _ = (qp, state, drv_resp);
+        Ok(None)
+    }
 
     /// Called after a successful MODIFY_QP (mlx5 resets its indices on RESET; rxe needs nothing).
     fn qp_state_changed(&self, qp: &mut Self::Qp, state: QpState);

@@ -1053,3 +1053,12 @@ pub mod mlx5 {
         pub struct CreateAhResp { pub response_length: u32, pub dmac: [u8; 6], pub reserved: [u8; 6] }
     }
 }
+
+abi! {
+    /// `struct ib_uverbs_ex_modify_qp`: EX_MODIFY_QP's core request (a driver that answers a
+    /// modify, as mlx5 does for a DCT at RTR, needs the extended command).
+    #[repr(align(8))]
+    pub struct ExModifyQp { pub base: ModifyQp, pub rate_limit: u32, pub reserved: u32 }
+    /// `struct ib_uverbs_ex_modify_qp_resp`.
+    pub struct ExModifyQpResp { pub comp_mask: u32, pub response_length: u32 }
+}

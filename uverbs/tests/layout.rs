@@ -397,3 +397,17 @@ fn abi_layout_matches_kernel_headers() {
     assert!(bad.is_empty(), "{} of {} layout checks differ:\n{}", bad.len(), checks.len(), bad.join("\n"));
     eprintln!("{} layout checks passed", checks.len());
 }
+
+/// EX_MODIFY_QP (the DC target's modify to RTR carries a driver response).
+#[test]
+fn ex_modify_qp_layout_matches_kernel_headers() {
+    let mut v: Vec<Check> = Vec::new();
+    layout!(v;
+        sys::ExModifyQp = "struct ib_uverbs_ex_modify_qp" { base, rate_limit, reserved }
+        sys::ExModifyQpResp = "struct ib_uverbs_ex_modify_qp_resp" { comp_mask, response_length }
+    );
+    let exprs: Vec<&str> = v.iter().map(|c| c.c_expr.as_str()).collect();
+    let c = c_probe::c_values("uverbs-ex-modify-layout", HEADERS, "", &exprs);
+    let bad = c_probe::mismatches(v.iter().map(|k| (k.what.as_str(), k.rust, k.c_expr.as_str())), &c);
+    assert!(bad.is_empty(), "{} of {} layout checks differ:\n{}", bad.len(), v.len(), bad.join("\n"));
+}

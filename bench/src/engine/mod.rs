@@ -11,6 +11,7 @@
 pub mod addr;
 pub mod bw;
 pub mod clock;
+pub mod dc;
 pub mod dualport;
 pub mod lat;
 pub mod memsrc;

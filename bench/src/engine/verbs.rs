@@ -96,6 +96,8 @@ pub struct VerbsSetup {
     pub mmap: Option<(std::path::PathBuf, u64)>,
     /// `--odp`: register the MR with IBV_ACCESS_ON_DEMAND (the caps are checked beforehand).
     pub odp: bool,
+    /// `-c DC`: the QPs are DCIs/DCTs ([`super::dc`]); `qp_type` is then ignored.
+    pub dc: Option<super::dc::DcSetup>,
 }
 
 /// The peer's side of one QP connection plus our path settings.
@@ -203,7 +205,8 @@ impl<P: Provider> VerbsEndpoint<P> {
         } else {
             None
         };
-        let srq = if s.use_srq {
+        // DC: the SRQ serves the DCTs only (perftest creates none on a DCI-only side).
+        let srq = if s.use_srq && s.dc.as_ref().is_none_or(|d| d.has_dct()) {
             Some(Srq::new(&pd, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't create SRQ", e))?)
         } else {
             None
@@ -216,7 +219,7 @@ impl<P: Provider> VerbsEndpoint<P> {
                 None => s.port,
             })
             .collect();
-        for &port in &ports {
+        for (q, &port) in ports.iter().enumerate() {
             let caps = QpCaps {
                 max_send_wr: s.tx_depth.max(1),
                 max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
@@ -232,10 +235,16 @@ impl<P: Provider> VerbsEndpoint<P> {
                 caps,
                 sq_sig_all: false,
             };
-            let mut qp = Qp::new(&pd, &init).map_err(|e| {
-                verr("Failed to create QP (Requested QP size might be too big. Try reducing TX depth and/or inline size)", e)
-            })?;
-            max_inline = max_inline.min(qp.caps().max_inline_data);
+            let mut qp = match &s.dc {
+                Some(dc) => super::dc::create_qp(&pd, dc, q, caps, &send_cq, init.recv_cq, srq.as_ref())?,
+                None => Qp::new(&pd, &init).map_err(|e| {
+                    verr("Failed to create QP (Requested QP size might be too big. Try reducing TX depth and/or inline size)", e)
+                })?,
+            };
+            if qp.qp_type() != QpType::Dct {
+                // A DCT sends nothing: its (empty) send caps do not limit the inline size.
+                max_inline = max_inline.min(qp.caps().max_inline_data);
+            }
             qp.set_qkey(DEFAULT_QKEY);
             qp.to_init(port, s.pkey_index, s.access).map_err(|e| verr("Failed to modify QP to INIT", e))?;
             qps.push(qp);
@@ -298,6 +307,16 @@ impl<P: Provider> VerbsEndpoint<P> {
     pub fn srqn(&self) -> Option<u32> {
         self.srq.as_ref().map(|s| s.srqn())
     }
+    /// DC: QP `q` (a DCI) sends to DCT `dctn` from now on (perftest re-exchanges the QP
+    /// information after connecting, because a DCT gets its number only at RTR).
+    pub fn set_dc_target(&mut self, q: usize, dctn: u32) {
+        if let Some(Some(d)) = self.ud_dest.get_mut(q) {
+            if self.qps[q].qp_type() == QpType::Dci {
+                d.remote_qpn = dctn;
+            }
+        }
+    }
+
     /// UD destination of QP `q` (after [`Self::connect`]).
     pub fn ud_dest(&self, q: usize) -> Option<UdDest> {
         self.ud_dest[q]
@@ -337,6 +356,10 @@ impl<P: Provider> VerbsEndpoint<P> {
         };
         let qpn = self.qps[q].qpn();
         self.qps[q].to_rtr(&rtr).map_err(|e| verr(&format!("Failed to modify QP {qpn:#x} to RTR"), e))?;
+        if qp_type == QpType::Dct {
+            // A DCT only receives: RTR is its last state.
+            return Ok(());
+        }
         if c.to_rts || qp_type == QpType::Ud {
             let rts = RtsParams {
                 sq_psn: c.own_psn,
@@ -347,10 +370,13 @@ impl<P: Provider> VerbsEndpoint<P> {
             };
             self.qps[q].to_rts(&rts).map_err(|e| verr("Failed to modify QP to RTS", e))?;
         }
-        if qp_type == QpType::Ud {
+        if qp_type == QpType::Ud || qp_type == QpType::Dci {
+            // DC: each send names the remote DCT (its number is the peer's QPN; see
+            // `set_dc_target` for the refreshed value after the peer's RTR).
             let attr = AhAttr { port_num: port, ..ah };
-            let a = Ah::new(&self.pd, &attr).map_err(|e| verr("Failed to create AH for UD", e))?;
-            self.ud_dest[q] = Some(UdDest { ah: a.number(), remote_qpn: c.remote_qpn, remote_qkey: DEFAULT_QKEY });
+            let a = Ah::new(&self.pd, &attr).map_err(|e| verr("Failed to create AH", e))?;
+            let qkey = if qp_type == QpType::Ud { DEFAULT_QKEY } else { 0 };
+            self.ud_dest[q] = Some(UdDest { ah: a.number(), remote_qpn: c.remote_qpn, remote_qkey: qkey });
             self.ahs[q] = Some(a);
         }
         Ok(())

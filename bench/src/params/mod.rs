@@ -20,11 +20,12 @@
 //!   NEGOTIATE message with us (6.29 only sends it to ≥6.28 peers) and the help text and
 //!   report formats we reproduce are 6.06's.
 //! * Features rperftest does not implement are parsed (so they are never "unknown") and then
-//!   refused with a one-line [`ErrorKind::Unsupported`] error: XRC/DC/SRD connections,
-//!   AES-XTS, DCS, GPU memory, an explicit HW and the PP rate limiter, data validation and vendor-specific options.
+//!   refused with a one-line [`ErrorKind::Unsupported`] error: XRC/SRD connections,
+//!   AES-XTS, GPU memory, an explicit HW and the PP rate limiter, data validation and vendor-specific options.
 //! * Raw-Ethernet options (`-B -E -J -j -K -k -Y -Z -P -v`, `--tcp`, `--remote_mac`, …) are
 //!   accepted and ignored, as perftest's ib_* tools do.
 
+pub mod dc;
 mod getopt;
 pub mod rate;
 mod usage;
@@ -533,6 +534,10 @@ pub struct Params {
     pub mgid: Option<String>,
     pub use_srq: bool,
     pub connectionless: bool,
+    /// `--log_dci_streams` (DC only; 0 = plain DCI).
+    pub log_dci_streams: u16,
+    /// `--log_active_dci_streams` (default: `log_dci_streams`).
+    pub log_active_dci_streams: u16,
 
     // reporting
     pub report_fmt: ReportFormat,
@@ -656,6 +661,8 @@ impl Params {
             mgid: None,
             use_srq: false,
             connectionless: false,
+            log_dci_streams: 0,
+            log_active_dci_streams: 0,
             report_fmt: ReportFormat::Mbs,
             report_both: false,
             report_per_port: false,
@@ -722,6 +729,7 @@ impl Params {
             return 0;
         }
         match self.verb {
+            Verb::Write | Verb::WriteImm | Verb::Send | Verb::SendImm if self.connection == Connection::Dc => dc::DEF_INLINE_DC,
             Verb::Write | Verb::WriteImm => 220,
             Verb::Send | Verb::SendImm => {
                 if self.connection == Connection::Ud {
@@ -868,7 +876,8 @@ pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
 struct State {
     use_rss: bool,
     aes: Option<String>,
-    dcs: Option<String>,
+    /// `--log_active_dci_streams` was given.
+    dci_active_given: bool,
     gpu: Option<String>,
     vendor: Option<String>,
     use_ooo: bool,
@@ -1299,8 +1308,10 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
         | Opt::DataEncKeyAppPath => {
             st.aes.get_or_insert_with(|| f.spelling.clone());
         }
-        Opt::LogDciStreams | Opt::LogActiveDciStreams => {
-            st.dcs.get_or_insert_with(|| f.spelling.clone());
+        Opt::LogDciStreams => p.log_dci_streams = narrow(int_in(f, "log_dci_streams", 0, 65535)?),
+        Opt::LogActiveDciStreams => {
+            p.log_active_dci_streams = narrow(int_in(f, "log_active_dci_streams", 0, 65535)?);
+            st.dci_active_given = true;
         }
         Opt::DisablePcieRelaxed => p.disable_pcie_relaxed = true,
         Opt::UseOoo => st.use_ooo = true,
@@ -1375,11 +1386,11 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
         ));
     }
     match p.connection {
-        Connection::Xrc | Connection::Dc | Connection::Srd => {
+        Connection::Xrc | Connection::Srd => {
             return Err(unsupported(
                 "-c/--connection",
                 &format!(
-                    "connection type {} is not supported by rperftest (supported: RC, UC, UD)",
+                    "connection type {} is not supported by rperftest (supported: RC, UC, UD, DC)",
                     p.connection.as_str()
                 ),
             ))
@@ -1393,12 +1404,6 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
         return Err(unsupported(
             o,
             "AES-XTS encryption is not supported by rperftest",
-        ));
-    }
-    if let Some(o) = &st.dcs {
-        return Err(unsupported(
-            o,
-            "DCI streams need DC connections, which rperftest does not support",
         ));
     }
     if let Some(o) = &st.gpu {
@@ -1776,5 +1781,6 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         ));
     }
 
+    dc::dependencies(p, st.dci_active_given)?;
     Ok(())
 }

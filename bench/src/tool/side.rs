@@ -425,13 +425,21 @@ impl<'a, P: Provider> SideRun<'a, P> {
             hugepages: p.use_hugepages,
             mmap: p.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.mmap_offset)),
             odp: p.odp,
+            dc: params::dc::engine_setup(p),
         };
         if let Some(f) = &p.mmap_file {
             if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
                 return Err(ToolError::new(1, m));
             }
         }
-        let ep = VerbsEndpoint::create(&self.ctx, &setup).map_err(|e| ToolError::new(1, format!(" Couldn't create IB resources\n{e}")))?;
+        let ep = VerbsEndpoint::create(&self.ctx, &setup).map_err(|e| {
+            // -c DC: our line naming the option, then perftest's three lines in its order.
+            let m = if setup.dc.is_some() { format!("{e}\n Couldn't create IB resources") } else { format!(" Couldn't create IB resources\n{e}") };
+            ToolError::new(1, m)
+        })?;
+        if let Some(m) = params::dc::engine_gap(p) {
+            return Err(ToolError::new(1, m));
+        }
         if p.mmap_file.is_some() {
             // perftest 6.06 (pp_init_mmap) prints this on stdout, also with --output.
             self.out.result(&format!("allocated mmap buffer of size {} at {:#x}\n", layout.total(), ep.buf_addr()));
@@ -463,7 +471,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                     Some((_, _, gid2)) if on_port2(q) => gid2,
                     _ => self.dev.gid,
                 },
-                srqn: 0,
+                srqn: if p.connection == Connection::Dc { ep.srqn().unwrap_or(0) } else { 0 },
             })
             .collect();
         self.remote_keys = vec![KeyMsg::default(); nq];
@@ -585,6 +593,12 @@ impl<'a, P: Provider> SideRun<'a, P> {
             };
             self.ep()?.connect(q, &c).map_err(|e| ToolError::new(1, format!("{e}\n Unable to Connect the HCA's through the link")))?;
         }
+        if p.connection == Connection::Dc {
+            // A DCT has its number only from RTR on: the next exchange sends the new one.
+            for q in 0..p.num_qps as usize {
+                self.my_keys[q].qpn = self.ep()?.qpn(q) & 0xff_ffff;
+            }
+        }
         Ok(())
     }
 
@@ -592,7 +606,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         AddrShow {
             verb: wire_verb(self.p.verb),
             rdma_cm: self.p.use_rdma_cm,
-            srqn: false,
+            srqn: self.p.connection == Connection::Dc,
             gid: self.dev.gid_index.is_some(),
             mgid: false,
             dlid: self.p.dlid,
@@ -1059,6 +1073,15 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         if purpose == KeyPurpose::QpInfo {
             if let Some(k) = self.remote_keys.get_mut(qp) {
                 *k = remote;
+            }
+        }
+        if purpose == KeyPurpose::RemoteInfo && self.p.connection == Connection::Dc {
+            // The peer's DCT numbers as they are after its RTR.
+            if let Some(k) = self.remote_keys.get_mut(qp) {
+                *k = remote;
+            }
+            if let Some(ep) = self.ep.as_mut() {
+                ep.set_dc_target(qp, remote.qpn & 0xff_ffff);
             }
         }
         Ok(())

@@ -16,6 +16,11 @@ pub fn sq_overhead(t: QpType) -> u32 {
     match t {
         QpType::Rc | QpType::Uc => 16 + 48 + 64 + 64,
         QpType::Ud => 16 + 48,
+        // libmlx5 _sq_overhead for IBV_QPT_DRIVER/DCI: RC's largest set plus the datagram
+        // segment (the AV with the DCT number and DC key).
+        QpType::Dci => 16 + 48 + 64 + 64 + 48,
+        // A DCT has no send queue.
+        QpType::Dct => 0,
     }
 }
 

@@ -13,6 +13,7 @@
 
 pub mod abi;
 pub mod cqe;
+pub mod dc;
 pub mod geometry;
 pub mod mem;
 pub mod uar;
@@ -23,7 +24,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use uverbs::error::{Error, Result};
 use uverbs::provider::{
-    AhAttr, AhCreated, CqCreated, DeviceDesc, PostError, Provider, QpCreated, QpInitAttr, QpState,
+    AhAttr, AhCreated, CqCreated, DcInit, DeviceDesc, PostError, Provider, QpCreated, QpInitAttr, QpState,
     QpType, SharedFd, SrqCreated, Udata,
 };
 use uverbs::wr::{RecvWr, SendWr, WcStatus, WorkCompletion};
@@ -474,6 +475,8 @@ pub struct Mlx5QpPrep {
     db: DmaBuf,
     geo: QpGeometry,
     uidx: UidxReservation,
+    /// DCI: the DC key its sends present (0 for other types).
+    dc_key: u64,
 }
 
 pub struct Mlx5Qp {
@@ -697,6 +700,12 @@ impl<U: UarMap> Provider for Mlx5<U> {
     }
 
     fn prepare_qp(&self, attr: &QpInitAttr) -> Result<(Mlx5QpPrep, Udata)> {
+        if attr.qp_type.is_dc() {
+            return Err(Error::msg(
+                "mlx5 create QP",
+                format!("{} QPs need their DC attributes (prepare_dc_qp)", attr.qp_type.name()),
+            ));
+        }
         let geo = geometry::qp_geometry(&self.resp, attr)?;
         let buf = DmaBuf::alloc(geo.buf_len, "mlx5 QP buffer")?;
         let db = DmaBuf::alloc(64, "mlx5 QP doorbell record")?;
@@ -721,7 +730,24 @@ impl<U: UarMap> Provider for Mlx5<U> {
         }
         .encode();
         Ok((
-            Mlx5QpPrep { buf, db, geo, uidx },
+            Mlx5QpPrep {
+                buf,
+                db,
+                geo,
+                uidx,
+                dc_key: 0,
+            },
+            Udata {
+                req,
+                resp_len: abi::CREATE_QP_RESP_LEN,
+            },
+        ))
+    }
+
+    fn prepare_dc_qp(&self, attr: &QpInitAttr, dc: &DcInit) -> Result<(Mlx5QpPrep, Udata)> {
+        let (prep, req) = self.dc_qp_request(attr, dc)?;
+        Ok((
+            prep,
             Udata {
                 req,
                 resp_len: abi::CREATE_QP_RESP_LEN,
@@ -736,7 +762,13 @@ impl<U: UarMap> Provider for Mlx5<U> {
         core: &QpCreated,
         drv_resp: &[u8],
     ) -> Result<Mlx5Qp> {
-        let bfreg = abi::parse_create_qp_resp(drv_resp)?;
+        // A DCT has no send queue and so no doorbell register (libmlx5 reads nothing but the
+        // ECE options from its response).
+        let bfreg = if attr.qp_type == QpType::Dct {
+            0
+        } else {
+            abi::parse_create_qp_resp(drv_resp)?
+        };
         let bf_base = self.plan.bfreg_offset(bfreg)?;
         let g = prep.geo;
         let atomics = |n: u32| (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
@@ -766,6 +798,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
             max_inline: g.max_inline,
             max_wqe_bytes: g.sq_wqe_size,
             sig_all: attr.sq_sig_all,
+            dc_key: prep.dc_key,
         };
         Ok(Mlx5Qp {
             shared,
@@ -905,6 +938,22 @@ impl<U: UarMap> Provider for Mlx5<U> {
         ah.num
     }
 
+    fn modify_qp_udata(&self, qp: &Mlx5Qp, state: Option<QpState>) -> Option<Udata> {
+        (qp.params.qp_type == QpType::Dct && state == Some(QpState::Rtr)).then(|| Udata {
+            req: vec![0u8; dc::MODIFY_QP_REQ_LEN],
+            resp_len: dc::MODIFY_QP_RESP_LEN,
+        })
+    }
+
+    fn modify_qp_done(&self, qp: &mut Mlx5Qp, state: QpState, drv_resp: &[u8]) -> Result<Option<u32>> {
+        if qp.params.qp_type != QpType::Dct || state != QpState::Rtr {
+            return Ok(None);
+        }
+        let dctn = dc::parse_modify_dct_resp(drv_resp)?;
+        qp.params.qpn = dctn;
+        Ok(Some(dctn))
+    }
+
     fn qp_state_changed(&self, qp: &mut Mlx5Qp, state: QpState) {
         if state == QpState::Reset {
             // Back to a fresh queue: indices and doorbell records to zero (the kernel reset the
@@ -936,7 +985,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
         let mut nreq: u32 = 0;
         let mut last = None;
         let mut err = None;
-        let avs = if qp.params.qp_type == QpType::Ud {
+        let avs = if matches!(qp.params.qp_type, QpType::Ud | QpType::Dci) {
             Some(self.avs.read().unwrap_or_else(|e| e.into_inner()))
         } else {
             None

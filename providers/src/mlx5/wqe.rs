@@ -105,6 +105,26 @@ pub fn data_seg(byte_count: u32, lkey: u32, addr: u64) -> [u8; 16] {
     s
 }
 
+/// UD datagram segment (`struct mlx5_wqe_datagram_seg`, 48 bytes): the AH's address vector
+/// with the Q_Key in bytes 0..4 and the destination QPN, extended-AV bit set, in bytes 8..12.
+pub fn ud_datagram_seg(av: &[u8; 48], qkey: u32, remote_qpn: u32) -> [u8; 48] {
+    let mut d = *av;
+    d[0..4].copy_from_slice(&qkey.to_be_bytes());
+    d[8..12].copy_from_slice(&((remote_qpn & 0xff_ffff) | EXTENDED_UD_AV).to_be_bytes());
+    d
+}
+
+/// DC datagram segment (libmlx5 `mlx5dv_wr_set_dc_addr`): the AH's address vector with the
+/// 64-bit DC access key in bytes 0..8 (`key.dc_key`, big-endian) and the target DCT number
+/// OR-ed into `dqp_dct` with the extended-AV bit.
+pub fn dc_datagram_seg(av: &[u8; 48], dc_key: u64, dctn: u32) -> [u8; 48] {
+    let mut d = *av;
+    let dqp = u32::from_be_bytes([d[8], d[9], d[10], d[11]]) | (dctn & 0xff_ffff) | EXTENDED_UD_AV;
+    d[8..12].copy_from_slice(&dqp.to_be_bytes());
+    d[0..8].copy_from_slice(&dc_key.to_be_bytes());
+    d
+}
+
 /// Per-QP constants the encoder needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SqParams {
@@ -115,6 +135,8 @@ pub struct SqParams {
     /// WQE size limit in bytes (the per-WQE size the SQ was sized for).
     pub max_wqe_bytes: u32,
     pub sig_all: bool,
+    /// DCI: the DC access key its sends present (`mlx5_wqe_av.key.dc_key`); 0 otherwise.
+    pub dc_key: u64,
 }
 
 /// What [`build_send`] produced.
@@ -183,6 +205,12 @@ pub fn check_send(p: &SqParams, wr: &SendWr<'_>) -> Result<()> {
                 return Err(bad("UD send without a destination (ud: None)"));
             }
         }
+        QpType::Dci => {
+            if wr.ud.is_none() {
+                return Err(bad("DCI send without a destination (ud: None; ah and remote_qpn = the DCT number)"));
+            }
+        }
+        QpType::Dct => return Err(bad("a DCT has no send queue")),
     }
     if wr.sgl.len() > p.max_send_sge as usize {
         return Err(Error::msg(
@@ -236,6 +264,27 @@ where
     };
     let mut ds: u32 = 1;
 
+    // The transport segment comes right after the control segment (libmlx5: ctrl, datagram,
+    // then remote address / atomic, then data).
+    if matches!(p.qp_type, QpType::Ud | QpType::Dci) {
+        let ud = wr.ud.unwrap_or_default();
+        let a = match av {
+            Some(a) => a,
+            None => return Err(bad(format!("{} send: unknown address handle", p.qp_type.name()))),
+        };
+        let d = if p.qp_type == QpType::Ud {
+            ud_datagram_seg(a, ud.remote_qkey, ud.remote_qpn)
+        } else {
+            dc_datagram_seg(a, p.dc_key, ud.remote_qpn)
+        };
+        for ch in d.chunks_exact(16) {
+            let mut s = [0u8; 16];
+            s.copy_from_slice(ch);
+            c.seg(&s);
+        }
+        ds += 3;
+    }
+
     match wr.opcode {
         WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm | WrOpcode::RdmaRead => {
             c.seg(&raddr_seg(wr.remote.addr, wr.remote.rkey));
@@ -253,22 +302,6 @@ where
         }
         WrOpcode::Send | WrOpcode::SendWithImm => {}
     }
-    if p.qp_type == QpType::Ud {
-        let ud = wr.ud.unwrap_or_default();
-        let mut d = match av {
-            Some(a) => *a,
-            None => return Err(bad("UD send: unknown address handle")),
-        };
-        d[0..4].copy_from_slice(&ud.remote_qkey.to_be_bytes());
-        d[8..12].copy_from_slice(&((ud.remote_qpn & 0xff_ffff) | EXTENDED_UD_AV).to_be_bytes());
-        for ch in d.chunks_exact(16) {
-            let mut s = [0u8; 16];
-            s.copy_from_slice(ch);
-            c.seg(&s);
-        }
-        ds += 3;
-    }
-
     let mut inline = false;
     if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
         inline = true;
@@ -417,6 +450,7 @@ mod tests {
             max_inline: 124,
             max_wqe_bytes: 320,
             sig_all: false,
+            dc_key: 0,
         }
     }
 
@@ -509,4 +543,79 @@ mod tests {
         assert_eq!(roce_udp_sport(0, 5), 0xc005);
         assert_eq!(roce_udp_sport(0x1_0001, 0), 0xc000 | (1 ^ 4));
     }
+    fn dci_params() -> SqParams {
+        SqParams {
+            qpn: 0xb1c,
+            qp_type: QpType::Dci,
+            max_send_sge: 2,
+            max_inline: 60,
+            max_wqe_bytes: 320,
+            sig_all: false,
+            dc_key: 0xffee_ddcc,
+        }
+    }
+
+    fn test_av() -> [u8; 48] {
+        let attr = uverbs::provider::AhAttr {
+            dgid: [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 2, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55],
+            sgid_index: 1,
+            hop_limit: 64,
+            is_global: true,
+            port_num: 1,
+            ..Default::default()
+        };
+        roce_av(&attr, [2, 0x11, 0x22, 0x33, 0x44, 0x55], 0xc123)
+    }
+
+    #[test]
+    fn dci_write_is_ctrl_datagram_raddr_data() {
+        let av = test_av();
+        let mut sq = vec![0u8; 8 * 64];
+        let sg = [Sge { addr: 0x2_0000_0100, length: 64, lkey: 0x123442 }];
+        let mut wr = SendWr::new(9, WrOpcode::RdmaWrite, &sg);
+        wr.flags = SendFlags::SIGNALED;
+        wr.remote.addr = 0x7f00_1234_0000;
+        wr.remote.rkey = 0xabcd;
+        wr.ud = Some(uverbs::wr::UdDest { ah: 0, remote_qpn: 0x1a_2b3c, remote_qkey: 0 });
+        let b = build_send(&mut sq, 0, &dci_params(), &wr, Some(&av), |_, _| unreachable!()).unwrap();
+        assert_eq!((b.ds, b.wqebbs), (6, 2), "ctrl + 48-byte datagram + raddr + one data segment");
+        let hex = |r: &[u8]| r.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        assert_eq!(hex(&sq[..16]), "00000008000b1c060000000800000000");
+        // mlx5_wqe_av: key.dc_key (be64), dqp_dct = DCT number | MLX5_EXTENDED_UD_AV, then the AH's AV.
+        assert_eq!(hex(&sq[16..28]), "00000000ffeeddcc801a2b3c");
+        assert_eq!(&sq[28..64], &av[12..48]);
+        assert_eq!(&sq[16..64], &dc_datagram_seg(&av, 0xffee_ddcc, 0x1a_2b3c)[..]);
+        assert_eq!(hex(&sq[64..96]), "00007f00123400000000abcd000000000000004000123442000000020000" .to_string() + "0100");
+        // Every RC opcode is allowed on a DCI; a send without a destination is not.
+        let mut wr2 = SendWr::new(1, WrOpcode::AtomicFetchAndAdd, &sg);
+        wr2.ud = wr.ud;
+        wr2.compare_add = 5;
+        let b = build_send(&mut sq, 2, &dci_params(), &wr2, Some(&av), |_, _| {}).unwrap();
+        assert_eq!(b.ds, 7, "ctrl + datagram + raddr + atomic + data");
+        assert_eq!(&sq[2 * 64 + 80..2 * 64 + 88], &5u64.to_be_bytes(), "atomic segment after raddr");
+        let bare = SendWr::new(1, WrOpcode::Send, &sg);
+        assert!(build_send(&mut sq, 0, &dci_params(), &bare, Some(&av), |_, _| {}).is_err());
+        let mut dct = dci_params();
+        dct.qp_type = QpType::Dct;
+        assert!(build_send(&mut sq, 0, &dct, &wr, Some(&av), |_, _| {}).is_err(), "a DCT has no SQ");
+    }
+
+    #[test]
+    fn dci_wqe_wraps_after_the_datagram_segment() {
+        let av = test_av();
+        let mut sq = vec![0u8; 4 * 64];
+        let sg = [Sge { addr: 0x3000, length: 8, lkey: 0x77 }];
+        let mut wr = SendWr::new(1, WrOpcode::RdmaRead, &sg);
+        wr.remote.rkey = 0x99;
+        wr.remote.addr = 0x4000;
+        wr.ud = Some(uverbs::wr::UdDest { ah: 0, remote_qpn: 0x55, remote_qkey: 0 });
+        let b = build_send(&mut sq, 3, &dci_params(), &wr, Some(&av), |_, _| {}).unwrap();
+        assert_eq!(b.ds, 6);
+        assert_eq!(&sq[3 * 64 + 24..3 * 64 + 28], &(0x55u32 | EXTENDED_UD_AV).to_be_bytes());
+        // The datagram segment fills slot 3; the remote address continues at the ring start.
+        assert_eq!(&sq[0..8], &0x4000u64.to_be_bytes());
+        assert_eq!(&sq[8..12], &0x99u32.to_be_bytes());
+        assert_eq!(&sq[16..20], &8u32.to_be_bytes());
+    }
 }
+

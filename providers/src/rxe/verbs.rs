@@ -348,7 +348,15 @@ impl Provider for Rxe {
         RxeCq::from_ring(core.handle, map)
     }
 
-    fn prepare_qp(&self, _attr: &QpInitAttr) -> Result<((), Udata)> {
+    fn prepare_qp(&self, attr: &QpInitAttr) -> Result<((), Udata)> {
+        if attr.qp_type.is_dc() {
+            let mut e = Error::msg(
+                "create QP",
+                format!("{} QPs (Dynamically Connected) are an mlx5 feature; rxe has none", attr.qp_type.name()),
+            );
+            e.errno = Some(libc::EOPNOTSUPP);
+            return Err(e);
+        }
         // rxe refuses any driver input on CREATE_QP; it answers with two mminfos.
         Ok(((), udata_resp(CREATE_QP_RESP_LEN)))
     }

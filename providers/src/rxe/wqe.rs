@@ -192,6 +192,8 @@ pub fn validate_send(wr: &SendWr<'_>, lim: &SqLimits, slot_len: usize) -> Result
         QpType::Rc => true,
         QpType::Uc => !matches!(op, WrOpcode::RdmaRead) && !op.is_atomic(),
         QpType::Ud => matches!(op, WrOpcode::Send | WrOpcode::SendWithImm),
+        // rxe creates no DC QPs (prepare_qp refuses them); nothing is allowed on one.
+        QpType::Dci | QpType::Dct => false,
     };
     if !allowed {
         return Err(WqeError::OpcodeNotAllowed {

@@ -62,7 +62,8 @@ impl PortSpace {
     pub fn for_qp_type(t: QpType) -> PortSpace {
         match t {
             QpType::Ud => PortSpace::Udp,
-            QpType::Rc | QpType::Uc => PortSpace::Tcp,
+            // DC never goes through rdma_cm (perftest refuses it); TCP is the connected space.
+            QpType::Rc | QpType::Uc | QpType::Dci | QpType::Dct => PortSpace::Tcp,
         }
     }
 }
@@ -205,7 +206,7 @@ pub fn decode_sockaddr(b: &[u8]) -> CmAddr {
 // ================================================================================================
 
 pub fn create_id(uid: u64, response: u64, ps: PortSpace, qp_type: QpType) -> Vec<u8> {
-    let b = sys::CreateId { uid, response, ps: ps.raw(), qp_type: qp_type as u8, reserved: [0; 5] };
+    let b = sys::CreateId { uid, response, ps: ps.raw(), qp_type: qp_type.uverbs_type(), reserved: [0; 5] };
     frame(sys::CMD_CREATE_ID, &b, size_of::<sys::CreateIdResp>())
 }
 
