@@ -29,6 +29,11 @@ pub struct LatConfig {
     pub gap: Duration,
     /// Receive length for send_lat (size, +40 for UD's GRH).
     pub recv_len: u32,
+    /// send_lat: receives pre-posted per message size (`-r`, at most `iters`). A fixed-count
+    /// run re-posts a consumed receive only while more messages than those still posted are
+    /// due (perftest's `rcnt + size_per_qp <= iters`), so every size ends with none posted and
+    /// the next size of `-a` can post its own without overflowing the receive queue.
+    pub rx_depth: u32,
     pub compare_add: u64,
     pub swap: u64,
     /// `--cpu_util` with `-D`: read when the sample window opens and when it closes.
@@ -372,8 +377,10 @@ pub fn run_send_lat<E: Endpoint>(
                 w.start(clock::now());
             }
             rcnt += 1;
-            let rwr = RecvWr { wr_id: make_wr_id(0, rcnt as u32), sgl: std::slice::from_ref(&rsge) };
-            ep.post_recv(0, std::slice::from_ref(&rwr))?;
+            if cfg.duration.is_some() || rcnt + u64::from(cfg.rx_depth.max(1)) <= iters {
+                let rwr = RecvWr { wr_id: make_wr_id(0, rcnt as u32), sgl: std::slice::from_ref(&rsge) };
+                ep.post_recv(0, std::slice::from_ref(&rwr))?;
+            }
         }
         gap_wait(cfg.gap, stop)?;
         let now = clock::now();
@@ -402,10 +409,10 @@ pub fn run_send_lat<E: Endpoint>(
     Ok(finish(tposted, iters, w))
 }
 
-/// Post the receives a send_lat side needs before the start barrier.
-pub fn prepost_lat_receives<E: Endpoint>(ep: &mut E, cfg: &LatConfig, target: &QpTarget, depth: u32) -> Result<(), EngineError> {
+/// Post the receives a send_lat side needs before the start barrier (`cfg.rx_depth` of them).
+pub fn prepost_lat_receives<E: Endpoint>(ep: &mut E, cfg: &LatConfig, target: &QpTarget) -> Result<(), EngineError> {
     let rsge = Sge { addr: target.recv_addr, length: cfg.recv_len, lkey: target.lkey };
-    for i in 0..depth.max(1) {
+    for i in 0..cfg.rx_depth.max(1) {
         let rwr = RecvWr { wr_id: make_wr_id(0, u32::MAX - i), sgl: std::slice::from_ref(&rsge) };
         ep.post_recv(0, std::slice::from_ref(&rwr))?;
     }
@@ -466,6 +473,7 @@ mod tests {
             margin: Duration::ZERO,
             gap: Duration::ZERO,
             recv_len: 2,
+            rx_depth: 16,
             compare_add: 0,
             swap: 0,
             cpu_probe: None,
@@ -523,10 +531,30 @@ mod tests {
             let mut m = Model::new(ModelSide::PingPong { server_first: false, role_is_server: role == Role::Server }, 1);
             let t = target(&m);
             let c = cfg(WrOpcode::Send, 500);
-            prepost_lat_receives(&mut m, &c, &t, 16).unwrap();
+            prepost_lat_receives(&mut m, &c, &t).unwrap();
             let s = run_send_lat(&mut m, &c, &t, role, &AtomicBool::new(false)).unwrap();
             assert_eq!(s.tposted.len(), 500);
             assert_eq!(m.posted(0), 500);
+        }
+    }
+
+    /// `-a`: each size pre-posts `rx_depth` receives again; a size must end with every receive
+    /// it posted consumed (perftest's rule), or the queue overflows a few sizes later.
+    #[test]
+    fn send_lat_sizes_end_with_no_receive_posted() {
+        for role in [Role::Client, Role::Server] {
+            for (iters, depth) in [(10u64, 10u32), (500, 16), (3, 1)] {
+                let mut m = Model::new(ModelSide::PingPong { server_first: false, role_is_server: role == Role::Server }, 1);
+                let t = target(&m);
+                let mut c = cfg(WrOpcode::Send, iters);
+                c.rx_depth = depth;
+                for size in 1..=3u64 {
+                    prepost_lat_receives(&mut m, &c, &t).unwrap();
+                    run_send_lat(&mut m, &c, &t, role, &AtomicBool::new(false)).unwrap();
+                    assert_eq!(m.recvs_outstanding(0), 0, "{role:?} iters {iters} depth {depth} size #{size}");
+                    assert_eq!(m.recvs_posted(0), size * iters, "{role:?} iters {iters} depth {depth}");
+                }
+            }
         }
     }
 
@@ -563,7 +591,8 @@ mod tests {
             c.duration = Some(Duration::from_millis(300));
             c.stall_timeout = Duration::from_secs(30);
             if opcode == WrOpcode::Send {
-                prepost_lat_receives(&mut m, &c, &t, 64).unwrap();
+                c.rx_depth = 64;
+                prepost_lat_receives(&mut m, &c, &t).unwrap();
             }
             let t0 = std::time::Instant::now();
             let (stop, gone) = (AtomicBool::new(false), AtomicBool::new(false));
@@ -626,7 +655,7 @@ mod tests {
             let mut m = Model::new(ModelSide::PingPong { server_first: false, role_is_server: role == Role::Server }, 1);
             let mut c = cfg(WrOpcode::Send, 10);
             c.gap = Duration::from_millis(2);
-            prepost_lat_receives(&mut m, &c, &t, 16).unwrap();
+            prepost_lat_receives(&mut m, &c, &t).unwrap();
             let s = run_send_lat(&mut m, &c, &t, role, &AtomicBool::new(false)).unwrap();
             assert!(s.tposted.len() == 10 && spaced(&s.tposted), "{:?}", s.tposted);
         }

@@ -108,6 +108,10 @@ impl Model {
     pub fn recvs_posted(&self, q: usize) -> u64 {
         self.qps[q].recvs_posted
     }
+    /// Receives posted and not yet consumed by a message.
+    pub fn recvs_outstanding(&self, q: usize) -> usize {
+        self.qps[q].recv_queue.len()
+    }
 
     fn peer_first(&self) -> bool {
         match self.side {

@@ -705,6 +705,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             margin: Duration::from_secs(u64::from(p.margin.unwrap_or(p.duration / 4))),
             gap: Duration::from_micros(u64::from(p.latency_gap)),
             recv_len: self.recv_len(size),
+            rx_depth: p.rx_depth,
             compare_add,
             swap,
             cpu_probe: self.cpu_probe(),
@@ -829,9 +830,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
             Tool::SendLat => {
                 let cfg = self.lat_config(size);
                 let t = targets.first().copied().unwrap_or_default();
-                let depth = p.rx_depth;
                 let ep = self.ep()?;
-                lat::prepost_lat_receives(ep, &cfg, &t, depth).map_err(|e| ToolError::new(run_fail_code(p), e.to_string()))?;
+                lat::prepost_lat_receives(ep, &cfg, &t).map_err(|e| ToolError::new(run_fail_code(p), e.to_string()))?;
             }
             _ => {
                 let cfg = self.bw_config(size);

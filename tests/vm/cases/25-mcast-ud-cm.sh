@@ -100,7 +100,7 @@ mcast_checks "Send BW" "$SERVER_LOG" server
 # Golden output of the multicast runs: our stdout against C perftest's for the same commands
 # (QPN/PSN masked, result-line numbers masked), client and server.
 gmask() {
-    sed -E 's/QPN 0x[0-9a-f]+/QPN X/; s/PSN 0x[0-9a-f]+/PSN X/; /^ [0-9]/{s/[0-9][0-9.]*/#/g; s/[ \t]+/ /g}' "$1"
+    sed -E 's/QPN 0x[0-9a-f]+/QPN X/; s/PSN 0x[0-9a-f]+/PSN X/; /^ [0-9]/{s/[0-9][0-9.]*/#/g; s/[ \t]+/ /g; s/ $//}' "$1"
 }
 golden_mcast() {
     local tool=$1 cm=$2 who try rc
