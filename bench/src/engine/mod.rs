@@ -12,6 +12,7 @@ pub mod addr;
 pub mod bw;
 pub mod clock;
 pub mod dualport;
+pub mod hw_rate;
 pub mod lat;
 pub mod memsrc;
 pub mod rate;
