@@ -168,10 +168,10 @@ impl UctxResp {
             num_dyn_bfregs: get32(b, uctx_resp::NUM_DYN_BFREGS),
             dump_fill_mkey: None,
         };
-        // A response too short to hold the field reports no key, whatever the mask says.
+        // As libmlx5: the bit decides; a field the kernel did not write reads as zero (the
+        // kernel sets the bit only together with the field).
         let r = UctxResp {
-            dump_fill_mkey: (get32(b, uctx_resp::COMP_MASK) & UCTX_RESP_MASK_DUMP_FILL_MKEY != 0
-                && b.len() >= uctx_resp::DUMP_FILL_MKEY + 4)
+            dump_fill_mkey: (r.comp_mask & UCTX_RESP_MASK_DUMP_FILL_MKEY != 0)
                 .then(|| get32(b, uctx_resp::DUMP_FILL_MKEY)),
             ..r
         };
@@ -439,8 +439,9 @@ mod tests {
         // Bit set: the key.
         b[uctx_resp::COMP_MASK..][..4].copy_from_slice(&(1u32 | UCTX_RESP_MASK_DUMP_FILL_MKEY).to_ne_bytes());
         assert_eq!(UctxResp::parse(&b).unwrap().dump_fill_mkey, Some(0xd00));
-        // Bit set but the (old-kernel) response ends before the field.
-        assert_eq!(UctxResp::parse(&b[..uctx_resp::DUMP_FILL_MKEY]).unwrap().dump_fill_mkey, None);
+        // Bit set but the response ends before the field: read as zero, as libmlx5 (whose
+        // response buffer starts zeroed) and as every other short field here.
+        assert_eq!(UctxResp::parse(&b[..uctx_resp::DUMP_FILL_MKEY]).unwrap().dump_fill_mkey, Some(0));
     }
 
     #[test]
