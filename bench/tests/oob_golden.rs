@@ -94,7 +94,7 @@ fn wire(p: &[Step]) -> Vec<(&'static str, usize)> {
             Step::Key { .. } => v.push(("key", 108)),
             Step::Report => v.extend(BwReport::fields(false).iter().map(|_| ("rep", 8))),
             Step::Done => v.push(("done", 5)),
-            Step::Do(_) => {}
+            Step::Do(_) | Step::LocalMtu => {}
         }
     }
     v
@@ -283,6 +283,24 @@ fn q2_keys_are_per_qp_then_qp0() {
 }
 
 #[test]
+fn dont_xchg_versions_starts_with_the_keys() {
+    // --dont_xchg_versions: no version, SYSDATA or MTU block; the MTU step stays local (it is
+    // where the resources get created), everything after it is unchanged.
+    let o = PlanOptions { exchange_versions: false, ..Default::default() };
+    for tool in Tool::ALL {
+        for role in [Role::Client, Role::Server] {
+            let full = plan(tool, role, &PlanOptions::default());
+            let short = plan(tool, role, &o);
+            assert_eq!(short[0], Step::LocalMtu, "{tool:?} {role:?}");
+            assert_eq!(&short[1..], &full[4..], "{tool:?} {role:?}");
+            let w: Vec<&str> = wire(&short).into_iter().map(|(k, _)| k).collect();
+            assert_eq!(w.first(), Some(&"key"), "{tool:?} {role:?}");
+            assert!(!w.iter().any(|k| ["ver", "page", "cache", "mtu"].contains(k)), "{tool:?} {role:?}");
+        }
+    }
+}
+
+#[test]
 fn key_exchange_counts_per_tool() {
     use bench::oob::plan::key_exchanges;
     let o = PlanOptions::default();
@@ -321,6 +339,7 @@ fn key_exchange_counts_per_tool() {
             PlanOptions { write_with_imm: true, all_sizes: Some(3), ..Default::default() },
             PlanOptions { negotiate: true, ..Default::default() },
             PlanOptions { duration: true, bidirectional: true, ..Default::default() },
+            PlanOptions { exchange_versions: false, ..Default::default() },
         ] {
             let c = wire(&plan(tool, Role::Client, &o));
             let s = wire(&plan(tool, Role::Server, &o));

@@ -694,12 +694,18 @@ fn derived_values() {
     let p = run(Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"]);
     assert_eq!((p.rate_limit_type, p.burst_size), (RateLimitType::Sw, 128));
     assert_eq!(p.notices[0].text, " Setting burst size to tx depth = 128\n");
-    // --rate_limit alone: perftest's default HW limiter, which falls back to SW on devices that
-    // do not take it (rperftest never sets it): burst = tx depth silently, then the red note.
+    // --rate_limit alone: perftest's default HW limiter (static rate 40 Gb/s = IBV_RATE_40_GBPS,
+    // 7), burst = tx depth silently; the fallback to SW and its red note come at connect time.
     let p = run(Tool::WriteBw, &["--rate_limit=40", "--rate_units=M"]);
-    assert_eq!((p.rate_limit_type, p.burst_size), (RateLimitType::Hw, 128));
-    assert_eq!(p.notices.len(), 1);
-    assert!(p.notices[0].to_stderr && p.notices[0].text.contains("The QP failed to accept HW rate limit, providing SW rate limit"));
+    assert_eq!((p.rate_limit_type, p.burst_size, p.hw_rate, p.rate_limit_type_explicit), (RateLimitType::Hw, 128, 7, false));
+    assert!(p.notices.is_empty(), "{:?}", p.notices);
+    let p2 = run(Tool::WriteBw, &["--rate_limit=2.5", "--rate_limit_type=HW"]);
+    assert_eq!((p2.rate_limit_type, p2.hw_rate, p2.rate_limit_type_explicit), (RateLimitType::Hw, 2, true));
+    // Explicit HW without a rate: static rate 0 (perftest's index stays 0).
+    let p2 = run(Tool::WriteBw, &["--rate_limit_type=HW"]);
+    assert_eq!((p2.rate_limit_type, p2.hw_rate), (RateLimitType::Hw, 0));
+    assert_eq!(bench::params::rate::hw_rate_enum("300"), Some(18));
+    assert_eq!(bench::params::rate::hw_rate_enum("10.0"), None);
     let l = bench::params::rate::sw_limiter(&p, 65536).unwrap().unwrap();
     assert_eq!((l.burst, l.gap_ticks), (128, 200_000_000)); // 640 pps in bursts of 128: 5 per second
     // Latency tools run no limiter.
@@ -859,10 +865,16 @@ fn invalid_combinations() {
             "pps rate limit units is not supported when setting HW rate limit",
         ),
         (
-            Tool::WriteBw,
-            &["--rate_limit=10", "--rate_limit_type=HW"],
-            "--rate_limit_type HW",
-            "does not set HW",
+            Tool::SendBw,
+            &["--use-null-mr"],
+            "--use-null-mr",
+            "with write/read verbs only",
+        ),
+        (
+            Tool::AtomicLat,
+            &["--use-null-mr"],
+            "--use-null-mr",
+            "with write/read verbs only",
         ),
         (
             Tool::SendBw,
@@ -1104,7 +1116,7 @@ fn both_606_and_629_spellings() {
     );
     // 6.29-only options
     let p = run(
-        Tool::SendBw,
+        Tool::ReadBw,
         &[
             "--ipv6-addr",
             "--use-null-mr",

@@ -496,3 +496,23 @@ fn golden_default_blueflame() {
 fn golden_shut_up_bf() {
     replay("shut_up_bf");
 }
+
+/// `--use-null-mr`: the context's null-MR lkey is the GET_CONTEXT dump-fill mkey, present only
+/// with its comp_mask bit (libmlx5's `ibv_alloc_null_mr` otherwise fails with ENOTSUP).
+#[test]
+fn null_mr_lkey_is_the_dump_fill_mkey_of_get_context() {
+    let golden = golden_uctx_resp();
+    let mask_at = abi::uctx_resp::COMP_MASK;
+    let key_at = abi::uctx_resp::DUMP_FILL_MKEY;
+    let mask = u32::from_ne_bytes(golden[mask_at..mask_at + 4].try_into().unwrap());
+    let with = |mask: u32, key: u32| {
+        let mut b = golden.clone();
+        b[mask_at..mask_at + 4].copy_from_slice(&mask.to_ne_bytes());
+        b[key_at..key_at + 4].copy_from_slice(&key.to_ne_bytes());
+        Mlx5::<RecordingUar>::with_config(dev_null(), &b, providers::mlx5::Mlx5Config::default()).unwrap()
+    };
+    // The oracle's fake kernel: whatever its response says.
+    assert_eq!(context(false).null_mr_lkey().is_some(), mask & abi::UCTX_RESP_MASK_DUMP_FILL_MKEY != 0);
+    assert_eq!(with(mask | abi::UCTX_RESP_MASK_DUMP_FILL_MKEY, 0x0000_1a00).null_mr_lkey(), Some(0x1a00));
+    assert_eq!(with(mask & !abi::UCTX_RESP_MASK_DUMP_FILL_MKEY, 0x0000_1a00).null_mr_lkey(), None);
+}

@@ -941,6 +941,7 @@ fn port_ah(p: &Pair) -> providers::mlx5::Mlx5Ah {
         dlid: 0,
         sl: 0,
         port_num: 1,
+        static_rate: 0,
     };
     let (prep, _) = p.ctx.prepare_ah(&attr).unwrap();
     let mut resp = [0u8; abi::CREATE_AH_RESP_LEN];

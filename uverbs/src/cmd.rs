@@ -1021,6 +1021,26 @@ mod tests {
     }
 
     #[test]
+    fn query_qp_framing() {
+        // QUERY_QP: 8 + 16 bytes in (6 words), the 128-byte response (32 words); the response
+        // pointer goes into the request's first field, handle and IBV_QP_AV (0x80) follow.
+        let req = sys::QueryQp { response: 0, qp_handle: 5, attr_mask: 0x80 };
+        let l = Legacy {
+            name: "QUERY_QP",
+            command: sys::CMD_QUERY_QP,
+            core_in: req.as_bytes(),
+            drv_in: &[],
+            core_out_len: std::mem::size_of::<sys::QueryQpResp>(),
+            drv_out_len: 0,
+        };
+        let b = encode_write(&l, 0x7000).unwrap();
+        assert_eq!(b.len(), 24);
+        assert_eq!(&b[..8], &[25, 0, 0, 0, 6, 0, 32, 0]);
+        assert_eq!(&b[8..16], &0x7000u64.to_le_bytes());
+        assert_eq!(&b[16..24], &[5, 0, 0, 0, 0x80, 0, 0, 0]);
+    }
+
+    #[test]
     fn ex_write_framing() {
         let req = sys::ExQueryDevice::default();
         let l = Legacy {

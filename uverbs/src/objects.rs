@@ -902,7 +902,7 @@ pub fn qp_dest(ah: &AhAttr) -> sys::QpDest {
         traffic_class: ah.traffic_class,
         sl: ah.sl,
         src_path_bits: 0,
-        static_rate: 0,
+        static_rate: ah.static_rate,
         is_global: ah.is_global as u8,
         port_num: ah.port_num,
     }
@@ -922,11 +922,60 @@ pub fn uverbs_ah_attr(ah: &AhAttr) -> sys::AhAttr {
         dlid: ah.dlid,
         sl: ah.sl,
         src_path_bits: 0,
-        static_rate: 0,
+        static_rate: ah.static_rate,
         is_global: ah.is_global as u8,
         port_num: ah.port_num,
         reserved: 0,
     }
+}
+
+/// The attributes and capacities a QUERY_QP response reports.
+pub fn query_attr(r: &sys::QueryQpResp) -> (QpAttr, QpCaps) {
+    let ah = |d: &sys::QpDest| AhAttr {
+        dgid: d.dgid,
+        flow_label: d.flow_label,
+        sgid_index: d.sgid_index,
+        hop_limit: d.hop_limit,
+        traffic_class: d.traffic_class,
+        is_global: d.is_global != 0,
+        dlid: d.dlid,
+        sl: d.sl,
+        port_num: d.port_num,
+        static_rate: d.static_rate,
+    };
+    let attr = QpAttr {
+        qp_state: qp_state_from_raw(r.qp_state),
+        cur_qp_state: qp_state_from_raw(r.cur_qp_state),
+        path_mtu: r.path_mtu,
+        path_mig_state: r.path_mig_state,
+        qkey: r.qkey,
+        rq_psn: r.rq_psn,
+        sq_psn: r.sq_psn,
+        dest_qp_num: r.dest_qp_num,
+        qp_access_flags: AccessFlags::from_bits_retain(r.qp_access_flags),
+        pkey_index: r.pkey_index,
+        alt_pkey_index: r.alt_pkey_index,
+        en_sqd_async_notify: 0,
+        max_rd_atomic: r.max_rd_atomic,
+        max_dest_rd_atomic: r.max_dest_rd_atomic,
+        min_rnr_timer: r.min_rnr_timer,
+        port_num: r.port_num,
+        timeout: r.timeout,
+        retry_cnt: r.retry_cnt,
+        rnr_retry: r.rnr_retry,
+        alt_port_num: r.alt_port_num,
+        alt_timeout: r.alt_timeout,
+        ah_attr: ah(&r.dest),
+        alt_ah_attr: ah(&r.alt_dest),
+    };
+    let caps = QpCaps {
+        max_send_wr: r.max_send_wr,
+        max_recv_wr: r.max_recv_wr,
+        max_send_sge: r.max_send_sge,
+        max_recv_sge: r.max_recv_sge,
+        max_inline_data: r.max_inline_data,
+    };
+    (attr, caps)
 }
 
 /// The MODIFY_QP request for `attr` under `mask`: only masked fields are copied (the rest are
@@ -1300,53 +1349,10 @@ impl<P: Provider> Qp<P> {
         self.modify(&a, m)
     }
 
-    /// QUERY_QP: the kernel's view of the QP.
+    /// QUERY_QP: the kernel's view of the QP (the fields `mask` asks for; see [`query_attr`]).
     pub fn query(&self, mask: QpAttrMask) -> Result<(QpAttr, QpCaps)> {
         let r = cmd::query_qp(&self.ctx.cmd(), self.handle, mask.bits())?;
-        let ah = |d: &sys::QpDest| AhAttr {
-            dgid: d.dgid,
-            flow_label: d.flow_label,
-            sgid_index: d.sgid_index,
-            hop_limit: d.hop_limit,
-            traffic_class: d.traffic_class,
-            is_global: d.is_global != 0,
-            dlid: d.dlid,
-            sl: d.sl,
-            port_num: d.port_num,
-        };
-        let attr = QpAttr {
-            qp_state: qp_state_from_raw(r.qp_state),
-            cur_qp_state: qp_state_from_raw(r.cur_qp_state),
-            path_mtu: r.path_mtu,
-            path_mig_state: r.path_mig_state,
-            qkey: r.qkey,
-            rq_psn: r.rq_psn,
-            sq_psn: r.sq_psn,
-            dest_qp_num: r.dest_qp_num,
-            qp_access_flags: AccessFlags::from_bits_retain(r.qp_access_flags),
-            pkey_index: r.pkey_index,
-            alt_pkey_index: r.alt_pkey_index,
-            en_sqd_async_notify: 0,
-            max_rd_atomic: r.max_rd_atomic,
-            max_dest_rd_atomic: r.max_dest_rd_atomic,
-            min_rnr_timer: r.min_rnr_timer,
-            port_num: r.port_num,
-            timeout: r.timeout,
-            retry_cnt: r.retry_cnt,
-            rnr_retry: r.rnr_retry,
-            alt_port_num: r.alt_port_num,
-            alt_timeout: r.alt_timeout,
-            ah_attr: ah(&r.dest),
-            alt_ah_attr: ah(&r.alt_dest),
-        };
-        let caps = QpCaps {
-            max_send_wr: r.max_send_wr,
-            max_recv_wr: r.max_recv_wr,
-            max_send_sge: r.max_send_sge,
-            max_recv_sge: r.max_recv_sge,
-            max_inline_data: r.max_inline_data,
-        };
-        Ok((attr, caps))
+        Ok(query_attr(&r))
     }
 
     /// ATTACH_MCAST: this (UD) QP receives sends to the multicast group `gid` (`mlid`: the
@@ -1522,6 +1528,31 @@ mod tests {
         let (a, m) = rtr_attr(QpType::Uc, &p);
         let r = modify_request(3, &a, m);
         assert_eq!((r.dest.is_global, r.dest.dlid, r.dest.sl, r.dest.dgid), (0, 0x17, 2, [0; 16]));
+    }
+
+    #[test]
+    fn static_rate_goes_into_modify_and_comes_back_from_query() {
+        use zerocopy::IntoBytes;
+        // perftest's HW rate limiter: ah_attr.static_rate = IBV_RATE_10_GBPS (3) at RTR.
+        let p = RtrParams { ah: AhAttr { static_rate: 3, ..RtrParams::roce_path(1, [9; 16], 1, 255) }, ..Default::default() };
+        let (a, m) = rtr_attr(QpType::Rc, &p);
+        let r = modify_request(3, &a, m);
+        assert_eq!(r.dest.static_rate, 3);
+        assert_eq!(r.alt_dest.static_rate, 0);
+        // Byte 29 of ib_uverbs_qp_dest, the first member of the request.
+        assert_eq!(r.as_bytes()[29], 3);
+        // UD carries no AV at RTR: the rate goes to the address handle instead.
+        assert_eq!(modify_request(3, &rtr_attr(QpType::Ud, &p).0, rtr_attr(QpType::Ud, &p).1).dest.static_rate, 0);
+        assert_eq!(uverbs_ah_attr(&p.ah).static_rate, 3);
+
+        let mut resp = sys::QueryQpResp::default();
+        resp.as_mut_bytes()[29] = 7; // dest.static_rate
+        resp.as_mut_bytes()[32 + 29] = 2; // alt_dest.static_rate
+        resp.qp_state = 3;
+        resp.max_inline_data = 64;
+        let (attr, caps) = query_attr(&resp);
+        assert_eq!((attr.ah_attr.static_rate, attr.alt_ah_attr.static_rate), (7, 2));
+        assert_eq!((attr.qp_state, caps.max_inline_data), (QpState::Rts, 64));
     }
 
     #[test]

@@ -161,6 +161,8 @@ pub struct AhAttr {
     pub dlid: u16,
     pub sl: u8,
     pub port_num: u8,
+    /// `enum ibv_rate` (0 = the port's rate; 3 = 10 Gb/s, ...): a static rate limit on the path.
+    pub static_rate: u8,
 }
 
 /// The kernel's answer to CREATE_AH (core part).
@@ -282,6 +284,14 @@ pub trait Provider: Sized + Send + Sync + 'static {
 
     /// Called after a successful MODIFY_QP (mlx5 resets its indices on RESET; rxe needs nothing).
     fn qp_state_changed(&self, qp: &mut Self::Qp, state: QpState);
+
+    /// The lkey of the device's null memory region (`ibv_alloc_null_mr`): a key that reads
+    /// as a fill pattern and discards writes, without any memory behind it. `None` where the
+    /// device has none (libibverbs then fails with EOPNOTSUPP): rxe, and mlx5 when the kernel
+    /// reports no dump-fill mkey.
+    fn null_mr_lkey(&self) -> Option<u32> {
+        None
+    }
 
     // ---- data path ------------------------------------------------------------------------
     /// Post send work requests.

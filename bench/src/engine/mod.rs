@@ -13,6 +13,7 @@ pub mod bw;
 pub mod clock;
 pub mod dc;
 pub mod dualport;
+pub mod hw_rate;
 pub mod lat;
 pub mod memsrc;
 pub mod rate;

@@ -98,6 +98,9 @@ pub struct VerbsSetup {
     pub odp: bool,
     /// `-c DC`: the QPs are DCIs/DCTs ([`super::dc`]); `qp_type` is then ignored.
     pub dc: Option<super::dc::DcSetup>,
+    /// `--use-null-mr`: the SGEs and the advertised rkey use the device's null MR
+    /// ([`Provider::null_mr_lkey`]) instead of the buffer's MR, which stays registered.
+    pub null_mr: bool,
 }
 
 /// The peer's side of one QP connection plus our path settings.
@@ -123,6 +126,8 @@ pub struct ConnectParams {
     pub rnr_retry: u8,
     /// Move on to RTS (LAT tests, the BW client, both sides with `-b`).
     pub to_rts: bool,
+    /// `enum ibv_rate` for the path (perftest's HW rate limiter; 0 = the port's rate).
+    pub static_rate: u8,
 }
 
 /// One side's verbs resources. Field order is drop order: QPs (and AHs) go before the CQs, SRQ
@@ -138,11 +143,22 @@ pub struct VerbsEndpoint<P: Provider> {
     /// Armed state of (send, recv) CQ.
     armed: [bool; 2],
     mr: Mr<P>,
+    /// `--use-null-mr`: the null MR's lkey, used instead of the MR's keys.
+    null_lkey: Option<u32>,
     pd: Arc<Pd<P>>,
     layout: BufLayout,
     max_inline: u32,
     /// The port of each QP.
     ports: Vec<u8>,
+}
+
+/// `--use-null-mr` on a device without a null MR (libibverbs: `ibv_alloc_null_mr` fails with
+/// EOPNOTSUPP, perftest prints `Couldn't create null MR`): one line, what to do.
+pub fn null_mr_missing(ibdev: &str, provider: &str) -> String {
+    format!(
+        " Couldn't create null MR: --use-null-mr needs a device with a null memory key (mlx5's dump-fill mkey); \
+         {ibdev} ({provider}) has none (ibv_alloc_null_mr: Operation not supported); run without --use-null-mr"
+    )
 }
 
 fn verr(what: &str, e: uverbs::Error) -> EngineError {
@@ -163,6 +179,12 @@ impl<P: Provider> VerbsEndpoint<P> {
                 .map_err(|e| verr(&format!("Couldn't register the --mmap buffer of {total} bytes"), e))?,
             None => Mr::alloc(&pd, total, mr_access, s.hugepages)
                 .map_err(|e| verr(&format!("Couldn't allocate MR of {total} bytes"), e))?,
+        };
+        // perftest (6.13+) allocates the null MR right after registering the buffer.
+        let null_lkey = if s.null_mr {
+            Some(ctx.provider().null_mr_lkey().ok_or_else(|| EngineError::Verbs(null_mr_missing(&ctx.device().ibdev, P::NAME)))?)
+        } else {
+            None
         };
         if let Fill::Pattern(pat) = &s.fill {
             let mut chunk = vec![0u8; 4096.min(total)];
@@ -260,6 +282,7 @@ impl<P: Provider> VerbsEndpoint<P> {
             channel,
             armed: [false; 2],
             mr,
+            null_lkey,
             pd,
             layout: s.layout,
             max_inline,
@@ -282,11 +305,20 @@ impl<P: Provider> VerbsEndpoint<P> {
     pub fn buf_addr(&self) -> u64 {
         self.mr.addr()
     }
+    /// The lkey the SGEs use: the MR's, or the null MR's with `--use-null-mr`.
     pub fn lkey(&self) -> u32 {
-        self.mr.lkey()
+        self.null_lkey.unwrap_or_else(|| self.mr.lkey())
     }
+    /// The rkey this side advertises: the MR's, or (as perftest) the null MR's lkey.
     pub fn rkey(&self) -> u32 {
-        self.mr.rkey()
+        self.null_lkey.unwrap_or_else(|| self.mr.rkey())
+    }
+
+    /// QUERY_QP of QP `q`'s address vector: the static rate the QP runs at (perftest's HW
+    /// rate limiter check). None when the query fails.
+    pub fn qp_static_rate(&self, q: usize) -> Option<u8> {
+        let qp = self.qps.get(q)?;
+        qp.query(uverbs::objects::QpAttrMask::AV).ok().map(|(a, _)| a.ah_attr.static_rate)
     }
     /// Address of QP `q`'s send area.
     pub fn send_addr(&self, q: usize) -> u64 {
@@ -345,6 +377,7 @@ impl<P: Provider> VerbsEndpoint<P> {
         ah.sl = c.sl;
         ah.traffic_class = c.traffic_class;
         ah.flow_label = c.flow_label;
+        ah.static_rate = c.static_rate;
         let qp_type = self.qps[q].qp_type();
         let rtr = RtrParams {
             path_mtu: c.path_mtu,
@@ -386,7 +419,9 @@ impl<P: Provider> VerbsEndpoint<P> {
         let base = self.mr.addr();
         let end = base + self.mr.len() as u64;
         for s in sgl {
-            let ok = s.lkey == self.mr.lkey()
+            // With --use-null-mr the SGEs carry the null MR's lkey but still point into the
+            // buffer (as perftest's): the memory stays valid whatever the device does with it.
+            let ok = s.lkey == self.lkey()
                 && s.addr >= base
                 && s.addr.checked_add(u64::from(s.length)).is_some_and(|e| e <= end);
             if !ok {

@@ -68,7 +68,8 @@ impl fmt::Display for OobError {
             OobError::IncompatibleVersion { peer } => write!(
                 f,
                 "peer reports perftest version {peer:?}, older than 5.70 which is the oldest this tool can talk to; \
-                 run perftest 5.92 or newer (or rperftest) on the other side, and do not use --dont_xchg_versions"
+                 run perftest 5.92 or newer (or rperftest) on the other side, and give --dont_xchg_versions to \
+                 both sides or to neither"
             ),
             OobError::Mismatch { field, local, remote, option } => write!(
                 f,

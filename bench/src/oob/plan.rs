@@ -79,6 +79,9 @@ pub struct PlanOptions {
     /// `-R`: the data QPs are connected through rdma_cm between two sync key exchanges right
     /// after the MTU [and NEGOTIATE] exchange (perftest's `create_rdma_cm_connection`).
     pub cm_qps: bool,
+    /// Exchange versions, SYSDATA and the MTU first (false: `--dont_xchg_versions`, both sides
+    /// start with the key records and each uses its own MTU, page size and cache line).
+    pub exchange_versions: bool,
 }
 
 impl Default for PlanOptions {
@@ -93,6 +96,7 @@ impl Default for PlanOptions {
             negotiate: false,
             rdma_cm: false,
             cm_qps: false,
+            exchange_versions: true,
         }
     }
 }
@@ -152,6 +156,8 @@ pub enum Step {
     CacheLine,
     /// MTU enum (2 bytes).
     Mtu,
+    /// `--dont_xchg_versions`: no bytes; the MTU is this side's own (where `Mtu` would run).
+    LocalMtu,
     /// 6.28+ parameter negotiation (312/320 bytes).
     Negotiate,
     /// One key-record exchange for QP `qp`.
@@ -177,7 +183,11 @@ pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
     let all = o.all_sizes.is_some();
     let server = role == Role::Server;
     let bidir = o.bidirectional && tool.is_bw();
-    let mut p = vec![Step::Version, Step::PageSize, Step::CacheLine, Step::Mtu];
+    let mut p = if o.exchange_versions {
+        vec![Step::Version, Step::PageSize, Step::CacheLine, Step::Mtu]
+    } else {
+        vec![Step::LocalMtu]
+    };
     if o.negotiate {
         p.push(Step::Negotiate);
     }
@@ -369,7 +379,7 @@ pub fn wire_shape(plan: &[Step], report_blocks: usize) -> Vec<&'static str> {
             Step::Key { .. } => v.push("key"),
             Step::Report => v.extend((0..report_blocks).map(|_| "u64")),
             Step::Done => v.push("done"),
-            Step::Do(_) => {}
+            Step::Do(_) | Step::LocalMtu => {}
         }
     }
     v

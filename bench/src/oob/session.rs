@@ -94,6 +94,7 @@ pub fn execute<H: Hooks, C: Exchange>(mut ch: C, plan: &[Step], hooks: &mut H) -
                 let remote = ch.exchange_mtu(hooks.mtu_enum(), &p)?;
                 hooks.on_mtu(remote)?;
             }
+            Step::LocalMtu => hooks.on_mtu(None)?,
             Step::Negotiate => {
                 let p = peer.clone().unwrap_or_else(|| own.clone());
                 if p.negotiates_with(&own) {

@@ -20,8 +20,8 @@
 //!   NEGOTIATE message with us (6.29 only sends it to ≥6.28 peers) and the help text and
 //!   report formats we reproduce are 6.06's.
 //! * Features rperftest does not implement are parsed (so they are never "unknown") and then
-//!   refused with a one-line [`ErrorKind::Unsupported`] error: XRC/SRD connections,
-//!   AES-XTS, GPU memory, an explicit HW and the PP rate limiter, data validation and vendor-specific options.
+//!   refused with a one-line [`ErrorKind::Unsupported`] error: SRD connections,
+//!   AES-XTS, GPU memory, the PP rate limiter, data validation and vendor-specific options.
 //! * Raw-Ethernet options (`-B -E -J -j -K -k -Y -Z -P -v`, `--tcp`, `--remote_mac`, …) are
 //!   accepted and ignored, as perftest's ib_* tools do.
 
@@ -579,8 +579,15 @@ pub struct Params {
     pub numa_node: Option<i32>,
     pub disable_numa: bool,
 
-    // rate limiter (SW; HW only implicitly, as perftest's fallback to SW: see params::rate)
+    // rate limiter (SW; HW as perftest: a static rate at RTR, checked by QUERY_QP, falling
+    // back to SW when implicit: see params::rate and engine::hw_rate)
     pub rate_limit_type: RateLimitType,
+    /// `--rate_limit_type` was given (perftest's `is_rate_limit_type`): a HW limit the QP does
+    /// not take is then an error instead of a fallback to SW.
+    pub rate_limit_type_explicit: bool,
+    /// HW limiter: the `enum ibv_rate` value of `--rate_limit` (perftest's
+    /// `valid_hw_rate_limit_index`; 0 when no rate was given).
+    pub hw_rate: u8,
     pub rate_limit: f64,
     pub rate_units: RateUnits,
     pub burst_size: u32,
@@ -697,6 +704,8 @@ impl Params {
             numa_node: None,
             disable_numa: false,
             rate_limit_type: RateLimitType::Disabled,
+            rate_limit_type_explicit: false,
+            hw_rate: 0,
             rate_limit: 0.0,
             rate_units: RateUnits::GigaBits,
             burst_size: 0,
@@ -1235,6 +1244,7 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
         }
         Opt::RateLimitType => {
             st.rate_limit_type_given = true;
+            p.rate_limit_type_explicit = true;
             p.rate_limit_type = match arg(f) {
                 "SW" => RateLimitType::Sw,
                 "HW" => RateLimitType::Hw,
@@ -1724,6 +1734,11 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         }
     }
     rate::check_sizes(p)?;
+    // perftest 6.13+ (6.06 has no --use-null-mr): the null MR replaces the data MR's keys,
+    // which only the RDMA verbs can use.
+    if p.use_null_mr && !matches!(p.verb, Verb::Write | Verb::WriteImm | Verb::Read) {
+        return Err(conflict("--use-null-mr", "Perftest supports using a null memory region with write/read verbs only"));
+    }
 
     if p.output != Output::Full {
         if bw && !matches!(p.output, Output::Bandwidth | Output::MessageRate) {

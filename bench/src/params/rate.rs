@@ -3,23 +3,42 @@
 //! one message size for the engine.
 //!
 //! perftest 6.06 makes the HW limiter the default when only `--rate_limit` is given. The HW
-//! limiter sets the QP's static rate; perftest then queries the QP and, on a device that did not
-//! take it (and on every non-InfiniBand port, so on every RoCE device such as rxe), falls back to
-//! the SW limiter with a red message, or fails when `--rate_limit_type HW` was given explicitly.
-//! rperftest never sets a static rate, so it always behaves as perftest does on such a device:
-//! the implicit HW limiter becomes the SW one with perftest's message, and an explicit HW
-//! limiter is refused while parsing (perftest fails later, at connect time, on those devices).
+//! limiter sets the QP's static rate (the `enum ibv_rate` value of the rate, [`hw_rate_enum`])
+//! when moving to RTR; perftest then queries the QP and, on a device that did not take it (and
+//! on every non-InfiniBand port, so on every RoCE device such as rxe), falls back to the SW
+//! limiter with a red message, or fails when `--rate_limit_type HW` was given explicitly.
+//! Parsing checks what perftest checks and finds the rate's enum; the connect-time part is
+//! `engine::hw_rate`.
 
-use super::{conflict, unsupported, ParamError, Params, RateLimitType, RateUnits, TestKind};
+use super::{conflict, ParamError, Params, RateLimitType, RateUnits, TestKind};
 use crate::engine::rate::{RateLimiter, RateUnit};
 
 /// perftest's table of rates the HW limiter accepts (the `--rate_limit` text must be one of
-/// them, compared as strings).
-const HW_RATES: [&str; 17] =
-    ["2.5", "5", "10", "14", "20", "25", "30", "40", "56", "60", "80", "100", "112", "120", "168", "200", "300"];
+/// them, compared as strings) with their `enum ibv_rate` values (verbs.h).
+const HW_RATES: [(&str, u8); 17] = [
+    ("2.5", 2),
+    ("5", 5),
+    ("10", 3),
+    ("14", 11),
+    ("20", 6),
+    ("25", 15),
+    ("30", 4),
+    ("40", 7),
+    ("56", 12),
+    ("60", 8),
+    ("80", 9),
+    ("100", 16),
+    ("112", 13),
+    ("120", 10),
+    ("168", 14),
+    ("200", 17),
+    ("300", 18),
+];
 
-/// perftest's message when the QP does not take the HW limit and it falls back to SW.
-pub const HW_FALLBACK_NOTICE: &str = "\x1b[31mThe QP failed to accept HW rate limit, providing SW rate limit \x1b[0m\n";
+/// The `enum ibv_rate` value of a `--rate_limit` text in Gb/s, if the HW limiter takes it.
+pub fn hw_rate_enum(text: &str) -> Option<u8> {
+    HW_RATES.iter().find(|(t, _)| *t == text).map(|&(_, v)| v)
+}
 
 fn unit(u: RateUnits) -> RateUnit {
     match u {
@@ -42,26 +61,26 @@ pub(super) fn check_hw(p: &mut Params, rate_text: Option<&str>, explicit: bool) 
             "Failed: pps rate limit units is not supported when setting HW rate limit (use --rate_limit_type SW)",
         ));
     }
-    // perftest looks the text up only when a rate was given.
-    if let Some(text) = rate_text.filter(|t| !HW_RATES.contains(t)) {
-        return Err(conflict(
-            "--rate_limit",
-            &format!(
-                "Failed: Unknown rate limit value '{text}': the HW rate limiter takes one of {} Gbps; \
-                 add --rate_limit_type SW for any other rate",
-                HW_RATES.join(", ")
-            ),
-        ));
+    // perftest looks the text up only when a rate was given; without one the static rate
+    // stays 0 (the port's rate), which the QP "takes" only on InfiniBand.
+    p.hw_rate = 0;
+    if let Some(text) = rate_text {
+        match hw_rate_enum(text) {
+            Some(v) => p.hw_rate = v,
+            None => {
+                let all: Vec<&str> = HW_RATES.iter().map(|(t, _)| *t).collect();
+                return Err(conflict(
+                    "--rate_limit",
+                    &format!(
+                        "Failed: Unknown rate limit value '{text}': the HW rate limiter takes one of {} Gbps; \
+                         add --rate_limit_type SW for any other rate",
+                        all.join(", ")
+                    ),
+                ));
+            }
+        }
     }
-    if explicit {
-        return Err(unsupported(
-            "--rate_limit_type HW",
-            "rperftest does not set HW (static rate) limits; perftest 6.06 also fails on RoCE devices \
-             such as rxe (The QP failed to accept HW rate limit); use --rate_limit_type SW",
-        ));
-    }
-    // perftest: the QP does not take it, so the SW limiter runs instead.
-    p.notice_err(HW_FALLBACK_NOTICE);
+    p.rate_limit_type_explicit = explicit;
     Ok(())
 }
 
@@ -69,6 +88,10 @@ pub(super) fn check_hw(p: &mut Params, rate_text: Option<&str>, explicit: bool) 
 /// zero otherwise and stops sending after the first burst).
 pub(super) fn check_sizes(p: &Params) -> Result<(), ParamError> {
     if p.kind != TestKind::Bw || p.verb.has_recv_comp() && p.duplex {
+        return Ok(());
+    }
+    // An explicit HW limiter never falls back to SW: the QP takes the rate or the run fails.
+    if p.rate_limit_type == RateLimitType::Hw && p.rate_limit_type_explicit {
         return Ok(());
     }
     for size in p.sizes() {
@@ -80,7 +103,8 @@ pub(super) fn check_sizes(p: &Params) -> Result<(), ParamError> {
 }
 
 /// The SW limiter for messages of `size` bytes, when this side runs one: `--rate_limit_type SW`
-/// or the implicit HW type (which falls back to SW). None without a rate limiter.
+/// or the implicit HW type once the QP did not take the static rate (the caller asks only
+/// then: `engine::hw_rate`). None without a rate limiter.
 pub fn sw_limiter(p: &Params, size: u64) -> Option<Result<RateLimiter, String>> {
     match p.rate_limit_type {
         RateLimitType::Sw | RateLimitType::Hw => {}

@@ -132,6 +132,10 @@ pub(super) fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Re
     if p.use_mcg && !ethernet {
         return Err(ToolError::new(1, crate::mcast::IB_LINK_REFUSED));
     }
+    if p.use_null_mr && ctx.provider().null_mr_lkey().is_none() {
+        // Before waiting for a peer (perftest fails later, creating its resources).
+        return Err(ToolError::new(1, crate::engine::verbs::null_mr_missing(&name, P::NAME)));
+    }
     let port2 = if p.dualport {
         crate::engine::dualport::check_ports(&name, attr.phys_port_cnt, p.ib_port, p.ib_port2)
             .map_err(|e| ToolError::new(1, e))?;

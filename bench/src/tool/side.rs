@@ -2,6 +2,7 @@
 //! and the engine loops, for one provider (static dispatch inside [`providers::open`]).
 
 use super::*;
+use crate::engine::hw_rate;
 
 /// Run `f` (an engine loop) while a watcher thread sets `stop` when a stop signal arrives or the
 /// peer closes the out-of-band connection (`peer_gone` says which), so a survivor ends within a
@@ -189,6 +190,7 @@ pub(super) fn run_with_context<P: Provider>(
         negotiate: false,
         rdma_cm: p.use_rdma_cm,
         cm_qps: p.work_rdma_cm,
+        exchange_versions: !p.dont_xchg_versions,
     };
     let mut side = SideRun {
         p,
@@ -219,6 +221,7 @@ pub(super) fn run_with_context<P: Provider>(
         measuring: false,
         last_line: std::cell::Cell::new(None),
         counters,
+        hw_rate_taken: false,
     };
     let mut plan_opts = plan_opts;
     if side.p.connection == Connection::Ud && side.p.test_method == TestMethod::All {
@@ -297,6 +300,8 @@ pub(super) struct SideRun<'a, P: Provider> {
     last_line: std::cell::Cell<Option<(f64, f64)>>,
     /// `-W`: the counters, reported after every result line.
     counters: SharedCounters,
+    /// perftest's HW rate limiter: every QP took the static rate, so no SW limiter runs.
+    hw_rate_taken: bool,
 }
 
 pub(super) type SharedCounters = std::rc::Rc<std::cell::RefCell<Option<crate::counters::Counters>>>;
@@ -426,6 +431,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             mmap: p.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.mmap_offset)),
             odp: p.odp,
             dc: params::dc::engine_setup(p),
+            null_mr: p.use_null_mr,
         };
         if let Some(f) = &p.mmap_file {
             if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
@@ -568,6 +574,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             }
         }
         let to_rts = p.kind == TestKind::Lat || self.is_test_client() || p.duplex;
+        let mut hw_pending = p.rate_limit_type == params::RateLimitType::Hw;
         for q in 0..p.num_qps as usize {
             let r = self.remote_keys[q];
             let c = ConnectParams {
@@ -590,8 +597,30 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 retry_cnt: 7,
                 rnr_retry: 7,
                 to_rts,
+                static_rate: if hw_pending { p.hw_rate } else { 0 },
             };
             self.ep()?.connect(q, &c).map_err(|e| ToolError::new(1, format!("{e}\n Unable to Connect the HCA's through the link")))?;
+            if hw_pending {
+                // perftest's check after each QP while the limiter is still HW (engine::hw_rate).
+                let queried = self.ep()?.qp_static_rate(q);
+                if queried.is_none() {
+                    self.out.err(hw_rate::QUERY_FAILED_NOTICE);
+                }
+                match hw_rate::verdict(queried, p.hw_rate, !self.dev.ethernet, p.rate_limit_type_explicit) {
+                    hw_rate::Verdict::Taken => self.hw_rate_taken = true,
+                    hw_rate::Verdict::FallBackToSw => {
+                        self.out.err(hw_rate::FALLBACK_NOTICE);
+                        self.hw_rate_taken = false;
+                        hw_pending = false;
+                    }
+                    hw_rate::Verdict::Fail => {
+                        return Err(ToolError::new(
+                            1,
+                            format!("{}\n Unable to Connect the HCA's through the link", hw_rate::FAILED_LINE),
+                        ))
+                    }
+                }
+            }
         }
         if p.connection == Connection::Dc {
             // A DCT has its number only from RTR on: the next exchange sends the new one.
@@ -675,7 +704,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
             swap,
             cpu_probe: self.cpu_probe(),
             // Every size of the run was checked while parsing (params::rate::check_sizes).
-            rate_limit: params::rate::sw_limiter(p, size).and_then(Result::ok),
+            // The HW limiter (params::rate) runs the SW one unless the QPs took the static rate.
+            rate_limit: if self.hw_rate_taken { None } else { params::rate::sw_limiter(p, size).and_then(Result::ok) },
         }
     }
 

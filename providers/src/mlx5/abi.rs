@@ -123,7 +123,14 @@ pub struct UctxResp {
     pub log_uar_size: u32,
     pub num_uars_per_page: u32,
     pub num_dyn_bfregs: u32,
+    /// The dump-fill mkey (`MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_DUMP_FILL_MKEY` in `comp_mask`):
+    /// the lkey of the null MR (reads return a fill pattern, writes are dropped). `None` when
+    /// the kernel does not report one (libmlx5 then fails `ibv_alloc_null_mr` with ENOTSUP).
+    pub dump_fill_mkey: Option<u32>,
 }
+
+/// `MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_DUMP_FILL_MKEY`.
+pub const UCTX_RESP_MASK_DUMP_FILL_MKEY: u32 = 1 << 1;
 
 /// `MLX5_USER_CMDS_SUPP_UHW_CREATE_AH`.
 pub const CMDS_SUPP_UHW_CREATE_AH: u8 = 1 << 1;
@@ -159,6 +166,14 @@ impl UctxResp {
             log_uar_size: get32(b, uctx_resp::LOG_UAR_SIZE),
             num_uars_per_page: get32(b, uctx_resp::NUM_UARS_PER_PAGE),
             num_dyn_bfregs: get32(b, uctx_resp::NUM_DYN_BFREGS),
+            dump_fill_mkey: None,
+        };
+        // As libmlx5: the bit decides; a field the kernel did not write reads as zero (the
+        // kernel sets the bit only together with the field).
+        let r = UctxResp {
+            dump_fill_mkey: (r.comp_mask & UCTX_RESP_MASK_DUMP_FILL_MKEY != 0)
+                .then(|| get32(b, uctx_resp::DUMP_FILL_MKEY)),
+            ..r
         };
         if r.tot_bfregs == 0 {
             return Err(Error::msg(WHAT, "the kernel granted no static bfregs (tot_bfregs 0)").with_hint(
@@ -408,6 +423,25 @@ mod tests {
         assert!(UctxResp::parse(&[0u8; 20]).is_err());
         let e = UctxResp::parse(&[0u8; 72]).unwrap_err();
         assert!(e.to_string().contains("tot_bfregs 0"), "{e}");
+    }
+
+    #[test]
+    fn uctx_resp_dump_fill_mkey_only_with_its_comp_mask_bit() {
+        let mut b = [0u8; ALLOC_UCONTEXT_RESP_LEN];
+        b[uctx_resp::TOT_BFREGS..][..4].copy_from_slice(&4u32.to_ne_bytes());
+        b[uctx_resp::MAX_SQ_DESC_SZ..][..2].copy_from_slice(&512u16.to_ne_bytes());
+        b[uctx_resp::MAX_RQ_DESC_SZ..][..2].copy_from_slice(&512u16.to_ne_bytes());
+        b[uctx_resp::MAX_SEND_WQEBB..][..4].copy_from_slice(&65536u32.to_ne_bytes());
+        b[uctx_resp::DUMP_FILL_MKEY..][..4].copy_from_slice(&0x0000_0d00u32.to_ne_bytes());
+        // Bit clear (e.g. CORE_CLOCK_OFFSET only): no null MR, even with a value in the field.
+        b[uctx_resp::COMP_MASK..][..4].copy_from_slice(&1u32.to_ne_bytes());
+        assert_eq!(UctxResp::parse(&b).unwrap().dump_fill_mkey, None);
+        // Bit set: the key.
+        b[uctx_resp::COMP_MASK..][..4].copy_from_slice(&(1u32 | UCTX_RESP_MASK_DUMP_FILL_MKEY).to_ne_bytes());
+        assert_eq!(UctxResp::parse(&b).unwrap().dump_fill_mkey, Some(0xd00));
+        // Bit set but the response ends before the field: read as zero, as libmlx5 (whose
+        // response buffer starts zeroed) and as every other short field here.
+        assert_eq!(UctxResp::parse(&b[..uctx_resp::DUMP_FILL_MKEY]).unwrap().dump_fill_mkey, Some(0));
     }
 
     #[test]

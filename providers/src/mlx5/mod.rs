@@ -656,6 +656,10 @@ impl<U: UarMap> Provider for Mlx5<U> {
         }
     }
 
+    fn null_mr_lkey(&self) -> Option<u32> {
+        self.resp.dump_fill_mkey
+    }
+
     fn new_context(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
         Self::with_config(fd, drv_resp, Mlx5Config::from_env())
     }

@@ -68,8 +68,9 @@ expect_rc 1 with_timeout 10 rperftest ib_write_bw "${X[@]}" --rate_limit 100 --r
 expect_contains "less than one burst of 200"
 expect_rc 1 with_timeout 10 rperftest ib_write_bw "${X[@]}" --rate_limit 7
 expect_contains "Unknown rate limit value '7'"
-expect_rc 1 with_timeout 10 rperftest ib_write_bw "${X[@]}" --rate_limit 10 --rate_limit_type HW
-expect_contains "--rate_limit_type HW"
+# (explicit --rate_limit_type HW fails at connect time, as C 6.06 on rxe: case 32-hw-options)
+expect_rc 1 with_timeout 10 rperftest ib_write_bw "${X[@]}" --rate_limit 10 --rate_limit_type HW -R
+expect_contains "HW rate limit isn't supported yet with rdma_cm scenarios"
 expect_rc 1 with_timeout 10 rperftest ib_send_bw "${X[@]}" -b --rate_limit 10 --rate_limit_type SW
 expect_contains "bidirectional SEND"
 

@@ -693,6 +693,7 @@ fn ah_from_sys(a: &crate::sys::AhAttr) -> AhAttr {
         dlid: a.dlid,
         sl: a.sl,
         port_num: a.port_num,
+        static_rate: a.static_rate,
     }
 }
 
