@@ -307,6 +307,30 @@ impl<P: Provider> Drop for Pd<P> {
     }
 }
 
+/// An XRC domain (OPEN_XRCD): the scope in which XRC SRQs and XRC target QPs live.
+pub struct Xrcd<P: Provider> {
+    ctx: Arc<Context<P>>,
+    handle: u32,
+}
+
+impl<P: Provider> Xrcd<P> {
+    /// A domain private to this context (no file: `fd` -1). A device without XRC refuses it;
+    /// callers that want a clear message check [`crate::attr::DeviceAttr::supports_xrc`] first.
+    pub fn open(ctx: &Arc<Context<P>>) -> Result<Arc<Self>> {
+        let handle = cmd::open_xrcd(&ctx.cmd(), -1, 0)?;
+        Ok(Arc::new(Xrcd { ctx: ctx.clone(), handle }))
+    }
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+}
+
+impl<P: Provider> Drop for Xrcd<P> {
+    fn drop(&mut self) {
+        report_drop(cmd::close_xrcd(&self.ctx.cmd(), self.handle));
+    }
+}
+
 // ================================================================================================
 // Memory
 // ================================================================================================
@@ -751,6 +775,8 @@ impl<P: Provider> Cq<P> {
 struct SrqMeta<P: Provider> {
     pd: Arc<Pd<P>>,
     created: SrqCreated,
+    /// XRC SRQs: the domain and the CQ stay alive as long as the SRQ.
+    _xrc: Option<(Arc<Xrcd<P>>, Arc<CqInner<P>>)>,
 }
 
 impl<P: Provider> KernelObject for SrqMeta<P> {
@@ -780,7 +806,35 @@ impl<P: Provider> Srq<P> {
                 return Err(e);
             }
         };
-        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created }, state) })
+        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created, _xrc: None }, state) })
+    }
+
+    /// An XRC SRQ (CREATE_XSRQ): receives of every XRC target QP in `xrcd` whose initiator names
+    /// this SRQ's number land here and complete on `cq`.
+    pub fn new_xrc(pd: &Arc<Pd<P>>, xrcd: &Arc<Xrcd<P>>, cq: &Cq<P>, max_wr: u32, max_sge: u32, srq_limit: u32) -> Result<Self> {
+        let ctx = &pd.ctx;
+        let (prep, udata) = ctx.provider.prepare_xrc_srq(max_wr, max_sge)?;
+        let c = ctx.cmd();
+        let args = cmd::CreateXrcSrqArgs {
+            user_handle: next_user_handle(),
+            pd: pd.handle,
+            xrcd: xrcd.handle,
+            cq: cq.handle(),
+            max_wr,
+            max_sge,
+            srq_limit,
+        };
+        let (r, drv) = cmd::create_xrc_srq(&c, &args, &udata)?;
+        let created = SrqCreated { handle: r.srq_handle, max_wr: r.max_wr, max_sge: r.max_sge, srqn: r.srqn };
+        let state = match ctx.provider.finish_srq(prep, &created, &drv) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = cmd::destroy_srq(&c, r.srq_handle);
+                return Err(e);
+            }
+        };
+        let keep = Some((xrcd.clone(), cq.inner.clone()));
+        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created, _xrc: keep }, state) })
     }
 
     /// Post receives to the SRQ.
@@ -1009,7 +1063,7 @@ pub fn init_attr(qp_type: QpType, port: u8, pkey_index: u16, access: AccessFlags
             a.qkey = qkey;
             mask |= QpAttrMask::QKEY;
         }
-        QpType::Rc | QpType::Uc => {
+        QpType::Rc | QpType::Uc | QpType::XrcIni | QpType::XrcTgt => {
             a.qp_access_flags = access;
             mask |= QpAttrMask::ACCESS_FLAGS;
         }
@@ -1055,7 +1109,9 @@ pub fn rtr_attr(qp_type: QpType, p: &RtrParams) -> (QpAttr, QpAttrMask) {
         a.rq_psn = p.rq_psn & 0xff_ffff;
         mask |= QpAttrMask::AV | QpAttrMask::PATH_MTU | QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN;
     }
-    if qp_type == QpType::Rc {
+    // The responder attributes: RC and the XRC target (the kernel's qp_state_table requires
+    // them for those types only; an XRC initiator never responds).
+    if matches!(qp_type, QpType::Rc | QpType::XrcTgt) {
         a.max_dest_rd_atomic = p.max_dest_rd_atomic;
         a.min_rnr_timer = p.min_rnr_timer;
         mask |= QpAttrMask::MAX_DEST_RD_ATOMIC | QpAttrMask::MIN_RNR_TIMER;
@@ -1089,12 +1145,16 @@ impl Default for RtsParams {
 pub fn rts_attr(qp_type: QpType, p: &RtsParams) -> (QpAttr, QpAttrMask) {
     let mut a = QpAttr { qp_state: QpState::Rts, sq_psn: p.sq_psn & 0xff_ffff, ..Default::default() };
     let mut mask = QpAttrMask::STATE | QpAttrMask::SQ_PSN;
-    if qp_type == QpType::Rc {
+    if matches!(qp_type, QpType::Rc | QpType::XrcIni) {
         a.timeout = p.timeout;
         a.retry_cnt = p.retry_cnt;
         a.rnr_retry = p.rnr_retry;
         a.max_rd_atomic = p.max_rd_atomic;
         mask |= QpAttrMask::TIMEOUT | QpAttrMask::RETRY_CNT | QpAttrMask::RNR_RETRY | QpAttrMask::MAX_QP_RD_ATOMIC;
+    } else if qp_type == QpType::XrcTgt {
+        // A target sends only ACKs: the timeout is all it takes (as for RC's responder side).
+        a.timeout = p.timeout;
+        mask |= QpAttrMask::TIMEOUT;
     }
     (a, mask)
 }
@@ -1129,10 +1189,27 @@ pub struct Qp<P: Provider> {
     _send_cq: Arc<CqInner<P>>,
     _recv_cq: Arc<CqInner<P>>,
     _srq: Option<Arc<SrqInner<P>>>,
+    _xrcd: Option<Arc<Xrcd<P>>>,
 }
 
 impl<P: Provider> Qp<P> {
     pub fn new(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>) -> Result<Self> {
+        if init.qp_type == QpType::XrcTgt {
+            return Err(crate::error::Error::msg("CREATE_QP", "an XRC target QP is created with Qp::new_xrc_tgt (it needs an XRC domain)"));
+        }
+        Self::create(pd, init, None)
+    }
+
+    /// An XRC target QP in `xrcd` (`init.qp_type` must be [`QpType::XrcTgt`]). The kernel gets
+    /// the domain instead of the PD and CQs; `init`'s CQs are only kept alive with the QP.
+    pub fn new_xrc_tgt(pd: &Arc<Pd<P>>, xrcd: &Arc<Xrcd<P>>, init: &QpInit<'_, P>) -> Result<Self> {
+        if init.qp_type != QpType::XrcTgt {
+            return Err(crate::error::Error::msg("CREATE_QP", format!("Qp::new_xrc_tgt with QP type {}", init.qp_type.name())));
+        }
+        Self::create(pd, init, Some(xrcd))
+    }
+
+    fn create(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>, xrcd: Option<&Arc<Xrcd<P>>>) -> Result<Self> {
         let ctx = pd.ctx.clone();
         let attr = QpInitAttr { qp_type: init.qp_type, caps: init.caps, sq_sig_all: init.sq_sig_all, uses_srq: init.srq.is_some() };
         let (prep, udata) = ctx.provider.prepare_qp(&attr)?;
@@ -1142,6 +1219,7 @@ impl<P: Provider> Qp<P> {
             send_cq: init.send_cq.handle(),
             recv_cq: init.recv_cq.handle(),
             srq: init.srq.map(|s| s.handle()),
+            xrcd: xrcd.map(|x| x.handle),
             qp_type: init.qp_type as u8,
             caps: sys::QpCap {
                 max_send_wr: init.caps.max_send_wr,
@@ -1184,6 +1262,7 @@ impl<P: Provider> Qp<P> {
             _send_cq: init.send_cq.inner.clone(),
             _recv_cq: init.recv_cq.inner.clone(),
             _srq: init.srq.map(|s| s.inner.clone()),
+            _xrcd: xrcd.cloned(),
         })
     }
 

@@ -50,6 +50,12 @@ pub enum QpType {
     Rc = 2,
     Uc = 3,
     Ud = 4,
+    /// XRC initiator (`IB_UVERBS_QPT_XRC_INI`): a send queue only; each send names the target
+    /// SRQ ([`crate::wr::SendWr::remote_srqn`]).
+    XrcIni = 9,
+    /// XRC target (`IB_UVERBS_QPT_XRC_TGT`): lives in an XRC domain, has no queues of its own;
+    /// what it receives lands in the XRC SRQ the initiator names.
+    XrcTgt = 10,
 }
 
 impl QpType {
@@ -58,7 +64,13 @@ impl QpType {
             QpType::Rc => "RC",
             QpType::Uc => "UC",
             QpType::Ud => "UD",
+            QpType::XrcIni => "XRC_INI",
+            QpType::XrcTgt => "XRC_TGT",
         }
+    }
+    /// Either XRC type.
+    pub fn is_xrc(self) -> bool {
+        matches!(self, QpType::XrcIni | QpType::XrcTgt)
     }
 }
 
@@ -206,6 +218,13 @@ pub trait Provider: Sized + Send + Sync + 'static {
 
     fn prepare_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Self::SrqPrep, Udata)>;
     fn finish_srq(&self, prep: Self::SrqPrep, core: &SrqCreated, drv_resp: &[u8]) -> Result<Self::Srq>;
+
+    /// Prepare an XRC SRQ (CREATE_XSRQ with `srq_type` XRC); `finish_srq` completes it. The
+    /// default refuses: a provider whose device has no XRC (rxe) keeps it.
+    fn prepare_xrc_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Self::SrqPrep, Udata)> {
+        let _ = (max_wr, max_sge);
+        Err(Error::msg("CREATE_XSRQ", format!("the {} provider has no XRC SRQs (the device has no XRC)", Self::NAME)))
+    }
 
     fn prepare_ah(&self, attr: &AhAttr) -> Result<(Self::AhPrep, Udata)>;
     fn finish_ah(&self, prep: Self::AhPrep, attr: &AhAttr, core: &AhCreated, drv_resp: &[u8])

@@ -62,7 +62,7 @@ impl PortSpace {
     pub fn for_qp_type(t: QpType) -> PortSpace {
         match t {
             QpType::Ud => PortSpace::Udp,
-            QpType::Rc | QpType::Uc => PortSpace::Tcp,
+            QpType::Rc | QpType::Uc | QpType::XrcIni | QpType::XrcTgt => PortSpace::Tcp,
         }
     }
 }
