@@ -425,6 +425,7 @@ pub fn rxe_wqe(data: &[u8]) {
         } else {
             None
         },
+        remote_srqn: r.u32(),
     };
     const CANARY: usize = 64;
     let mut buf = vec![0xC3u8; slot_len + CANARY];
@@ -511,6 +512,7 @@ fn check_send(slot: &[u8], wr: &SendWr<'_>, lim: &SqLimits) {
             assert!(matches!(op, WrOpcode::Send | WrOpcode::SendWithImm));
             assert!(wr.ud.is_some());
         }
+        QpType::XrcIni | QpType::XrcTgt => panic!("rxe accepted a send on an XRC QP"),
     }
     assert!(total <= u64::from(u32::MAX));
     let payload = (slot.len() - SEND_WQE_SIZE) as u64;

@@ -344,6 +344,7 @@ fn sender_loop<E: Endpoint>(
                         compare_add: cfg.compare_add,
                         swap: cfg.swap,
                         ud: targets[q].ud,
+                        remote_srqn: 0,
                     }
                 };
                 if peak {
@@ -626,6 +627,7 @@ pub fn run_duplex_send<E: Endpoint>(
                         compare_add: 0,
                         swap: 0,
                         ud: targets[q].ud,
+                        remote_srqn: 0,
                     };
                     if first_post.is_none() {
                         first_post = Some(clock::now());

@@ -192,6 +192,8 @@ pub fn validate_send(wr: &SendWr<'_>, lim: &SqLimits, slot_len: usize) -> Result
         QpType::Rc => true,
         QpType::Uc => !matches!(op, WrOpcode::RdmaRead) && !op.is_atomic(),
         QpType::Ud => matches!(op, WrOpcode::Send | WrOpcode::SendWithImm),
+        // The kernel's rxe has no XRC (prepare_qp refuses these types before they exist).
+        QpType::XrcIni | QpType::XrcTgt => false,
     };
     if !allowed {
         return Err(WqeError::OpcodeNotAllowed {
