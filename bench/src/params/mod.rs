@@ -28,6 +28,7 @@
 mod getopt;
 pub mod rate;
 mod usage;
+mod xrc;
 
 pub use usage::{extensions_help, usage};
 
@@ -741,9 +742,10 @@ impl Params {
             && not_multiple(self.iters, u64::from(self.cq_mod))
     }
 
-    /// Whether SRQ objects exist on this side (perftest's `srq_exists`).
+    /// Whether SRQ objects exist on this side (perftest's `srq_exists`; XRC: always).
     pub fn srq_exists(&self) -> bool {
-        self.use_srq && (self.kind == TestKind::Lat || self.machine == Role::Server || self.duplex)
+        (self.use_srq && (self.kind == TestKind::Lat || self.machine == Role::Server || self.duplex))
+            || self.connection == Connection::Xrc
     }
 
     fn notice_out(&mut self, text: &str) {
@@ -860,6 +862,7 @@ pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
     }
     refuse_unsupported(&p, &st)?;
     derive(&mut p, &st)?;
+    xrc::double_qps(&mut p);
     Ok(ParseOutcome::Run(Box::new(p)))
 }
 
@@ -1375,11 +1378,11 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
         ));
     }
     match p.connection {
-        Connection::Xrc | Connection::Dc | Connection::Srd => {
+        Connection::Dc | Connection::Srd => {
             return Err(unsupported(
                 "-c/--connection",
                 &format!(
-                    "connection type {} is not supported by rperftest (supported: RC, UC, UD)",
+                    "connection type {} is not supported by rperftest (supported: RC, UC, UD, XRC)",
                     p.connection.as_str()
                 ),
             ))
@@ -1669,6 +1672,8 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             ));
         }
     }
+
+    xrc::force_dependencies(p)?;
 
     if p.burst_size > 0 && p.rate_limit_type == RateLimitType::Disabled {
         return Err(conflict(

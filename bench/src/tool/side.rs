@@ -384,6 +384,12 @@ impl<'a, P: Provider> SideRun<'a, P> {
             self.print_header(mtu_bytes);
             return Ok(());
         }
+        if p.connection == Connection::Xrc {
+            // perftest's ctx_init opens the XRC domain here (after the exchanges).
+            if let Some(m) = crate::engine::xrc::device_problem(&self.dev.name, &self.dev.attr) {
+                return Err(ToolError::new(1, m));
+            }
+        }
         let nq = p.num_qps as usize;
         let max_size = self.sizes.iter().copied().max().unwrap_or(p.size);
         let layout = BufLayout::new(
@@ -592,7 +598,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         AddrShow {
             verb: wire_verb(self.p.verb),
             rdma_cm: self.p.use_rdma_cm,
-            srqn: false,
+            srqn: self.p.connection == Connection::Xrc,
             gid: self.dev.gid_index.is_some(),
             mgid: false,
             dlid: self.p.dlid,
