@@ -320,12 +320,12 @@ fn rxe_refuses_xrc_cleanly() {
     let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     for qp_type in [QpType::XrcIni, QpType::XrcTgt] {
         let attr = QpInitAttr { qp_type, caps, sq_sig_all: false, uses_srq: false };
-        let e = rxe.prepare_qp(&attr).err().expect("rxe must refuse an XRC QP");
+        let e = rxe.prepare_qp(&attr).expect_err("rxe must refuse an XRC QP");
         let text = e.to_string();
         assert!(text.contains("XRC") && text.contains(qp_type.name()), "{text}");
         assert_eq!(e.errno, Some(libc::EOPNOTSUPP));
     }
-    let e = rxe.prepare_xrc_srq(16, 1).err().expect("rxe must refuse an XRC SRQ");
+    let e = rxe.prepare_xrc_srq(16, 1).expect_err("rxe must refuse an XRC SRQ");
     assert!(e.to_string().contains("no XRC"), "{e}");
     // The basic types still prepare.
     let attr = QpInitAttr { qp_type: QpType::Rc, caps, sq_sig_all: false, uses_srq: false };

@@ -776,8 +776,11 @@ struct SrqMeta<P: Provider> {
     pd: Arc<Pd<P>>,
     created: SrqCreated,
     /// XRC SRQs: the domain and the CQ stay alive as long as the SRQ.
-    _xrc: Option<(Arc<Xrcd<P>>, Arc<CqInner<P>>)>,
+    _xrc: Option<XrcKeepAlive<P>>,
 }
+
+/// What an XRC SRQ keeps alive: its domain and its CQ.
+type XrcKeepAlive<P> = (Arc<Xrcd<P>>, Arc<CqInner<P>>);
 
 impl<P: Provider> KernelObject for SrqMeta<P> {
     fn destroy(&self) {
@@ -1503,6 +1506,23 @@ mod tests {
         assert_eq!(rts_attr(QpType::Rc, &r).1.bits(), RC_RTS);
         assert_eq!(rts_attr(QpType::Uc, &r).1.bits(), 0x10001);
         assert_eq!(rts_attr(QpType::Ud, &r).1.bits(), 0x10001);
+    }
+
+    #[test]
+    fn xrc_masks_are_the_kernels_required_sets() {
+        // The kernel's qp_state_table (core/verbs.c): RESET→INIT as RC for both XRC types;
+        // INIT→RTR: the initiator as UC (no responder resources), the target as RC;
+        // RTR→RTS: the initiator as RC, the target TIMEOUT | SQ_PSN only (anything more is
+        // refused by ib_modify_qp_is_ok).
+        let acc = AccessFlags::REMOTE_WRITE;
+        assert_eq!(init_attr(QpType::XrcIni, 1, 0, acc, 0).1.bits(), RC_INIT);
+        assert_eq!(init_attr(QpType::XrcTgt, 1, 0, acc, 0).1.bits(), RC_INIT);
+        let p = RtrParams { path_mtu: 3, dest_qpn: 0x13, rq_psn: 1, max_dest_rd_atomic: 1, min_rnr_timer: 12, ..Default::default() };
+        assert_eq!(rtr_attr(QpType::XrcIni, &p).1.bits(), 0x1 | 0x80 | 0x100 | 0x100000 | 0x1000);
+        assert_eq!(rtr_attr(QpType::XrcTgt, &p).1.bits(), RC_RTR);
+        let r = RtsParams::default();
+        assert_eq!(rts_attr(QpType::XrcIni, &r).1.bits(), RC_RTS);
+        assert_eq!(rts_attr(QpType::XrcTgt, &r).1.bits(), 0x1 | 0x200 | 0x10000);
     }
 
     #[test]
