@@ -27,6 +27,8 @@ struct QpModel {
     post_calls: u64,
     max_outstanding: u64,
     remote_addrs: Vec<u64>,
+    /// The XRC SRQ number each posted send named.
+    remote_srqns: Vec<u32>,
     /// (wr_id, signaled) of posted, not yet completed sends.
     inflight: VecDeque<(u64, bool, WcOpcode)>,
     recvs_posted: u64,
@@ -104,6 +106,9 @@ impl Model {
     }
     pub fn remote_addrs(&self, q: usize) -> &[u64] {
         &self.qps[q].remote_addrs
+    }
+    pub fn remote_srqns(&self, q: usize) -> &[u32] {
+        &self.qps[q].remote_srqns
     }
     pub fn recvs_posted(&self, q: usize) -> u64 {
         self.qps[q].recvs_posted
@@ -209,6 +214,7 @@ impl Endpoint for Model {
                 m.signaled += 1;
             }
             m.remote_addrs.push(wr.remote.addr);
+            m.remote_srqns.push(wr.remote_srqn);
             m.inflight.push_back((wr.wr_id, sig, WcOpcode::for_send(wr.opcode)));
             m.max_outstanding = m.max_outstanding.max(m.posted - m.completed);
         }

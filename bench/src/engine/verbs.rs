@@ -16,12 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use uverbs::objects::{
-    AccessFlags, Ah, CompChannel, Context, Cq, Mr, Pd, Qp, QpInit, RtrParams, RtsParams, Srq, DEFAULT_QKEY,
+    AccessFlags, Ah, CompChannel, Context, Cq, Mr, Pd, Qp, QpInit, RtrParams, RtsParams, Srq, Xrcd, DEFAULT_QKEY,
 };
 use uverbs::provider::{AhAttr, Provider, QpCaps, QpType};
 use uverbs::wr::{RecvWr, SendWr, Sge, UdDest, WorkCompletion};
 
 use super::memsrc::{pattern_chunk, Fill};
+use super::xrc::XrcPlan;
 use super::{CqKind, Endpoint, EngineError};
 
 /// Bytes of the GRH in front of every UD receive.
@@ -96,6 +97,9 @@ pub struct VerbsSetup {
     pub mmap: Option<(std::path::PathBuf, u64)>,
     /// `--odp`: register the MR with IBV_ACCESS_ON_DEMAND (the caps are checked beforehand).
     pub odp: bool,
+    /// `-c XRC`: an XRC domain, one XRC SRQ and XRC initiator/target QPs laid out by the plan
+    /// (`qp_type` and `use_srq` are then ignored); the loops drive the plan's lanes.
+    pub xrc: Option<XrcPlan>,
 }
 
 /// The peer's side of one QP connection plus our path settings.
@@ -141,6 +145,20 @@ pub struct VerbsEndpoint<P: Provider> {
     max_inline: u32,
     /// The port of each QP.
     ports: Vec<u8>,
+    /// `-c XRC`: the lane layout (the QPs, SRQ and MR keep the domain alive).
+    xrc: Option<XrcPlan>,
+}
+
+/// perftest's `ctx_xrc_qp_create`: a target asks for the receive side (rx_depth, 1 SGE) and
+/// the inline size, an initiator for the send side (tx_depth, 1 SGE, inline size).
+fn xrc_caps(plan: &XrcPlan, q: usize, s: &VerbsSetup) -> (QpCaps, QpType) {
+    let t = plan.qp_type(q);
+    let caps = if t == QpType::XrcTgt {
+        QpCaps { max_send_wr: 0, max_recv_wr: s.rx_depth.max(1), max_send_sge: 0, max_recv_sge: 1, max_inline_data: s.inline_size }
+    } else {
+        QpCaps { max_send_wr: s.tx_depth.max(1), max_recv_wr: 0, max_send_sge: 1, max_recv_sge: 0, max_inline_data: s.inline_size }
+    };
+    (caps, t)
 }
 
 fn verr(what: &str, e: uverbs::Error) -> EngineError {
@@ -203,7 +221,16 @@ impl<P: Provider> VerbsEndpoint<P> {
         } else {
             None
         };
-        let srq = if s.use_srq {
+        // -c XRC (perftest's ctx_xrcd_create / ctx_xrc_srq_create): the domain, then the XRC
+        // SRQ, completing into the receive CQ where there is one (SEND) and else the send CQ.
+        let xrcd = match s.xrc {
+            Some(_) => Some(Xrcd::open(ctx).map_err(|e| verr("Error opening XRC domain", e))?),
+            None => None,
+        };
+        let srq = if let Some(x) = &xrcd {
+            let cq = recv_cq.as_ref().unwrap_or(&send_cq);
+            Some(Srq::new_xrc(&pd, x, cq, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't open XRC SRQ", e))?)
+        } else if s.use_srq {
             Some(Srq::new(&pd, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't create SRQ", e))?)
         } else {
             None
@@ -216,26 +243,39 @@ impl<P: Provider> VerbsEndpoint<P> {
                 None => s.port,
             })
             .collect();
-        for &port in &ports {
-            let caps = QpCaps {
-                max_send_wr: s.tx_depth.max(1),
-                max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: s.inline_size,
+        for (q, &port) in ports.iter().enumerate() {
+            let (caps, qp_type) = match s.xrc {
+                Some(plan) => xrc_caps(&plan, q, s),
+                None => (
+                    QpCaps {
+                        max_send_wr: s.tx_depth.max(1),
+                        max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: s.inline_size,
+                    },
+                    s.qp_type,
+                ),
             };
             let init = QpInit {
-                qp_type: s.qp_type,
+                qp_type,
                 send_cq: &send_cq,
                 recv_cq: recv_cq.as_ref().unwrap_or(&send_cq),
-                srq: srq.as_ref(),
+                // XRC: the initiator names the peer's SRQ on each send; no QP has one.
+                srq: if s.xrc.is_some() { None } else { srq.as_ref() },
                 caps,
                 sq_sig_all: false,
             };
-            let mut qp = Qp::new(&pd, &init).map_err(|e| {
+            let created = match (&xrcd, qp_type) {
+                (Some(x), QpType::XrcTgt) => Qp::new_xrc_tgt(&pd, x, &init),
+                _ => Qp::new(&pd, &init),
+            };
+            let mut qp = created.map_err(|e| {
                 verr("Failed to create QP (Requested QP size might be too big. Try reducing TX depth and/or inline size)", e)
             })?;
-            max_inline = max_inline.min(qp.caps().max_inline_data);
+            if qp_type != QpType::XrcTgt {
+                max_inline = max_inline.min(qp.caps().max_inline_data);
+            }
             qp.set_qkey(DEFAULT_QKEY);
             qp.to_init(port, s.pkey_index, s.access).map_err(|e| verr("Failed to modify QP to INIT", e))?;
             qps.push(qp);
@@ -255,7 +295,18 @@ impl<P: Provider> VerbsEndpoint<P> {
             layout: s.layout,
             max_inline,
             ports,
+            xrc: s.xrc,
         })
+    }
+
+    /// `-c XRC`: the lane layout.
+    pub fn xrc_plan(&self) -> Option<XrcPlan> {
+        self.xrc
+    }
+
+    /// Local QP that lane `l` of the loops sends on (the QP itself without XRC).
+    fn send_qp(&self, l: usize) -> usize {
+        self.xrc.map_or(l, |x| x.send_qp(l))
     }
 
     /// The port QP `q` was created on.
@@ -287,9 +338,12 @@ impl<P: Provider> VerbsEndpoint<P> {
     pub fn recv_addr(&self, q: usize) -> u64 {
         self.mr.addr() + self.layout.recv_off(q)
     }
-    /// Where receives of QP `q` are posted.
+    /// Where receives of QP `q` are posted (with XRC: of lane `q`, [`XrcPlan::recv_post_off`]).
     pub fn recv_post_addr(&self, q: usize) -> u64 {
-        self.mr.addr() + self.layout.recv_post_off(q)
+        match self.xrc {
+            Some(x) => self.mr.addr() + x.recv_post_off(q, self.layout.area),
+            None => self.mr.addr() + self.layout.recv_post_off(q),
+        }
     }
     /// Inline size the QPs actually accept (≤ what was asked).
     pub fn max_inline(&self) -> u32 {
@@ -385,7 +439,7 @@ impl<P: Provider> VerbsEndpoint<P> {
 
 impl<P: Provider> Endpoint for VerbsEndpoint<P> {
     fn num_qps(&self) -> usize {
-        self.qps.len()
+        self.xrc.map_or(self.qps.len(), |x| x.lanes())
     }
 
     #[inline]
@@ -393,7 +447,8 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
         for w in wrs {
             self.check_sges(w.sgl)?;
         }
-        let q = self.qps.get_mut(qp).ok_or_else(|| EngineError::Verbs(format!("no QP #{qp}")))?;
+        let qi = self.send_qp(qp);
+        let q = self.qps.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("no QP #{qp}")))?;
         // SAFETY: every SGE was just checked to lie inside `self.mr` under its lkey; the MR is
         // owned by this endpoint and is dropped after the QPs (field order), so the memory stays
         // registered and mapped until the device is done with it.
@@ -456,7 +511,8 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
     }
 
     fn recv_area_byte(&self, qp: usize, offset: usize) -> u8 {
-        match self.area_ptr(self.layout.recv_off(qp) + offset as u64) {
+        let q = self.xrc.map_or(qp, |x| x.recv_qp(qp));
+        match self.area_ptr(self.layout.recv_off(q) + offset as u64) {
             // SAFETY: in bounds of the live mapping (checked by area_ptr); a volatile read because
             // the device writes this memory behind the compiler's back.
             Some(p) => unsafe { std::ptr::read_volatile(p) },
@@ -465,7 +521,7 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
     }
 
     fn set_send_area_byte(&mut self, qp: usize, offset: usize, value: u8) {
-        if let Some(p) = self.area_ptr(self.layout.send_off(qp) + offset as u64) {
+        if let Some(p) = self.area_ptr(self.layout.send_off(self.send_qp(qp)) + offset as u64) {
             // SAFETY: in bounds of the live mapping; volatile so the store is not elided before
             // the device reads it at post time.
             unsafe { std::ptr::write_volatile(p, value) }

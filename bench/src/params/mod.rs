@@ -29,6 +29,7 @@ mod getopt;
 pub mod rate;
 mod usage;
 mod xrc;
+pub use xrc::lane_plan;
 
 pub use usage::{extensions_help, usage};
 

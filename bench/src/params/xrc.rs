@@ -2,7 +2,8 @@
 //! XRC forces the SRQ on and is refused with `-R`; the latency tests, and the BW tests with
 //! `-b`, double the QP count (each side then has XRC send QPs and XRC receive QPs).
 
-use super::{conflict, Connection, ParamError, Params, TestKind};
+use super::{conflict, Connection, ParamError, Params, Role, TestKind};
+use crate::engine::xrc::XrcPlan;
 
 /// The XRC part of `force_dependecies`, at its place (after the `--run_infinitely` rules).
 pub(super) fn force_dependencies(p: &mut Params) -> Result<(), ParamError> {
@@ -22,6 +23,14 @@ pub(super) fn double_qps(p: &mut Params) {
     if p.connection == Connection::Xrc && (p.kind == TestKind::Lat || p.duplex) {
         p.num_qps = p.num_qps.saturating_mul(2);
     }
+}
+
+/// The XRC QP layout of this side (`None` without `-c XRC`): split into initiators and
+/// targets for the latency tests and `-b`, else all initiators on the client and all targets on
+/// the server (perftest's `machine`, which `--reversed` does not change).
+pub fn lane_plan(p: &Params) -> Option<XrcPlan> {
+    (p.connection == Connection::Xrc)
+        .then(|| XrcPlan::new(p.num_qps as usize, p.kind == TestKind::Lat || p.duplex, p.machine == Role::Server))
 }
 
 #[cfg(test)]
@@ -56,6 +65,19 @@ mod tests {
         // checks --use-srq before the XRC part turns it on).
         assert!(run(Tool::AtomicBw, &["-c", "XRC"]).is_ok());
         assert!(run(Tool::WriteBw, &["--use-srq"]).is_err());
+    }
+
+    #[test]
+    fn lane_plans_follow_the_test_kind_and_side() {
+        assert_eq!(lane_plan(&run(Tool::WriteBw, &["-q", "2"]).unwrap()), None);
+        let c = lane_plan(&run(Tool::WriteBw, &["-c", "XRC", "-q", "2", "host"]).unwrap()).unwrap();
+        assert_eq!((c.num_qps, c.split, c.receiver_only, c.lanes()), (2, false, false, 2));
+        let s = lane_plan(&run(Tool::WriteBw, &["-c", "XRC", "-q", "2"]).unwrap()).unwrap();
+        assert_eq!((s.split, s.receiver_only, s.lanes()), (false, true, 2));
+        let d = lane_plan(&run(Tool::SendBw, &["-c", "XRC", "-b", "-q", "2"]).unwrap()).unwrap();
+        assert_eq!((d.num_qps, d.split, d.receiver_only, d.lanes()), (4, true, false, 2));
+        let l = lane_plan(&run(Tool::WriteLat, &["-c", "XRC"]).unwrap()).unwrap();
+        assert_eq!((l.num_qps, l.split, l.lanes(), l.recv_qp(0)), (2, true, 1, 1));
     }
 
     #[test]

@@ -431,6 +431,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             hugepages: p.use_hugepages,
             mmap: p.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.mmap_offset)),
             odp: p.odp,
+            xrc: params::lane_plan(p),
         };
         if let Some(f) = &p.mmap_file {
             if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
@@ -469,7 +470,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
                     Some((_, _, gid2)) if on_port2(q) => gid2,
                     _ => self.dev.gid,
                 },
-                srqn: 0,
+                // -c XRC: every key names this side's XRC SRQ.
+                srqn: if p.connection == Connection::Xrc { ep.srqn().unwrap_or(0) } else { 0 },
             })
             .collect();
         self.remote_keys = vec![KeyMsg::default(); nq];
@@ -566,8 +568,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
             }
         }
         let to_rts = p.kind == TestKind::Lat || self.is_test_client() || p.duplex;
+        let xrc = params::lane_plan(p);
         for q in 0..p.num_qps as usize {
-            let r = self.remote_keys[q];
+            // -c XRC: initiators and targets pair up with the peer's other kind.
+            let r = self.remote_keys[xrc.map_or(q, |x| x.peer_key(q))];
             let c = ConnectParams {
                 path_mtu: self.mtu,
                 remote_qpn: r.qpn,
@@ -608,6 +612,13 @@ impl<'a, P: Provider> SideRun<'a, P> {
     fn targets(&self, size: u64) -> Vec<QpTarget> {
         let Some(ep) = self.ep.as_ref() else { return Vec::new() };
         let _ = size;
+        if let Some(x) = ep.xrc_plan() {
+            let remote = |k: usize| {
+                let r = self.remote_keys.get(k).copied().unwrap_or_default();
+                (uverbs::wr::RemoteAddr { addr: r.vaddr, rkey: r.rkey }, r.srqn)
+            };
+            return crate::engine::xrc::lane_targets(&x, ep.lkey(), |q| ep.send_addr(q), |l| ep.recv_post_addr(l), remote);
+        }
         (0..self.p.num_qps as usize)
             .map(|q| QpTarget {
                 lkey: ep.lkey(),
@@ -615,6 +626,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 recv_addr: ep.recv_post_addr(q),
                 remote: uverbs::wr::RemoteAddr { addr: self.remote_keys[q].vaddr, rkey: self.remote_keys[q].rkey },
                 ud: ep.ud_dest(q),
+                remote_srqn: 0,
             })
             .collect()
     }
@@ -651,7 +663,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         BwConfig {
             iters: if infinite { u64::MAX } else { p.iters },
             tx_depth: p.tx_depth,
-            rx_depth: p.rx_depth,
+            rx_depth: params::lane_plan(p).map_or(p.rx_depth, |x| x.srq_share(p.rx_depth)),
             cq_mod: p.cq_mod,
             post_list: p.post_list,
             size: size as u32,
@@ -715,7 +727,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             tposted: &tp,
             tcompleted: &tc,
             iters: if duration { s.messages } else { p.iters },
-            num_qps: u64::from(p.num_qps),
+            num_qps: report_qps(p),
             size,
             post_list: u64::from(p.post_list),
             cq_mod: u64::from(p.cq_mod),
@@ -821,7 +833,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             Tool::SendLat => {
                 let cfg = self.lat_config(size);
                 let t = targets.first().copied().unwrap_or_default();
-                let depth = p.rx_depth;
+                let depth = params::lane_plan(p).map_or(p.rx_depth, |x| x.srq_share(p.rx_depth));
                 let ep = self.ep()?;
                 lat::prepost_lat_receives(ep, &cfg, &t, depth).map_err(|e| ToolError::new(run_fail_code(p), e.to_string()))?;
             }
@@ -852,7 +864,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 tposted: &[0],
                 tcompleted: &[ticks],
                 iters: messages,
-                num_qps: u64::from(p.num_qps),
+                num_qps: report_qps(p),
                 size,
                 post_list: u64::from(p.post_list),
                 cq_mod: u64::from(p.cq_mod),
@@ -1133,4 +1145,10 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         }
         Ok(())
     }
+}
+
+/// The QP count of the BW report: perftest's `num_of_qps`, halved for `-c XRC -b` (only the
+/// sending half counts).
+fn report_qps(p: &Params) -> u64 {
+    params::lane_plan(p).map_or(u64::from(p.num_qps), |x| x.lanes() as u64)
 }
