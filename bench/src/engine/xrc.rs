@@ -1,7 +1,8 @@
 //! `-c XRC` against the device: perftest 6.06 opens an XRC domain in `ctx_init` (after the
 //! version and MTU exchanges) and, on a device without XRC (rxe), fails there with three lines
 //! and exit 1; its peer then sees the connection close. rperftest fails at the same point
-//! with the same lines, followed by one line that names `-c XRC` and the reason.
+//! with the same lines, followed by one line that names `-c XRC` and the reason. On a device
+//! with XRC, [`XrcPlan`] lays the run out as perftest does (built, never run on an XRC device).
 
 use uverbs::attr::DeviceAttr;
 use uverbs::provider::QpType;
