@@ -239,7 +239,8 @@ impl<P: Provider> VerbsEndpoint<P> {
         let mut max_inline = s.inline_size;
         let ports: Vec<u8> = (0..s.num_qps)
             .map(|q| match s.port2 {
-                Some(p2) => super::dualport::port_of_qp(q, s.num_qps, [s.port, p2]),
+                // -c XRC: per half in a split run (perftest's halved num_of_qps).
+                Some(p2) => super::dualport::port_of_qp(q, s.xrc.map_or(s.num_qps, |x| x.lanes()), [s.port, p2]),
                 None => s.port,
             })
             .collect();

@@ -91,7 +91,8 @@ impl XrcPlan {
     }
 
     /// How many lanes the loops drive (perftest's `num_of_qps`, halved for `-b` and the
-    /// latency tests). Also the QP count of the BW report.
+    /// latency tests). Also the QP count of the BW report, and the count `-O` splits between
+    /// the two ports (`q % lanes < lanes / 2`: the first port, in each half).
     pub fn lanes(&self) -> usize {
         if self.split {
             self.half().max(1)
@@ -222,6 +223,10 @@ mod tests {
         assert_eq!(p.lanes(), 1);
         assert_eq!((p.send_qp(0), p.recv_qp(0), p.send_key(0), p.peer_key(1)), (0, 1, 1, 0));
         assert_eq!(p.recv_post_off(0, 8192), 8192);
+        // -O with a split run: perftest's port test uses the halved count, per half.
+        let d = XrcPlan::new(4, true, false);
+        let slots: Vec<usize> = (0..4).map(|q| crate::engine::dualport::port_slot(q, d.lanes())).collect();
+        assert_eq!(slots, [0, 1, 0, 1]);
         assert_eq!(p.srq_share(128), 64);
         assert_eq!(XrcPlan::new(4, true, false).srq_share(2), 1);
     }

@@ -453,7 +453,9 @@ impl<'a, P: Provider> SideRun<'a, P> {
         }
         let lid = if self.dev.ethernet { 0 } else { self.dev.port.port_lid };
         let port2 = self.dev.port2;
-        let on_port2 = |q: usize| p.dualport && crate::engine::dualport::port_slot(q, nq) == 1;
+        // -c XRC: ports alternate within each half (perftest's halved num_of_qps).
+        let port_qps = params::lane_plan(p).map_or(nq, |x| x.lanes());
+        let on_port2 = |q: usize| p.dualport && crate::engine::dualport::port_slot(q, port_qps) == 1;
         self.my_keys = (0..nq)
             .map(|q| KeyMsg {
                 lid: match port2 {
@@ -579,7 +581,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 remote_lid: p.dlid.unwrap_or(r.lid),
                 remote_gid: r.gid,
                 sgid_index: match self.dev.port2 {
-                    Some((_, ix2, _)) if p.dualport && crate::engine::dualport::port_slot(q, p.num_qps as usize) == 1 => ix2,
+                    Some((_, ix2, _)) if p.dualport && crate::engine::dualport::port_slot(q, xrc.map_or(p.num_qps as usize, |x| x.lanes())) == 1 => ix2,
                     _ => self.dev.gid_index,
                 },
                 sl: p.sl,
