@@ -554,4 +554,38 @@ mod tests {
         // the last receive (GRH + payload) stays inside the allocation
         assert!(l.recv_post_off(0) + UD_GRH + 4096 <= l.total());
     }
+
+    #[test]
+    fn xrc_qps_ask_for_their_side_only() {
+        let s = VerbsSetup {
+            qp_type: QpType::Rc,
+            num_qps: 2,
+            tx_depth: 128,
+            rx_depth: 512,
+            inline_size: 220,
+            use_srq: true,
+            use_event: false,
+            comp_vector: 0,
+            recv_cq: true,
+            send_cq_depth: 256,
+            recv_cq_depth: 1024,
+            layout: BufLayout::new(2, 2, 4096, 64, false),
+            access: AccessFlags::REMOTE_WRITE,
+            port: 1,
+            port2: None,
+            pkey_index: 0,
+            fill: Fill::Zero,
+            hugepages: false,
+            mmap: None,
+            odp: false,
+            xrc: Some(XrcPlan::new(2, true, false)),
+        };
+        let plan = s.xrc.unwrap();
+        let (ini, t0) = xrc_caps(&plan, 0, &s);
+        assert_eq!(t0, QpType::XrcIni);
+        assert_eq!((ini.max_send_wr, ini.max_send_sge, ini.max_recv_wr, ini.max_recv_sge, ini.max_inline_data), (128, 1, 0, 0, 220));
+        let (tgt, t1) = xrc_caps(&plan, 1, &s);
+        assert_eq!(t1, QpType::XrcTgt);
+        assert_eq!((tgt.max_send_wr, tgt.max_send_sge, tgt.max_recv_wr, tgt.max_recv_sge, tgt.max_inline_data), (0, 0, 512, 1, 220));
+    }
 }
