@@ -926,10 +926,10 @@ fn invalid_combinations() {
             "takes no server name",
         ),
         (
-            Tool::WriteBw,
-            &["-c", "XRC"],
-            "-c/--connection",
-            "XRC is not supported by rperftest",
+            Tool::ReadBw,
+            &["-c", "XRC", "-R"],
+            "-R/--rdma_cm, -c/--connection",
+            "XRC does not support RDMA_CM",
         ),
         (
             Tool::WriteBw,

@@ -425,6 +425,8 @@ pub fn rxe_wqe(data: &[u8]) {
         } else {
             None
         },
+        // Not read from the input: rxe has no XRC, and the corpora keep their meaning.
+        remote_srqn: 0,
     };
     const CANARY: usize = 64;
     let mut buf = vec![0xC3u8; slot_len + CANARY];
@@ -512,6 +514,7 @@ fn check_send(slot: &[u8], wr: &SendWr<'_>, lim: &SqLimits) {
             assert!(wr.ud.is_some());
         }
         QpType::Dci | QpType::Dct => unreachable!("rxe has no DC QPs"),
+        QpType::XrcIni | QpType::XrcTgt => panic!("rxe accepted a send on an XRC QP"),
     }
     assert!(total <= u64::from(u32::MAX));
     let payload = (slot.len() - SEND_WQE_SIZE) as u64;

@@ -115,6 +115,12 @@ struct Hca {
     dcis: std::collections::HashSet<u32>,
     dct_keys: HashMap<u32, u64>,
     dc_key_violations: usize,
+    /// XRC: the QPNs of XRC initiators (their WQEs carry the XRC segment), and the XRC SRQs
+    /// that exist at the target: srqn → (CQN, the CQE's srqn/user-index field).
+    xrc_ini: std::collections::HashSet<u32>,
+    xrc_srqs: HashMap<u32, (u32, u32)>,
+    /// XRC sends NAKed because they named no XRC SRQ.
+    xrc_bad_srqn: usize,
 }
 
 impl Hca {
@@ -233,6 +239,13 @@ impl Hca {
             dc_key_violation = be64(av, 0) != key;
             pos += 48;
         }
+        // XRC initiator: the XRC segment (target SRQ number, 12 reserved bytes) comes first.
+        let mut xrc_srqn = None;
+        if self.xrc_ini.contains(&qpn) {
+            assert!(w[pos + 4..pos + 16].iter().all(|&b| b == 0), "XRC segment reserved bytes");
+            xrc_srqn = Some(be32(&w, pos) & 0xff_ffff);
+            pos += 16;
+        }
         let (mut raddr, mut rkey) = (0, 0);
         if matches!(op, 0x08 | 0x09 | 0x10 | 0x11 | 0x12) {
             raddr = be64(&w, pos);
@@ -274,6 +287,11 @@ impl Hca {
             self.dc_key_violations += 1;
             status_synd = Some(0x15u8);
         }
+        if xrc_srqn.is_some_and(|n| !self.xrc_srqs.contains_key(&n)) {
+            // The target NAKs a request naming no XRC SRQ of its domain: remote invalid request.
+            status_synd = Some(0x12u8);
+            self.xrc_bad_srqn += 1;
+        }
         let mut byte_cnt = 0u32;
         if status_synd.is_none() {
             match op {
@@ -281,8 +299,17 @@ impl Hca {
                     let d = gather();
                     wr(raddr, &d);
                     if op == 0x09 {
-                        self.receive(peer, None, Some(imm), d.len() as u32, 1, qpn, None);
+                        match xrc_srqn {
+                            Some(n) => self.receive_xrc(n, None, Some(imm), d.len() as u32, 1, qpn),
+                            None => self.receive(peer, None, Some(imm), d.len() as u32, 1, qpn, None),
+                        }
                     }
+                }
+                0x0a | 0x0b if xrc_srqn.is_some() => {
+                    let d = gather();
+                    let opcode = if op == 0x0b { 3 } else { 2 };
+                    let n = xrc_srqn.unwrap_or_default();
+                    self.receive_xrc(n, Some(&d), (op == 0x0b).then_some(imm), d.len() as u32, opcode, qpn);
                 }
                 0x0a | 0x0b => {
                     let d = gather();
@@ -436,6 +463,45 @@ impl Hca {
         c[56..60].copy_from_slice(&qpn.to_be_bytes());
         c[60..62].copy_from_slice(&(counter as u16).to_be_bytes());
         self.push_cqe(q.cqn, c, opcode);
+    }
+
+    /// An XRC receive: the next entry of XRC SRQ `srqn` takes the message; the CQE goes to the
+    /// SRQ's CQ and names the SRQ (its user index, or its number under CQE version 0) and the
+    /// target QP (`XRC_TGT_QPN`, which has no user-space state).
+    fn receive_xrc(&mut self, srqn: u32, data: Option<&[u8]>, imm: Option<[u8; 4]>, len: u32, opcode: u8, src: u32) {
+        let (cqn, srqn_uidx) = self.xrc_srqs[&srqn];
+        let sq = self.srqs[&srqn];
+        let posted = be32(&rd(sq.db, 4), 0);
+        assert_ne!(posted & 0xffff, sq.consumed & 0xffff, "model: RNR (XRC SRQ {srqn:#x} empty)");
+        let at = sq.buf + ((sq.head as u64) << sq.shift);
+        let whole = rd(at, 1 << sq.shift);
+        let next = u16::from_be_bytes([whole[2], whole[3]]) as u32 & (sq.cnt - 1);
+        let m = self.srqs.get_mut(&srqn).unwrap();
+        m.head = next;
+        m.consumed += 1;
+        if let Some(d) = data {
+            let mut o = 0;
+            for s in whole[16..].chunks_exact(16) {
+                let (n, lkey, addr) = (be32(s, 0) as usize, be32(s, 4), be64(s, 8));
+                if lkey == 0x100 || o == d.len() {
+                    break;
+                }
+                let k = n.min(d.len() - o);
+                wr(addr, &d[o..o + k]);
+                o += k;
+            }
+            assert_eq!(o, d.len(), "model: XRC receive buffer too small");
+        }
+        let mut c = [0u8; 64];
+        c[24..28].copy_from_slice(&src.to_be_bytes());
+        c[32..36].copy_from_slice(&srqn_uidx.to_be_bytes());
+        if let Some(i) = imm {
+            c[36..40].copy_from_slice(&i);
+        }
+        c[44..48].copy_from_slice(&len.to_be_bytes());
+        c[56..60].copy_from_slice(&XRC_TGT_QPN.to_be_bytes());
+        c[60..62].copy_from_slice(&(sq.head as u16).to_be_bytes());
+        self.push_cqe(cqn, c, opcode);
     }
 
     fn push_cqe(&mut self, cqn: u32, mut c: [u8; 64], opcode: u8) {
@@ -1333,4 +1399,200 @@ fn model_dc_wrong_key_is_dropped_and_the_dci_errors() {
     assert_eq!(p.hca.lock().unwrap().dc_key_violations, 2);
     p.srq = Some(srq);
     drop(ah);
+}
+
+// ---- XRC ---------------------------------------------------------------------------------------
+
+/// The model's XRC target QP number (kernel-owned: no user-space state, no doorbells).
+const XRC_TGT_QPN: u32 = 0x300;
+
+/// An XRC setup in one context: side 0 an XRC initiator on CQ 0, side 1 an XRC target QP and
+/// an XRC SRQ (number 0x88) whose receives complete on CQ 1. Returns the pair (its `qp[1]` is
+/// the target, `srq` the XRC SRQ) and the XRC SRQ number.
+fn create_xrc(caps: QpCaps, srq_wr: u32, blueflame: bool) -> (Pair, u32) {
+    let ctx = context(blueflame);
+    let hca = Arc::new(Mutex::new(Hca::default()));
+    let half = ctx.plan.toggle();
+    {
+        let h = hca.clone();
+        ctx.uar().set_hook(move |e| h.lock().unwrap().on_event(e, half));
+    }
+    let mut cqs = Vec::new();
+    for i in 0..2u32 {
+        let (prep, cqe, ud) = ctx.prepare_cq(16).unwrap();
+        let g64 = |o: usize| u64::from_ne_bytes(ud.req[o..o + 8].try_into().unwrap());
+        let cqn = 0x400 + i;
+        hca.lock().unwrap().cqs.insert(
+            cqn,
+            MCq { buf: g64(abi::cq_req::BUF_ADDR), db: g64(abi::cq_req::DB_ADDR), ncqe: cqe + 1, pi: 0 },
+        );
+        cqs.push(ctx.finish_cq(prep, &CqCreated { handle: i, cqe }, &cqn.to_ne_bytes()).unwrap());
+    }
+    // The XRC SRQ: the same ring and driver request as a basic SRQ, plus a user index of its
+    // own under CQE version 1.
+    let srqn = 0x88;
+    let (prep, ud) = ctx.prepare_xrc_srq(srq_wr, 1).unwrap();
+    let r = &ud.req;
+    let g64 = |o: usize| u64::from_ne_bytes(r[o..o + 8].try_into().unwrap());
+    let g32 = |o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().unwrap());
+    let (buf, db, srq_uidx) = (g64(abi::srq_req::BUF_ADDR), g64(abi::srq_req::DB_ADDR), g32(abi::srq_req::UIDX));
+    let v1 = ctx.resp.cqe_version == 1;
+    if v1 {
+        assert_ne!(srq_uidx, 0xff_ffff, "an XRC SRQ takes a user index under CQE version 1");
+    } else {
+        assert_eq!(srq_uidx, 0xff_ffff);
+    }
+    let srq = ctx
+        .finish_srq(prep, &SrqCreated { handle: 31, max_wr: srq_wr, max_sge: 1, srqn }, &srqn.to_ne_bytes())
+        .unwrap();
+    let cnt = (srq_wr + 1).next_power_of_two();
+    {
+        let mut h = hca.lock().unwrap();
+        h.srqs.insert(srqn, MSrq { buf, db, shift: 5, cnt, head: 0, consumed: 0 });
+        h.xrc_srqs.insert(srqn, (0x401, if v1 { srq_uidx } else { srqn }));
+    }
+    // The initiator: a send queue with room for the XRC segment, no receive queue.
+    let ini_attr = QpInitAttr { qp_type: QpType::XrcIni, caps, sq_sig_all: false, uses_srq: false };
+    let (prep, ud) = ctx.prepare_qp(&ini_attr).unwrap();
+    let r = &ud.req;
+    let g32 = |o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().unwrap());
+    let g64 = |o: usize| u64::from_ne_bytes(r[o..o + 8].try_into().unwrap());
+    assert_eq!(g32(abi::qp_req::RQ_WQE_COUNT), 0, "an XRC initiator has no receive queue");
+    let qpn = 0x100;
+    let bfreg = 24;
+    let bf = ctx.plan.bfreg_offset(bfreg).unwrap();
+    {
+        let mut h = hca.lock().unwrap();
+        h.qps.insert(
+            qpn,
+            MQp {
+                qpn,
+                uidx: g32(abi::qp_req::UIDX),
+                buf: g64(abi::qp_req::BUF_ADDR),
+                db: g64(abi::qp_req::DB_ADDR),
+                sq_cnt: g32(abi::qp_req::SQ_WQE_COUNT),
+                sq_off: 0,
+                rq_cnt: 0,
+                rq_shift: 0,
+                sq_ci: 0,
+                rq_ci: 0,
+                cqn: 0x400,
+                peer: XRC_TGT_QPN,
+                bf,
+                ud: false,
+                qkey: 0,
+                srq: None,
+            },
+        );
+        h.xrc_ini.insert(qpn);
+    }
+    let ini = ctx.finish_qp(prep, &ini_attr, &QpCreated { handle: 10, qpn, caps }, &bfreg.to_ne_bytes()).unwrap();
+    // The target: no queues, no user index, no doorbell.
+    let tgt_attr = QpInitAttr { qp_type: QpType::XrcTgt, caps, sq_sig_all: false, uses_srq: false };
+    let (prep, ud) = ctx.prepare_qp(&tgt_attr).unwrap();
+    let r = &ud.req;
+    let g32 = |o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().unwrap());
+    assert_eq!((g32(abi::qp_req::SQ_WQE_COUNT), g32(abi::qp_req::RQ_WQE_COUNT)), (0, 0), "XRC target: no rings");
+    assert_eq!(g32(abi::qp_req::UIDX), if v1 { 0 } else { 0xff_ffff }, "XRC target: libmlx5's uidx");
+    let tgt = ctx
+        .finish_qp(prep, &tgt_attr, &QpCreated { handle: 11, qpn: XRC_TGT_QPN, caps }, &[0u8; 40])
+        .unwrap();
+    let cq: [Mlx5Cq; 2] = cqs.try_into().ok().unwrap();
+    (Pair { ctx, hca, cq, qp: [ini, tgt], srq: Some(srq) }, srqn)
+}
+
+#[test]
+fn model_xrc_initiator_sends_into_the_xrc_srq() {
+    for blueflame in [true, false] {
+        let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 64 };
+        let (mut p, srqn) = create_xrc(caps, 15, blueflame);
+        let mut srq = p.srq.take().unwrap();
+        let bufs = Bufs { mem: (0..6).map(|i| vec![i as u8; 256]).collect() };
+        // Receives into the XRC SRQ (buffers 3..6), ids 300..303.
+        for k in 0..3 {
+            let sg = [Sge { addr: bufs.addr(3 + k), length: 256, lkey: 7 }];
+            unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 300 + k as u64, sgl: &sg }]) }.unwrap();
+        }
+        // An XRC target QP has no send queue.
+        let sg0 = [Sge { addr: bufs.addr(0), length: 100, lkey: 7 }];
+        let e = unsafe { p.ctx.post_send(&mut p.qp[1], &[SendWr::new(1, WrOpcode::Send, &sg0)]) }.unwrap_err();
+        assert!(e.error.to_string().contains("no send queue"), "{e}");
+        // SEND (gathered), SEND_WITH_IMM (inline), RDMA_WRITE_WITH_IMM, each naming the SRQ.
+        let sg1 = [Sge { addr: bufs.addr(1), length: 40, lkey: 7 }];
+        let mut w0 = SendWr::new(10, WrOpcode::Send, &sg0);
+        w0.flags = SendFlags::SIGNALED;
+        w0.remote_srqn = srqn;
+        let mut w1 = SendWr::new(11, WrOpcode::SendWithImm, &sg1);
+        w1.flags = SendFlags::SIGNALED | SendFlags::INLINE;
+        w1.imm_data = 0xa1b2c3d4;
+        w1.remote_srqn = srqn;
+        let mut w2 = SendWr::new(12, WrOpcode::RdmaWriteWithImm, &sg1);
+        w2.flags = SendFlags::SIGNALED;
+        w2.remote = uverbs::wr::RemoteAddr { addr: bufs.addr(2), rkey: RKEY };
+        w2.imm_data = 0x01020304;
+        w2.remote_srqn = srqn;
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w0, w1, w2]) }.unwrap();
+        // The WQEs carry the XRC segment right after the control segment.
+        let (qbuf, _) = p.qp[0].addrs();
+        let first = rd(qbuf, 32);
+        assert_eq!(be32(&first, 16), srqn, "XRC segment: the remote SRQ number at byte 16");
+        assert_eq!(be32(&first, 4) & 0x3f, 3, "ctrl + XRC + one data segment");
+        // Sender completions on CQ 0, in order.
+        let s = poll_all(&mut p, 0, 3);
+        assert_eq!(s.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![10, 11, 12]);
+        assert!(s.iter().all(|w| w.status == WcStatus::Success));
+        // Receives on the SRQ's CQ (CQ 1), in SRQ order, with the payloads.
+        let r = poll_all(&mut p, 1, 3);
+        assert_eq!(r.iter().map(|w| w.wr_id).collect::<Vec<_>>(), vec![300, 301, 302]);
+        assert!(r.iter().all(|w| w.status == WcStatus::Success), "{r:?}");
+        assert_eq!((r[0].opcode, r[0].byte_len), (WcOpcode::Recv, 100));
+        assert_eq!(&bufs.mem[3][..100], &bufs.mem[0][..100]);
+        assert_eq!((r[1].byte_len, r[1].imm_data), (40, 0xa1b2c3d4));
+        assert_eq!(&bufs.mem[4][..40], &bufs.mem[1][..40]);
+        assert_eq!(r[2].opcode, WcOpcode::RecvRdmaWithImm);
+        assert_eq!(r[2].imm_data, 0x01020304);
+        assert_eq!(&bufs.mem[2][..40], &bufs.mem[1][..40], "the write landed");
+        assert!(r.iter().all(|w| w.qp_num == XRC_TGT_QPN), "completions name the target QP: {r:?}");
+        // The entries went back to the SRQ's free list: more receives post and complete.
+        for k in 0..3 {
+            let sg = [Sge { addr: bufs.addr(3 + k), length: 256, lkey: 7 }];
+            unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 400 + k as u64, sgl: &sg }]) }.unwrap();
+        }
+        let mut w = SendWr::new(20, WrOpcode::Send, &sg1);
+        w.flags = SendFlags::SIGNALED;
+        w.remote_srqn = srqn;
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+        poll_all(&mut p, 0, 1);
+        assert_eq!(poll_all(&mut p, 1, 1)[0].wr_id, 400);
+        drop(srq);
+    }
+}
+
+#[test]
+fn model_xrc_send_to_an_unknown_srqn_completes_in_error() {
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 0, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    let (mut p, srqn) = create_xrc(caps, 7, false);
+    let srq = p.srq.take().unwrap();
+    let bufs = Bufs { mem: vec![vec![5u8; 64]] };
+    let sg = [Sge { addr: bufs.addr(0), length: 64, lkey: 7 }];
+    let mut w = SendWr::new(77, WrOpcode::Send, &sg);
+    w.flags = SendFlags::SIGNALED;
+    w.remote_srqn = srqn + 1; // no such SRQ at the target
+    unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+    let s = poll_all(&mut p, 0, 1);
+    assert_eq!((s[0].wr_id, s[0].status), (77, WcStatus::RemInvReqErr));
+    poll_all(&mut p, 1, 0);
+    let h = p.hca.lock().unwrap();
+    assert_eq!((h.xrc_bad_srqn, h.srqs[&srqn].consumed), (1, 0), "nothing reached the SRQ");
+    drop(h);
+    drop(srq);
+}
+
+#[test]
+fn mlx5_xrc_geometry_matches_libmlx5() {
+    // libmlx5's _sq_overhead for XRC_SEND: RC's largest set (ctrl + UMR ctrl + mkey context +
+    // 64 bytes of KLMs = 192) plus the 16-byte XRC segment.
+    assert_eq!(providers::mlx5::geometry::sq_overhead(QpType::XrcIni), 208);
+    assert_eq!(providers::mlx5::geometry::sq_overhead(QpType::Rc) + 16, 208);
+    assert_eq!(providers::mlx5::wqe::xrc_seg(0x12_3456), [0, 0x12, 0x34, 0x56, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
 }

@@ -332,3 +332,24 @@ fn rxe_refuses_dc_qps() {
         }
     }
 }
+
+#[test]
+fn rxe_refuses_xrc_cleanly() {
+    // The kernel's rxe has no XRC: the provider says so before any kernel command, as an
+    // error (never a panic), for both XRC QP types and for an XRC SRQ.
+    let fd = Arc::new(memfd());
+    let rxe = Rxe::new_context(fd, &dev(), &[]).unwrap();
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+    for qp_type in [QpType::XrcIni, QpType::XrcTgt] {
+        let attr = QpInitAttr { qp_type, caps, sq_sig_all: false, uses_srq: false };
+        let e = rxe.prepare_qp(&attr).expect_err("rxe must refuse an XRC QP");
+        let text = e.to_string();
+        assert!(text.contains("XRC") && text.contains(qp_type.name()), "{text}");
+        assert_eq!(e.errno, Some(libc::EOPNOTSUPP));
+    }
+    let e = rxe.prepare_xrc_srq(16, 1).expect_err("rxe must refuse an XRC SRQ");
+    assert!(e.to_string().contains("no XRC"), "{e}");
+    // The basic types still prepare.
+    let attr = QpInitAttr { qp_type: QpType::Rc, caps, sq_sig_all: false, uses_srq: false };
+    assert!(rxe.prepare_qp(&attr).is_ok());
+}

@@ -280,6 +280,14 @@ pub struct DeviceAttr {
     pub num_comp_vectors: u32,
 }
 
+impl DeviceAttr {
+    /// `IB_UVERBS_DEVICE_XRC` in `device_cap_flags`: XRC domains, XRC SRQs and XRC QPs exist
+    /// on this device (mlx5 sets it; rxe does not).
+    pub fn supports_xrc(&self) -> bool {
+        self.device_cap_flags & crate::sys::IB_UVERBS_DEVICE_XRC != 0
+    }
+}
+
 /// Every port attribute `ibv_devinfo -v` prints (`struct ibv_port_attr`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PortAttr {

@@ -766,6 +766,8 @@ pub struct CreateQpArgs {
     pub send_cq: u32,
     pub recv_cq: u32,
     pub srq: Option<u32>,
+    /// XRC target QPs: the XRC domain (the QP then has no PD, CQs or queues of its own).
+    pub xrcd: Option<u32>,
     /// `enum ib_uverbs_qp_type` value.
     pub qp_type: u8,
     pub caps: sys::QpCap,
@@ -789,16 +791,31 @@ pub struct QpCreatePtrs {
 /// HANDLE attribute.
 pub fn encode_qp_create(driver_id: u32, a: &CreateQpArgs, drv_in: &[u8], drv_out_len: usize, p: &QpCreatePtrs) -> Result<(Vec<u8>, usize)> {
     let mut b = IoctlBuilder::new(obj::QP, method::QP_CREATE, driver_id);
-    b.idr_in(attr::CREATE_QP_PD_HANDLE, a.pd);
-    b.idr_in(attr::CREATE_QP_SEND_CQ_HANDLE, a.send_cq);
-    b.idr_in(attr::CREATE_QP_RECV_CQ_HANDLE, a.recv_cq);
+    match (a.qp_type, a.xrcd) {
+        // XRC target: the domain instead of PD and CQs (as rdma-core's ibv_cmd_create_qp_ex2).
+        (sys::IB_UVERBS_QPT_XRC_TGT, Some(x)) => {
+            b.idr_in(attr::CREATE_QP_XRCD_HANDLE, x);
+        }
+        (sys::IB_UVERBS_QPT_XRC_TGT, None) => return Err(Error::msg("CREATE_QP", "an XRC target QP needs an XRC domain")),
+        // XRC initiator: a send CQ only.
+        (sys::IB_UVERBS_QPT_XRC_INI, _) => {
+            b.idr_in(attr::CREATE_QP_PD_HANDLE, a.pd);
+            b.idr_in(attr::CREATE_QP_SEND_CQ_HANDLE, a.send_cq);
+        }
+        _ => {
+            b.idr_in(attr::CREATE_QP_PD_HANDLE, a.pd);
+            b.idr_in(attr::CREATE_QP_SEND_CQ_HANDLE, a.send_cq);
+            b.idr_in(attr::CREATE_QP_RECV_CQ_HANDLE, a.recv_cq);
+        }
+    }
+    let caps = qp_caps_for_type(a);
     if let Some(srq) = a.srq {
         b.idr_in(attr::CREATE_QP_SRQ_HANDLE, srq);
     }
     let h = b.idr_new(attr::CREATE_QP_HANDLE);
     b.const_in(attr::CREATE_QP_TYPE, a.qp_type as u64);
     b.u64_in(attr::CREATE_QP_USER_HANDLE, a.user_handle);
-    b.ptr_in(attr::CREATE_QP_CAP, a.caps.as_bytes(), p.cap);
+    b.ptr_in(attr::CREATE_QP_CAP, caps.as_bytes(), p.cap);
     if let Some(fd) = a.event_fd {
         b.fd_in(attr::CREATE_QP_EVENT_FD, fd);
     }
@@ -812,20 +829,39 @@ pub fn encode_qp_create(driver_id: u32, a: &CreateQpArgs, drv_in: &[u8], drv_out
     Ok((b.encode()?, h))
 }
 
-/// The write CREATE_QP core request.
+/// The capacities CREATE_QP carries: an XRC initiator has no receive side (rdma-core zeroes
+/// `max_recv_wr`/`max_recv_sge`; the kernel's write handler does the same).
+fn qp_caps_for_type(a: &CreateQpArgs) -> sys::QpCap {
+    let mut caps = a.caps;
+    if a.qp_type == sys::IB_UVERBS_QPT_XRC_INI {
+        caps.max_recv_wr = 0;
+        caps.max_recv_sge = 0;
+    }
+    caps
+}
+
+/// The write CREATE_QP core request. XRC target: `pd_handle` carries the XRC domain's handle
+/// and both CQ handles are 0 (the kernel's `create_qp` reads the domain from `pd_handle` for
+/// that type); XRC initiator: no receive CQ.
 pub fn create_qp_req(a: &CreateQpArgs) -> sys::CreateQp {
+    let caps = qp_caps_for_type(a);
+    let (pd_handle, send_cq_handle, recv_cq_handle) = match a.qp_type {
+        sys::IB_UVERBS_QPT_XRC_TGT => (a.xrcd.unwrap_or(0), 0, 0),
+        sys::IB_UVERBS_QPT_XRC_INI => (a.pd, a.send_cq, 0),
+        _ => (a.pd, a.send_cq, a.recv_cq),
+    };
     sys::CreateQp {
         response: 0,
         user_handle: a.user_handle,
-        pd_handle: a.pd,
-        send_cq_handle: a.send_cq,
-        recv_cq_handle: a.recv_cq,
+        pd_handle,
+        send_cq_handle,
+        recv_cq_handle,
         srq_handle: a.srq.unwrap_or(0),
-        max_send_wr: a.caps.max_send_wr,
-        max_recv_wr: a.caps.max_recv_wr,
-        max_send_sge: a.caps.max_send_sge,
-        max_recv_sge: a.caps.max_recv_sge,
-        max_inline_data: a.caps.max_inline_data,
+        max_send_wr: caps.max_send_wr,
+        max_recv_wr: caps.max_recv_wr,
+        max_send_sge: caps.max_send_sge,
+        max_recv_sge: caps.max_recv_sge,
+        max_inline_data: caps.max_inline_data,
         sq_sig_all: a.sq_sig_all as u8,
         qp_type: a.qp_type,
         is_srq: a.srq.is_some() as u8,
@@ -837,9 +873,14 @@ pub fn create_qp_req(a: &CreateQpArgs) -> sys::CreateQp {
 pub fn create_qp(c: &Cmd<'_>, a: &CreateQpArgs, drv: &Udata) -> Result<(sys::CreateQpResp, Vec<u8>)> {
     const WHAT: &str = "CREATE_QP";
     match c.transport {
-        Transport::Write => legacy_typed(c, WHAT, sys::CMD_CREATE_QP, &create_qp_req(a), drv),
+        Transport::Write => {
+            if a.qp_type == sys::IB_UVERBS_QPT_XRC_TGT && a.xrcd.is_none() {
+                return Err(Error::msg(WHAT, "an XRC target QP needs an XRC domain"));
+            }
+            legacy_typed(c, WHAT, sys::CMD_CREATE_QP, &create_qp_req(a), drv)
+        }
         Transport::Ioctl => {
-            let mut cap = AlignedBuf::from_bytes(a.caps.as_bytes());
+            let mut cap = AlignedBuf::from_bytes(qp_caps_for_type(a).as_bytes());
             let mut resp_cap = AlignedBuf::zeroed(core::mem::size_of::<sys::QpCap>());
             let mut qpn = AlignedBuf::zeroed(4);
             let mut drv_in = AlignedBuf::from_bytes(&drv.req);
@@ -928,6 +969,61 @@ pub fn create_srq(c: &Cmd<'_>, user_handle: u64, pd: u32, max_wr: u32, max_sge: 
     legacy_typed(c, "CREATE_SRQ", sys::CMD_CREATE_SRQ, &req, drv)
 }
 
+/// Arguments of CREATE_XSRQ for an XRC SRQ.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CreateXrcSrqArgs {
+    pub user_handle: u64,
+    pub pd: u32,
+    pub xrcd: u32,
+    /// The CQ that receives through this SRQ complete on (XRC target QPs have no CQ of their own).
+    pub cq: u32,
+    pub max_wr: u32,
+    pub max_sge: u32,
+    pub srq_limit: u32,
+}
+
+/// The CREATE_XSRQ core request for an XRC SRQ (`srq_type` XRC; `max_num_tags` 0).
+pub fn create_xrc_srq_req(a: &CreateXrcSrqArgs) -> sys::CreateXsrq {
+    sys::CreateXsrq {
+        response: 0,
+        user_handle: a.user_handle,
+        srq_type: sys::IB_UVERBS_SRQT_XRC,
+        pd_handle: a.pd,
+        max_wr: a.max_wr,
+        max_sge: a.max_sge,
+        srq_limit: a.srq_limit,
+        max_num_tags: 0,
+        xrcd_handle: a.xrcd,
+        cq_handle: a.cq,
+    }
+}
+
+/// CREATE_XSRQ (XRC) → (core response, driver response). The response is CREATE_SRQ's, whose
+/// `srqn` is the number XRC initiators put in their sends. Over write or INVOKE_WRITE, as
+/// rdma-core's `ibv_cmd_create_srq_ex` does.
+pub fn create_xrc_srq(c: &Cmd<'_>, a: &CreateXrcSrqArgs, drv: &Udata) -> Result<(sys::CreateSrqResp, Vec<u8>)> {
+    legacy_typed(c, "CREATE_XSRQ", sys::CMD_CREATE_XSRQ, &create_xrc_srq_req(a), drv)
+}
+
+/// The OPEN_XRCD core request: `fd` -1 for a domain private to this context.
+pub fn open_xrcd_req(fd: i32, oflags: u32) -> sys::OpenXrcd {
+    sys::OpenXrcd { response: 0, fd: fd as u32, oflags }
+}
+
+/// OPEN_XRCD → the XRC domain's handle. Devices without XRC refuse it (EOPNOTSUPP or ENOSYS).
+pub fn open_xrcd(c: &Cmd<'_>, fd: i32, oflags: u32) -> Result<u32> {
+    let (r, _): (sys::OpenXrcdResp, _) = legacy_typed(c, "OPEN_XRCD", sys::CMD_OPEN_XRCD, &open_xrcd_req(fd, oflags), &Udata::none())?;
+    Ok(r.xrcd_handle)
+}
+
+/// CLOSE_XRCD (XRCD_DESTROY over ioctl).
+pub fn close_xrcd(c: &Cmd<'_>, xrcd: u32) -> Result<()> {
+    match c.transport {
+        Transport::Write => legacy_no_resp(c, "CLOSE_XRCD", sys::CMD_CLOSE_XRCD, &sys::CloseXrcd { xrcd_handle: xrcd }),
+        Transport::Ioctl => destroy_handle_ioctl(c, "CLOSE_XRCD", obj::XRCD, method::XRCD_DESTROY, xrcd),
+    }
+}
+
 /// DESTROY_SRQ → events_reported.
 pub fn destroy_srq(c: &Cmd<'_>, srq: u32) -> Result<u32> {
     let req = sys::DestroySrq { response: 0, srq_handle: srq, reserved: 0 };
@@ -978,6 +1074,98 @@ mod tests {
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    /// The attribute ids of an encoded ioctl buffer, in order (24-byte header, 16-byte attrs).
+    fn ioctl_attr_ids(b: &[u8]) -> Vec<u16> {
+        let n = u16::from_le_bytes([b[6], b[7]]) as usize;
+        (0..n).map(|i| u16::from_le_bytes([b[24 + 16 * i], b[25 + 16 * i]])).collect()
+    }
+
+    fn xrc_qp_args(qp_type: u8, xrcd: Option<u32>) -> CreateQpArgs {
+        CreateQpArgs {
+            user_handle: 0x1122,
+            pd: 3,
+            send_cq: 4,
+            recv_cq: 5,
+            srq: None,
+            xrcd,
+            qp_type,
+            caps: sys::QpCap { max_send_wr: 64, max_recv_wr: 32, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 16 },
+            sq_sig_all: false,
+            event_fd: None,
+        }
+    }
+
+    #[test]
+    fn open_and_close_xrcd_bytes() {
+        // OPEN_XRCD 37: 8 + 16 bytes in (6 words), 4 bytes out (1 word); fd -1, no oflags.
+        let req = open_xrcd_req(-1, 0);
+        let l = Legacy { name: "OPEN_XRCD", command: sys::CMD_OPEN_XRCD, core_in: req.as_bytes(), drv_in: &[], core_out_len: 4, drv_out_len: 0 };
+        let b = encode_write(&l, 0x7000).unwrap();
+        assert_eq!(hex(&b), "2500000006000100".to_string() + "0070000000000000" + "ffffffff" + "00000000");
+        // A shared domain: the file's fd and O_CREAT.
+        let req = open_xrcd_req(7, libc::O_CREAT as u32);
+        assert_eq!((req.fd, req.oflags), (7, 0o100));
+        // CLOSE_XRCD 38: the handle only, no response.
+        let c = sys::CloseXrcd { xrcd_handle: 9 };
+        let l = Legacy { name: "CLOSE_XRCD", command: sys::CMD_CLOSE_XRCD, core_in: c.as_bytes(), drv_in: &[], core_out_len: 0, drv_out_len: 0 };
+        assert_eq!(hex(&encode_write(&l, 0x7000).unwrap()), "260000000300000009000000");
+        // Over ioctl: XRCD.DESTROY with the handle.
+        let b = encode_destroy_handle(1, obj::XRCD, method::XRCD_DESTROY, 9).unwrap();
+        assert_eq!(u16::from_le_bytes([b[2], b[3]]), 10, "UVERBS_OBJECT_XRCD");
+        assert_eq!(ioctl_attr_ids(&b), vec![attr::DESTROY_XRCD_HANDLE]);
+    }
+
+    #[test]
+    fn create_xsrq_request_carries_type_domain_and_cq() {
+        let a = CreateXrcSrqArgs { user_handle: 0xabc, pd: 1, xrcd: 2, cq: 3, max_wr: 512, max_sge: 1, srq_limit: 0 };
+        let req = create_xrc_srq_req(&a);
+        let mlx5_drv = [0xeeu8; 32];
+        let l = Legacy { name: "CREATE_XSRQ", command: sys::CMD_CREATE_XSRQ, core_in: req.as_bytes(), drv_in: &mlx5_drv, core_out_len: 16, drv_out_len: 8 };
+        let b = encode_write(&l, 0x8000).unwrap();
+        // 8 + 48 + 32 = 88 bytes = 22 words in; 16 + 8 = 24 bytes = 6 words out.
+        assert_eq!(&b[..8], &[39, 0, 0, 0, 22, 0, 6, 0]);
+        let words: Vec<u32> = b[24..56].chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        // srq_type XRC, pd, max_wr, max_sge, srq_limit, max_num_tags, xrcd, cq.
+        assert_eq!(words, vec![1, 1, 512, 1, 0, 0, 2, 3]);
+        assert_eq!(&b[56..], &mlx5_drv);
+    }
+
+    #[test]
+    fn xrc_target_qp_names_the_domain_not_pd_or_cqs() {
+        // write: pd_handle carries the XRC domain; both CQ handles 0.
+        let a = xrc_qp_args(sys::IB_UVERBS_QPT_XRC_TGT, Some(8));
+        let r = create_qp_req(&a);
+        assert_eq!((r.pd_handle, r.send_cq_handle, r.recv_cq_handle, r.qp_type), (8, 0, 0, 10));
+        assert_eq!((r.max_recv_wr, r.max_recv_sge), (32, 1));
+        // ioctl: the XRCD attribute, no PD / SEND_CQ / RECV_CQ.
+        let p = QpCreatePtrs::default();
+        let (b, _) = encode_qp_create(1, &a, &[], 0, &p).unwrap();
+        let ids = ioctl_attr_ids(&b);
+        assert!(ids.contains(&attr::CREATE_QP_XRCD_HANDLE));
+        for no in [attr::CREATE_QP_PD_HANDLE, attr::CREATE_QP_SEND_CQ_HANDLE, attr::CREATE_QP_RECV_CQ_HANDLE] {
+            assert!(!ids.contains(&no), "attribute {no} in an XRC_TGT create: {ids:?}");
+        }
+        // Without a domain it is refused before reaching the kernel.
+        let bad = xrc_qp_args(sys::IB_UVERBS_QPT_XRC_TGT, None);
+        assert!(encode_qp_create(1, &bad, &[], 0, &p).is_err());
+    }
+
+    #[test]
+    fn xrc_initiator_qp_has_a_send_side_only() {
+        let a = xrc_qp_args(sys::IB_UVERBS_QPT_XRC_INI, None);
+        let r = create_qp_req(&a);
+        assert_eq!((r.pd_handle, r.send_cq_handle, r.recv_cq_handle, r.qp_type), (3, 4, 0, 9));
+        assert_eq!((r.max_send_wr, r.max_recv_wr, r.max_recv_sge, r.max_inline_data), (64, 0, 0, 16));
+        let p = QpCreatePtrs::default();
+        let (b, _) = encode_qp_create(1, &a, &[], 0, &p).unwrap();
+        let ids = ioctl_attr_ids(&b);
+        assert!(ids.contains(&attr::CREATE_QP_PD_HANDLE) && ids.contains(&attr::CREATE_QP_SEND_CQ_HANDLE));
+        assert!(!ids.contains(&attr::CREATE_QP_RECV_CQ_HANDLE) && !ids.contains(&attr::CREATE_QP_XRCD_HANDLE));
+        // An RC QP is unchanged: both CQs, its receive capacities.
+        let rc = create_qp_req(&xrc_qp_args(sys::IB_UVERBS_QPT_RC, None));
+        assert_eq!((rc.recv_cq_handle, rc.max_recv_wr), (5, 32));
     }
 
     #[test]

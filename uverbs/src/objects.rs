@@ -307,6 +307,30 @@ impl<P: Provider> Drop for Pd<P> {
     }
 }
 
+/// An XRC domain (OPEN_XRCD): the scope in which XRC SRQs and XRC target QPs live.
+pub struct Xrcd<P: Provider> {
+    ctx: Arc<Context<P>>,
+    handle: u32,
+}
+
+impl<P: Provider> Xrcd<P> {
+    /// A domain private to this context (no file: `fd` -1). A device without XRC refuses it;
+    /// callers that want a clear message check [`crate::attr::DeviceAttr::supports_xrc`] first.
+    pub fn open(ctx: &Arc<Context<P>>) -> Result<Arc<Self>> {
+        let handle = cmd::open_xrcd(&ctx.cmd(), -1, 0)?;
+        Ok(Arc::new(Xrcd { ctx: ctx.clone(), handle }))
+    }
+    pub fn handle(&self) -> u32 {
+        self.handle
+    }
+}
+
+impl<P: Provider> Drop for Xrcd<P> {
+    fn drop(&mut self) {
+        report_drop(cmd::close_xrcd(&self.ctx.cmd(), self.handle));
+    }
+}
+
 // ================================================================================================
 // Memory
 // ================================================================================================
@@ -751,7 +775,12 @@ impl<P: Provider> Cq<P> {
 struct SrqMeta<P: Provider> {
     pd: Arc<Pd<P>>,
     created: SrqCreated,
+    /// XRC SRQs: the domain and the CQ stay alive as long as the SRQ.
+    _xrc: Option<XrcKeepAlive<P>>,
 }
+
+/// What an XRC SRQ keeps alive: its domain and its CQ.
+type XrcKeepAlive<P> = (Arc<Xrcd<P>>, Arc<CqInner<P>>);
 
 impl<P: Provider> KernelObject for SrqMeta<P> {
     fn destroy(&self) {
@@ -780,7 +809,35 @@ impl<P: Provider> Srq<P> {
                 return Err(e);
             }
         };
-        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created }, state) })
+        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created, _xrc: None }, state) })
+    }
+
+    /// An XRC SRQ (CREATE_XSRQ): receives of every XRC target QP in `xrcd` whose initiator names
+    /// this SRQ's number land here and complete on `cq`.
+    pub fn new_xrc(pd: &Arc<Pd<P>>, xrcd: &Arc<Xrcd<P>>, cq: &Cq<P>, max_wr: u32, max_sge: u32, srq_limit: u32) -> Result<Self> {
+        let ctx = &pd.ctx;
+        let (prep, udata) = ctx.provider.prepare_xrc_srq(max_wr, max_sge)?;
+        let c = ctx.cmd();
+        let args = cmd::CreateXrcSrqArgs {
+            user_handle: next_user_handle(),
+            pd: pd.handle,
+            xrcd: xrcd.handle,
+            cq: cq.handle(),
+            max_wr,
+            max_sge,
+            srq_limit,
+        };
+        let (r, drv) = cmd::create_xrc_srq(&c, &args, &udata)?;
+        let created = SrqCreated { handle: r.srq_handle, max_wr: r.max_wr, max_sge: r.max_sge, srqn: r.srqn };
+        let state = match ctx.provider.finish_srq(prep, &created, &drv) {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = cmd::destroy_srq(&c, r.srq_handle);
+                return Err(e);
+            }
+        };
+        let keep = Some((xrcd.clone(), cq.inner.clone()));
+        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created, _xrc: keep }, state) })
     }
 
     /// Post receives to the SRQ.
@@ -1058,7 +1115,7 @@ pub fn init_attr(qp_type: QpType, port: u8, pkey_index: u16, access: AccessFlags
             a.qkey = qkey;
             mask |= QpAttrMask::QKEY;
         }
-        QpType::Rc | QpType::Uc | QpType::Dct => {
+        QpType::Rc | QpType::Uc | QpType::Dct | QpType::XrcIni | QpType::XrcTgt => {
             a.qp_access_flags = access;
             mask |= QpAttrMask::ACCESS_FLAGS;
         }
@@ -1118,7 +1175,9 @@ pub fn rtr_attr(qp_type: QpType, p: &RtrParams) -> (QpAttr, QpAttrMask) {
         a.rq_psn = p.rq_psn & 0xff_ffff;
         mask |= QpAttrMask::AV | QpAttrMask::PATH_MTU | QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN;
     }
-    if qp_type == QpType::Rc {
+    // The responder attributes: RC and the XRC target (the kernel's qp_state_table requires
+    // them for those types only; an XRC initiator never responds).
+    if matches!(qp_type, QpType::Rc | QpType::XrcTgt) {
         a.max_dest_rd_atomic = p.max_dest_rd_atomic;
         a.min_rnr_timer = p.min_rnr_timer;
         mask |= QpAttrMask::MAX_DEST_RD_ATOMIC | QpAttrMask::MIN_RNR_TIMER;
@@ -1153,12 +1212,16 @@ pub fn rts_attr(qp_type: QpType, p: &RtsParams) -> (QpAttr, QpAttrMask) {
     let mut a = QpAttr { qp_state: QpState::Rts, sq_psn: p.sq_psn & 0xff_ffff, ..Default::default() };
     let mut mask = QpAttrMask::STATE | QpAttrMask::SQ_PSN;
     // A DCI takes RC's RTS set (modify_dci_qp_is_ok). A DCT never leaves RTR.
-    if matches!(qp_type, QpType::Rc | QpType::Dci) {
+    if matches!(qp_type, QpType::Rc | QpType::Dci | QpType::XrcIni) {
         a.timeout = p.timeout;
         a.retry_cnt = p.retry_cnt;
         a.rnr_retry = p.rnr_retry;
         a.max_rd_atomic = p.max_rd_atomic;
         mask |= QpAttrMask::TIMEOUT | QpAttrMask::RETRY_CNT | QpAttrMask::RNR_RETRY | QpAttrMask::MAX_QP_RD_ATOMIC;
+    } else if qp_type == QpType::XrcTgt {
+        // A target sends only ACKs: the timeout is all it takes (as for RC's responder side).
+        a.timeout = p.timeout;
+        mask |= QpAttrMask::TIMEOUT;
     }
     (a, mask)
 }
@@ -1193,11 +1256,24 @@ pub struct Qp<P: Provider> {
     _send_cq: Arc<CqInner<P>>,
     _recv_cq: Arc<CqInner<P>>,
     _srq: Option<Arc<SrqInner<P>>>,
+    _xrcd: Option<Arc<Xrcd<P>>>,
 }
 
 impl<P: Provider> Qp<P> {
     pub fn new(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>) -> Result<Self> {
-        Self::create(pd, init, None)
+        if init.qp_type == QpType::XrcTgt {
+            return Err(crate::error::Error::msg("CREATE_QP", "an XRC target QP is created with Qp::new_xrc_tgt (it needs an XRC domain)"));
+        }
+        Self::create(pd, init, None, None)
+    }
+
+    /// An XRC target QP in `xrcd` (`init.qp_type` must be [`QpType::XrcTgt`]). The kernel gets
+    /// the domain instead of the PD and CQs; `init`'s CQs are only kept alive with the QP.
+    pub fn new_xrc_tgt(pd: &Arc<Pd<P>>, xrcd: &Arc<Xrcd<P>>, init: &QpInit<'_, P>) -> Result<Self> {
+        if init.qp_type != QpType::XrcTgt {
+            return Err(crate::error::Error::msg("CREATE_QP", format!("Qp::new_xrc_tgt with QP type {}", init.qp_type.name())));
+        }
+        Self::create(pd, init, None, Some(xrcd))
     }
 
     /// A Dynamically Connected QP (`init.qp_type` `Dci` or `Dct`; mlx5 only, other providers
@@ -1209,10 +1285,10 @@ impl<P: Provider> Qp<P> {
         if init.qp_type == QpType::Dct && init.srq.is_none() {
             return Err(Error::msg("create DC QP", "a DCT receives from an SRQ: pass one"));
         }
-        Self::create(pd, init, Some(dc))
+        Self::create(pd, init, Some(dc), None)
     }
 
-    fn create(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>, dc: Option<&DcInit>) -> Result<Self> {
+    fn create(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>, dc: Option<&DcInit>, xrcd: Option<&Arc<Xrcd<P>>>) -> Result<Self> {
         let ctx = pd.ctx.clone();
         let attr = QpInitAttr { qp_type: init.qp_type, caps: init.caps, sq_sig_all: init.sq_sig_all, uses_srq: init.srq.is_some() };
         let (prep, udata) = match dc {
@@ -1228,6 +1304,7 @@ impl<P: Provider> Qp<P> {
             send_cq: init.send_cq.handle(),
             recv_cq: init.recv_cq.handle(),
             srq: init.srq.map(|s| s.handle()),
+            xrcd: xrcd.map(|x| x.handle),
             qp_type: init.qp_type.uverbs_type(),
             caps: sys::QpCap {
                 max_send_wr: init.caps.max_send_wr,
@@ -1270,6 +1347,7 @@ impl<P: Provider> Qp<P> {
             _send_cq: init.send_cq.inner.clone(),
             _recv_cq: init.recv_cq.inner.clone(),
             _srq: init.srq.map(|s| s.inner.clone()),
+            _xrcd: xrcd.cloned(),
         })
     }
 
@@ -1506,6 +1584,23 @@ mod tests {
         assert_eq!(QpType::Dci.uverbs_type(), 0xff);
         assert_eq!(QpType::Dct.uverbs_type(), 0xff);
         assert_eq!(QpType::Ud.uverbs_type(), 4);
+    }
+
+    #[test]
+    fn xrc_masks_are_the_kernels_required_sets() {
+        // The kernel's qp_state_table (core/verbs.c): RESET→INIT as RC for both XRC types;
+        // INIT→RTR: the initiator as UC (no responder resources), the target as RC;
+        // RTR→RTS: the initiator as RC, the target TIMEOUT | SQ_PSN only (anything more is
+        // refused by ib_modify_qp_is_ok).
+        let acc = AccessFlags::REMOTE_WRITE;
+        assert_eq!(init_attr(QpType::XrcIni, 1, 0, acc, 0).1.bits(), RC_INIT);
+        assert_eq!(init_attr(QpType::XrcTgt, 1, 0, acc, 0).1.bits(), RC_INIT);
+        let p = RtrParams { path_mtu: 3, dest_qpn: 0x13, rq_psn: 1, max_dest_rd_atomic: 1, min_rnr_timer: 12, ..Default::default() };
+        assert_eq!(rtr_attr(QpType::XrcIni, &p).1.bits(), 0x1 | 0x80 | 0x100 | 0x100000 | 0x1000);
+        assert_eq!(rtr_attr(QpType::XrcTgt, &p).1.bits(), RC_RTR);
+        let r = RtsParams::default();
+        assert_eq!(rts_attr(QpType::XrcIni, &r).1.bits(), RC_RTS);
+        assert_eq!(rts_attr(QpType::XrcTgt, &r).1.bits(), 0x1 | 0x200 | 0x10000);
     }
 
     #[test]

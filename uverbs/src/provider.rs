@@ -58,6 +58,12 @@ pub enum QpType {
     /// DC target: no queues of its own; receives from an SRQ, completes on the receive CQ
     /// (mlx5 only).
     Dct = 0xf1,
+    /// XRC initiator (`IB_UVERBS_QPT_XRC_INI`): a send queue only; each send names the target
+    /// SRQ ([`crate::wr::SendWr::remote_srqn`]).
+    XrcIni = 9,
+    /// XRC target (`IB_UVERBS_QPT_XRC_TGT`): lives in an XRC domain, has no queues of its own;
+    /// what it receives lands in the XRC SRQ the initiator names.
+    XrcTgt = 10,
 }
 
 /// `IB_UVERBS_QPT_DRIVER`: the QP type a driver-specific QP (mlx5 DCI/DCT) is created with.
@@ -71,7 +77,13 @@ impl QpType {
             QpType::Ud => "UD",
             QpType::Dci => "DCI",
             QpType::Dct => "DCT",
+            QpType::XrcIni => "XRC_INI",
+            QpType::XrcTgt => "XRC_TGT",
         }
+    }
+    /// Either XRC type.
+    pub fn is_xrc(self) -> bool {
+        matches!(self, QpType::XrcIni | QpType::XrcTgt)
     }
     /// The `qp_type` value of CREATE_QP.
     pub fn uverbs_type(self) -> u8 {
@@ -261,6 +273,13 @@ pub trait Provider: Sized + Send + Sync + 'static {
 
     fn prepare_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Self::SrqPrep, Udata)>;
     fn finish_srq(&self, prep: Self::SrqPrep, core: &SrqCreated, drv_resp: &[u8]) -> Result<Self::Srq>;
+
+    /// Prepare an XRC SRQ (CREATE_XSRQ with `srq_type` XRC); `finish_srq` completes it. The
+    /// default refuses: a provider whose device has no XRC (rxe) keeps it.
+    fn prepare_xrc_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Self::SrqPrep, Udata)> {
+        let _ = (max_wr, max_sge);
+        Err(Error::msg("CREATE_XSRQ", format!("the {} provider has no XRC SRQs (the device has no XRC)", Self::NAME)))
+    }
 
     fn prepare_ah(&self, attr: &AhAttr) -> Result<(Self::AhPrep, Udata)>;
     fn finish_ah(&self, prep: Self::AhPrep, attr: &AhAttr, core: &AhCreated, drv_resp: &[u8])

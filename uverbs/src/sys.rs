@@ -70,6 +70,9 @@ pub const CMD_DETACH_MCAST: u32 = 31;
 pub const CMD_CREATE_SRQ: u32 = 32;
 pub const CMD_MODIFY_SRQ: u32 = 33;
 pub const CMD_DESTROY_SRQ: u32 = 35;
+pub const CMD_OPEN_XRCD: u32 = 37;
+pub const CMD_CLOSE_XRCD: u32 = 38;
+pub const CMD_CREATE_XSRQ: u32 = 39;
 
 /// Extended commands (`enum ib_uverbs_ex_write_cmds`), without the EXTENDED flag.
 pub const CMD_EX_QUERY_DEVICE: u32 = 1;
@@ -559,6 +562,31 @@ abi! {
     }
     /// `struct ib_uverbs_create_srq_resp`.
     pub struct CreateSrqResp { pub srq_handle: u32, pub max_wr: u32, pub max_sge: u32, pub srqn: u32 }
+    /// `struct ib_uverbs_create_xsrq` (48 bytes; CREATE_XSRQ: an SRQ of any `srq_type`, for XRC
+    /// with its XRC domain and completion queue).
+    pub struct CreateXsrq {
+        pub response: u64,
+        pub user_handle: u64,
+        /// `enum ib_uverbs_srq_type` ([`IB_UVERBS_SRQT_XRC`]).
+        pub srq_type: u32,
+        pub pd_handle: u32,
+        pub max_wr: u32,
+        pub max_sge: u32,
+        pub srq_limit: u32,
+        pub max_num_tags: u32,
+        pub xrcd_handle: u32,
+        pub cq_handle: u32,
+    }
+
+    /// `struct ib_uverbs_open_xrcd`: `fd` -1 opens a domain of this context only; a file's fd
+    /// shares the domain between processes that open the same inode (with `O_CREAT` in `oflags`
+    /// to create it).
+    pub struct OpenXrcd { pub response: u64, pub fd: u32, pub oflags: u32 }
+    /// `struct ib_uverbs_open_xrcd_resp`.
+    pub struct OpenXrcdResp { pub xrcd_handle: u32 }
+    /// `struct ib_uverbs_close_xrcd` (no response).
+    pub struct CloseXrcd { pub xrcd_handle: u32 }
+
     /// `struct ib_uverbs_destroy_srq`.
     pub struct DestroySrq { pub response: u64, pub srq_handle: u32, pub reserved: u32 }
     /// `struct ib_uverbs_destroy_srq_resp`.
@@ -626,6 +654,7 @@ pub mod obj {
     pub const AH: u16 = 6;
     pub const MR: u16 = 7;
     pub const MW: u16 = 8;
+    pub const XRCD: u16 = 10;
     pub const ASYNC_EVENT: u16 = 16;
 }
 
@@ -650,6 +679,7 @@ pub mod method {
     pub const PD_DESTROY: u16 = 0;
     pub const AH_DESTROY: u16 = 0;
     pub const MR_DESTROY: u16 = 1;
+    pub const XRCD_DESTROY: u16 = 0;
     pub const ASYNC_EVENT_ALLOC: u16 = 0;
 }
 
@@ -712,6 +742,7 @@ pub mod attr {
     pub const DESTROY_PD_HANDLE: u16 = 0;
     pub const DESTROY_MR_HANDLE: u16 = 0;
     pub const DESTROY_AH_HANDLE: u16 = 0;
+    pub const DESTROY_XRCD_HANDLE: u16 = 0;
 }
 
 /// `IB_UVERBS_QP_CREATE_SQ_SIG_ALL` (QP.CREATE FLAGS attribute).
@@ -725,6 +756,18 @@ pub const RDMA_DRIVER_RXE: u32 = 14;
 pub const IB_UVERBS_QPT_RC: u8 = 2;
 pub const IB_UVERBS_QPT_UC: u8 = 3;
 pub const IB_UVERBS_QPT_UD: u8 = 4;
+/// XRC initiator (send side): a send queue only, sends name the target SRQ.
+pub const IB_UVERBS_QPT_XRC_INI: u8 = 9;
+/// XRC target (receive side): created on an XRC domain, no queues of its own.
+pub const IB_UVERBS_QPT_XRC_TGT: u8 = 10;
+
+/// `enum ib_uverbs_srq_type` values.
+pub const IB_UVERBS_SRQT_BASIC: u32 = 0;
+pub const IB_UVERBS_SRQT_XRC: u32 = 1;
+
+/// `IB_UVERBS_DEVICE_XRC` in `device_cap_flags`: the device implements XRC domains, XRC SRQs
+/// and the XRC QP types.
+pub const IB_UVERBS_DEVICE_XRC: u32 = 1 << 20;
 
 /// QP attribute mask bits (`enum ibv_qp_attr_mask`, same numbers as the kernel's `ib_qp_attr_mask`).
 pub mod qp_attr {

@@ -105,6 +105,9 @@ pub struct SendWr<'a> {
     pub swap: u64,
     /// UD only.
     pub ud: Option<UdDest>,
+    /// XRC initiator QPs only: the SRQ number at the target that receives this request (0
+    /// otherwise).
+    pub remote_srqn: u32,
 }
 
 impl<'a> SendWr<'a> {
@@ -120,6 +123,7 @@ impl<'a> SendWr<'a> {
             compare_add: 0,
             swap: 0,
             ud: None,
+            remote_srqn: 0,
         }
     }
     /// Total payload bytes described by the SGE list (saturating: a hostile list cannot overflow).

@@ -244,6 +244,7 @@ fn qp_create_ioctl() {
         send_cq: 2,
         recv_cq: 2,
         srq: None,
+        xrcd: None,
         qp_type: sys::IB_UVERBS_QPT_RC,
         caps: sys::QpCap { max_send_wr: 50, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 },
         sq_sig_all: false,

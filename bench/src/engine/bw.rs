@@ -129,6 +129,9 @@ pub struct QpTarget {
     pub remote: RemoteAddr,
     /// UD only.
     pub ud: Option<UdDest>,
+    /// `-c XRC`: the SRQ number in the peer's key this QP sends to (every send carries it);
+    /// 0 otherwise.
+    pub remote_srqn: u32,
 }
 
 /// What a BW loop measured: timestamps (ticks) and the message count.
@@ -344,6 +347,7 @@ fn sender_loop<E: Endpoint>(
                         compare_add: cfg.compare_add,
                         swap: cfg.swap,
                         ud: targets[q].ud,
+                        remote_srqn: targets[q].remote_srqn,
                     }
                 };
                 if peak {
@@ -626,6 +630,7 @@ pub fn run_duplex_send<E: Endpoint>(
                         compare_add: 0,
                         swap: 0,
                         ud: targets[q].ud,
+                        remote_srqn: targets[q].remote_srqn,
                     };
                     if first_post.is_none() {
                         first_post = Some(clock::now());
@@ -742,6 +747,7 @@ mod tests {
                 recv_addr: model.local_addr(q) + 8192,
                 remote: RemoteAddr { addr: model.remote_addr(q), rkey: 2 },
                 ud: None,
+                remote_srqn: 0,
             })
             .collect()
     }
@@ -1019,5 +1025,31 @@ mod tests {
         let c = cfg(WrOpcode::RdmaWrite, 100, 16, 1, 1);
         let e = run_sender(&mut m, &c, &t, &AtomicBool::new(true)).unwrap_err();
         assert_eq!(e, EngineError::Interrupted);
+    }
+
+    #[test]
+    fn xrc_every_send_names_its_targets_srqn() {
+        // -c XRC: each QP's sends carry the SRQ number of the peer key it targets, in single
+        // posts, post lists and the duplex loop alike.
+        for post_list in [1, 8] {
+            let mut m = Model::new(ModelSide::Sender, 2);
+            let mut t = targets(&m, 2);
+            t[0].remote_srqn = 0x00ab_cdef;
+            t[1].remote_srqn = 0x0000_0042;
+            let c = cfg(WrOpcode::Send, 64, 16, 8, post_list);
+            run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+            assert_eq!(m.remote_srqns(0).len(), 64);
+            assert!(m.remote_srqns(0).iter().all(|&n| n == 0x00ab_cdef));
+            assert!(m.remote_srqns(1).iter().all(|&n| n == 0x42) && m.remote_srqns(1).len() == 64);
+        }
+        let mut m = Model::new(ModelSide::Receiver { incoming: 50 }, 1);
+        let mut t = targets(&m, 1);
+        t[0].remote_srqn = 7;
+        let mut c = cfg(WrOpcode::Send, 50, 16, 4, 1);
+        c.rx_depth = 16;
+        c.record_peak = false;
+        let posted = prepost_receives(&mut m, &c, &t, 64).unwrap();
+        run_duplex_send(&mut m, &c, &t, 64, posted, false, &AtomicBool::new(false)).unwrap();
+        assert_eq!(m.remote_srqns(0), vec![7u32; 50].as_slice());
     }
 }

@@ -283,6 +283,7 @@ pub fn run_write_lat<E: Endpoint>(
         let wr = SendWr {
             flags,
             remote: target.remote,
+            remote_srqn: target.remote_srqn,
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
         ep.post_send(0, std::slice::from_ref(&wr))
@@ -394,6 +395,7 @@ pub fn run_send_lat<E: Endpoint>(
         let wr = SendWr {
             flags,
             ud: target.ud,
+            remote_srqn: target.remote_srqn,
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
         ep.post_send(0, std::slice::from_ref(&wr))?;
@@ -446,6 +448,7 @@ pub fn run_read_lat<E: Endpoint>(
             remote: RemoteAddr { addr: target.remote.addr, rkey: target.remote.rkey },
             compare_add: cfg.compare_add,
             swap: cfg.swap,
+            remote_srqn: target.remote_srqn,
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
         ep.post_send(0, std::slice::from_ref(&wr))?;
@@ -487,6 +490,7 @@ mod tests {
             recv_addr: m.local_addr(0) + 4096,
             remote: RemoteAddr { addr: m.remote_addr(0), rkey: 2 },
             ud: None,
+            remote_srqn: 0,
         }
     }
 
@@ -549,6 +553,7 @@ mod tests {
                 let mut c = cfg(WrOpcode::Send, iters);
                 c.rx_depth = depth;
                 for size in 1..=3u64 {
+                    m.next_size();
                     prepost_lat_receives(&mut m, &c, &t).unwrap();
                     run_send_lat(&mut m, &c, &t, role, &AtomicBool::new(false)).unwrap();
                     assert_eq!(m.recvs_outstanding(0), 0, "{role:?} iters {iters} depth {depth} size #{size}");
@@ -734,5 +739,22 @@ mod tests {
         c.cpu_probe = Some(fixed_probe);
         let s = run_read_lat(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
         assert_eq!(s.cpu, [Some((7, 9)), Some((7, 9))]);
+    }
+
+    #[test]
+    fn xrc_latency_sends_name_the_targets_srqn() {
+        let srqn = 0x0012_3456;
+        let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: false }, 1);
+        let t = QpTarget { remote_srqn: srqn, ..target(&m) };
+        run_write_lat(&mut m, &cfg(WrOpcode::RdmaWrite, 20), &t, Role::Client, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap();
+        assert_eq!(m.remote_srqns(0), vec![srqn; 20].as_slice());
+        let mut m = Model::new(ModelSide::PingPong { server_first: false, role_is_server: false }, 1);
+        let c = cfg(WrOpcode::Send, 20);
+        prepost_lat_receives(&mut m, &c, &t).unwrap();
+        run_send_lat(&mut m, &c, &t, Role::Client, &AtomicBool::new(false)).unwrap();
+        assert_eq!(m.remote_srqns(0), vec![srqn; 20].as_slice());
+        let mut m = Model::new(ModelSide::Sender, 1);
+        run_read_lat(&mut m, &cfg(WrOpcode::RdmaRead, 20), &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(m.remote_srqns(0), vec![srqn; 20].as_slice());
     }
 }

@@ -19,6 +19,7 @@ pub mod memsrc;
 pub mod rate;
 pub mod ud_cm;
 pub mod verbs;
+pub mod xrc;
 
 use std::fmt;
 use std::time::Duration;

@@ -27,6 +27,8 @@ struct QpModel {
     post_calls: u64,
     max_outstanding: u64,
     remote_addrs: Vec<u64>,
+    /// The XRC SRQ number each posted send named.
+    remote_srqns: Vec<u32>,
     /// (wr_id, signaled) of posted, not yet completed sends.
     inflight: VecDeque<(u64, bool, WcOpcode)>,
     recvs_posted: u64,
@@ -105,6 +107,9 @@ impl Model {
     pub fn remote_addrs(&self, q: usize) -> &[u64] {
         &self.qps[q].remote_addrs
     }
+    pub fn remote_srqns(&self, q: usize) -> &[u32] {
+        &self.qps[q].remote_srqns
+    }
     pub fn recvs_posted(&self, q: usize) -> u64 {
         self.qps[q].recvs_posted
     }
@@ -118,6 +123,11 @@ impl Model {
             ModelSide::PingPong { server_first, role_is_server } => server_first != role_is_server,
             _ => false,
         }
+    }
+
+    /// The ping-pong peer starts over, as it does for each message size of `-a`.
+    pub fn next_size(&mut self) {
+        self.peer_sent = 0;
     }
 
     /// The ping-pong peer stops after sending `n` messages (its QP stays up).
@@ -213,6 +223,7 @@ impl Endpoint for Model {
                 m.signaled += 1;
             }
             m.remote_addrs.push(wr.remote.addr);
+            m.remote_srqns.push(wr.remote_srqn);
             m.inflight.push_back((wr.wr_id, sig, WcOpcode::for_send(wr.opcode)));
             m.max_outstanding = m.max_outstanding.max(m.posted - m.completed);
         }

@@ -16,12 +16,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use uverbs::objects::{
-    AccessFlags, Ah, CompChannel, Context, Cq, Mr, Pd, Qp, QpInit, RtrParams, RtsParams, Srq, DEFAULT_QKEY,
+    AccessFlags, Ah, CompChannel, Context, Cq, Mr, Pd, Qp, QpInit, RtrParams, RtsParams, Srq, Xrcd, DEFAULT_QKEY,
 };
 use uverbs::provider::{AhAttr, Provider, QpCaps, QpType};
 use uverbs::wr::{RecvWr, SendWr, Sge, UdDest, WorkCompletion};
 
 use super::memsrc::{pattern_chunk, Fill};
+use super::xrc::XrcPlan;
 use super::{CqKind, Endpoint, EngineError};
 
 /// Bytes of the GRH in front of every UD receive.
@@ -101,6 +102,9 @@ pub struct VerbsSetup {
     /// `--use-null-mr`: the SGEs and the advertised rkey use the device's null MR
     /// ([`Provider::null_mr_lkey`]) instead of the buffer's MR, which stays registered.
     pub null_mr: bool,
+    /// `-c XRC`: an XRC domain, one XRC SRQ and XRC initiator/target QPs laid out by the plan
+    /// (`qp_type` and `use_srq` are then ignored); the loops drive the plan's lanes.
+    pub xrc: Option<XrcPlan>,
 }
 
 /// The peer's side of one QP connection plus our path settings.
@@ -150,6 +154,20 @@ pub struct VerbsEndpoint<P: Provider> {
     max_inline: u32,
     /// The port of each QP.
     ports: Vec<u8>,
+    /// `-c XRC`: the lane layout (the QPs, SRQ and MR keep the domain alive).
+    xrc: Option<XrcPlan>,
+}
+
+/// perftest's `ctx_xrc_qp_create`: a target asks for the receive side (rx_depth, 1 SGE) and
+/// the inline size, an initiator for the send side (tx_depth, 1 SGE, inline size).
+fn xrc_caps(plan: &XrcPlan, q: usize, s: &VerbsSetup) -> (QpCaps, QpType) {
+    let t = plan.qp_type(q);
+    let caps = if t == QpType::XrcTgt {
+        QpCaps { max_send_wr: 0, max_recv_wr: s.rx_depth.max(1), max_send_sge: 0, max_recv_sge: 1, max_inline_data: s.inline_size }
+    } else {
+        QpCaps { max_send_wr: s.tx_depth.max(1), max_recv_wr: 0, max_send_sge: 1, max_recv_sge: 0, max_inline_data: s.inline_size }
+    };
+    (caps, t)
 }
 
 /// `--use-null-mr` on a device without a null MR (libibverbs: `ibv_alloc_null_mr` fails with
@@ -227,8 +245,17 @@ impl<P: Provider> VerbsEndpoint<P> {
         } else {
             None
         };
-        // DC: the SRQ serves the DCTs only (perftest creates none on a DCI-only side).
-        let srq = if s.use_srq && s.dc.as_ref().is_none_or(|d| d.has_dct()) {
+        // -c XRC (perftest's ctx_xrcd_create / ctx_xrc_srq_create): the domain, then the XRC
+        // SRQ, completing into the receive CQ where there is one (SEND) and else the send CQ.
+        let xrcd = match s.xrc {
+            Some(_) => Some(Xrcd::open(ctx).map_err(|e| verr("Error opening XRC domain", e))?),
+            None => None,
+        };
+        let srq = if let Some(x) = &xrcd {
+            let cq = recv_cq.as_ref().unwrap_or(&send_cq);
+            Some(Srq::new_xrc(&pd, x, cq, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't open XRC SRQ", e))?)
+        } else if s.use_srq && s.dc.as_ref().is_none_or(|d| d.has_dct()) {
+            // DC: the SRQ serves the DCTs only (perftest creates none on a DCI-only side).
             Some(Srq::new(&pd, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't create SRQ", e))?)
         } else {
             None
@@ -237,34 +264,47 @@ impl<P: Provider> VerbsEndpoint<P> {
         let mut max_inline = s.inline_size;
         let ports: Vec<u8> = (0..s.num_qps)
             .map(|q| match s.port2 {
-                Some(p2) => super::dualport::port_of_qp(q, s.num_qps, [s.port, p2]),
+                // -c XRC: per half in a split run (perftest's halved num_of_qps).
+                Some(p2) => super::dualport::port_of_qp(q, s.xrc.map_or(s.num_qps, |x| x.lanes()), [s.port, p2]),
                 None => s.port,
             })
             .collect();
         for (q, &port) in ports.iter().enumerate() {
-            let caps = QpCaps {
-                max_send_wr: s.tx_depth.max(1),
-                max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: s.inline_size,
+            let (caps, qp_type) = match s.xrc {
+                Some(plan) => xrc_caps(&plan, q, s),
+                None => (
+                    QpCaps {
+                        max_send_wr: s.tx_depth.max(1),
+                        max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
+                        max_send_sge: 1,
+                        max_recv_sge: 1,
+                        max_inline_data: s.inline_size,
+                    },
+                    s.qp_type,
+                ),
             };
             let init = QpInit {
-                qp_type: s.qp_type,
+                qp_type,
                 send_cq: &send_cq,
                 recv_cq: recv_cq.as_ref().unwrap_or(&send_cq),
-                srq: srq.as_ref(),
+                // XRC: the initiator names the peer's SRQ on each send; no QP has one.
+                srq: if s.xrc.is_some() { None } else { srq.as_ref() },
                 caps,
                 sq_sig_all: false,
             };
             let mut qp = match &s.dc {
                 Some(dc) => super::dc::create_qp(&pd, dc, q, caps, &send_cq, init.recv_cq, srq.as_ref())?,
-                None => Qp::new(&pd, &init).map_err(|e| {
+                None => match (&xrcd, qp_type) {
+                    (Some(x), QpType::XrcTgt) => Qp::new_xrc_tgt(&pd, x, &init),
+                    _ => Qp::new(&pd, &init),
+                }
+                .map_err(|e| {
                     verr("Failed to create QP (Requested QP size might be too big. Try reducing TX depth and/or inline size)", e)
                 })?,
             };
-            if qp.qp_type() != QpType::Dct {
-                // A DCT sends nothing: its (empty) send caps do not limit the inline size.
+            if !matches!(qp.qp_type(), QpType::Dct | QpType::XrcTgt) {
+                // A DCT or an XRC target sends nothing: its (empty) send caps do not limit the
+                // inline size.
                 max_inline = max_inline.min(qp.caps().max_inline_data);
             }
             qp.set_qkey(DEFAULT_QKEY);
@@ -287,7 +327,18 @@ impl<P: Provider> VerbsEndpoint<P> {
             layout: s.layout,
             max_inline,
             ports,
+            xrc: s.xrc,
         })
+    }
+
+    /// `-c XRC`: the lane layout.
+    pub fn xrc_plan(&self) -> Option<XrcPlan> {
+        self.xrc
+    }
+
+    /// Local QP that lane `l` of the loops sends on (the QP itself without XRC).
+    fn send_qp(&self, l: usize) -> usize {
+        self.xrc.map_or(l, |x| x.send_qp(l))
     }
 
     /// The port QP `q` was created on.
@@ -328,9 +379,12 @@ impl<P: Provider> VerbsEndpoint<P> {
     pub fn recv_addr(&self, q: usize) -> u64 {
         self.mr.addr() + self.layout.recv_off(q)
     }
-    /// Where receives of QP `q` are posted.
+    /// Where receives of QP `q` are posted (with XRC: of lane `q`, [`XrcPlan::recv_post_off`]).
     pub fn recv_post_addr(&self, q: usize) -> u64 {
-        self.mr.addr() + self.layout.recv_post_off(q)
+        match self.xrc {
+            Some(x) => self.mr.addr() + x.recv_post_off(q, self.layout.area),
+            None => self.mr.addr() + self.layout.recv_post_off(q),
+        }
     }
     /// Inline size the QPs actually accept (≤ what was asked).
     pub fn max_inline(&self) -> u32 {
@@ -446,7 +500,7 @@ impl<P: Provider> VerbsEndpoint<P> {
 
 impl<P: Provider> Endpoint for VerbsEndpoint<P> {
     fn num_qps(&self) -> usize {
-        self.qps.len()
+        self.xrc.map_or(self.qps.len(), |x| x.lanes())
     }
 
     #[inline]
@@ -454,7 +508,8 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
         for w in wrs {
             self.check_sges(w.sgl)?;
         }
-        let q = self.qps.get_mut(qp).ok_or_else(|| EngineError::Verbs(format!("no QP #{qp}")))?;
+        let qi = self.send_qp(qp);
+        let q = self.qps.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("no QP #{qp}")))?;
         // SAFETY: every SGE was just checked to lie inside `self.mr` under its lkey; the MR is
         // owned by this endpoint and is dropped after the QPs (field order), so the memory stays
         // registered and mapped until the device is done with it.
@@ -517,7 +572,8 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
     }
 
     fn recv_area_byte(&self, qp: usize, offset: usize) -> u8 {
-        match self.area_ptr(self.layout.recv_off(qp) + offset as u64) {
+        let q = self.xrc.map_or(qp, |x| x.recv_qp(qp));
+        match self.area_ptr(self.layout.recv_off(q) + offset as u64) {
             // SAFETY: in bounds of the live mapping (checked by area_ptr); a volatile read because
             // the device writes this memory behind the compiler's back.
             Some(p) => unsafe { std::ptr::read_volatile(p) },
@@ -526,7 +582,7 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
     }
 
     fn set_send_area_byte(&mut self, qp: usize, offset: usize, value: u8) {
-        if let Some(p) = self.area_ptr(self.layout.send_off(qp) + offset as u64) {
+        if let Some(p) = self.area_ptr(self.layout.send_off(self.send_qp(qp)) + offset as u64) {
             // SAFETY: in bounds of the live mapping; volatile so the store is not elided before
             // the device reads it at post time.
             unsafe { std::ptr::write_volatile(p, value) }
@@ -557,5 +613,41 @@ mod tests {
         assert_eq!(l.recv_post_off(0) + UD_GRH, l.recv_off(0) + 64);
         // the last receive (GRH + payload) stays inside the allocation
         assert!(l.recv_post_off(0) + UD_GRH + 4096 <= l.total());
+    }
+
+    #[test]
+    fn xrc_qps_ask_for_their_side_only() {
+        let s = VerbsSetup {
+            qp_type: QpType::Rc,
+            num_qps: 2,
+            tx_depth: 128,
+            rx_depth: 512,
+            inline_size: 220,
+            use_srq: true,
+            use_event: false,
+            comp_vector: 0,
+            recv_cq: true,
+            send_cq_depth: 256,
+            recv_cq_depth: 1024,
+            layout: BufLayout::new(2, 2, 4096, 64, false),
+            access: AccessFlags::REMOTE_WRITE,
+            port: 1,
+            port2: None,
+            pkey_index: 0,
+            fill: Fill::Zero,
+            hugepages: false,
+            mmap: None,
+            odp: false,
+            dc: None,
+            null_mr: false,
+            xrc: Some(XrcPlan::new(2, true, false)),
+        };
+        let plan = s.xrc.unwrap();
+        let (ini, t0) = xrc_caps(&plan, 0, &s);
+        assert_eq!(t0, QpType::XrcIni);
+        assert_eq!((ini.max_send_wr, ini.max_send_sge, ini.max_recv_wr, ini.max_recv_sge, ini.max_inline_data), (128, 1, 0, 0, 220));
+        let (tgt, t1) = xrc_caps(&plan, 1, &s);
+        assert_eq!(t1, QpType::XrcTgt);
+        assert_eq!((tgt.max_send_wr, tgt.max_send_sge, tgt.max_recv_wr, tgt.max_recv_sge, tgt.max_inline_data), (0, 0, 512, 1, 220));
     }
 }

@@ -29,6 +29,8 @@ pub mod dc;
 mod getopt;
 pub mod rate;
 mod usage;
+mod xrc;
+pub use xrc::lane_plan;
 
 pub use usage::{extensions_help, usage};
 
@@ -758,9 +760,10 @@ impl Params {
             && not_multiple(self.iters, u64::from(self.cq_mod))
     }
 
-    /// Whether SRQ objects exist on this side (perftest's `srq_exists`).
+    /// Whether SRQ objects exist on this side (perftest's `srq_exists`; XRC: always).
     pub fn srq_exists(&self) -> bool {
-        self.use_srq && (self.kind == TestKind::Lat || self.machine == Role::Server || self.duplex)
+        (self.use_srq && (self.kind == TestKind::Lat || self.machine == Role::Server || self.duplex))
+            || self.connection == Connection::Xrc
     }
 
     fn notice_out(&mut self, text: &str) {
@@ -877,6 +880,7 @@ pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
     }
     refuse_unsupported(&p, &st)?;
     derive(&mut p, &st)?;
+    xrc::double_qps(&mut p);
     Ok(ParseOutcome::Run(Box::new(p)))
 }
 
@@ -1396,11 +1400,11 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
         ));
     }
     match p.connection {
-        Connection::Xrc | Connection::Srd => {
+        Connection::Srd => {
             return Err(unsupported(
                 "-c/--connection",
                 &format!(
-                    "connection type {} is not supported by rperftest (supported: RC, UC, UD, DC)",
+                    "connection type {} is not supported by rperftest (supported: RC, UC, UD, XRC, DC)",
                     p.connection.as_str()
                 ),
             ))
@@ -1684,6 +1688,8 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             ));
         }
     }
+
+    xrc::force_dependencies(p)?;
 
     if p.burst_size > 0 && p.rate_limit_type == RateLimitType::Disabled {
         return Err(conflict(

@@ -389,6 +389,12 @@ impl<'a, P: Provider> SideRun<'a, P> {
             self.print_header(mtu_bytes);
             return Ok(());
         }
+        if p.connection == Connection::Xrc {
+            // perftest's ctx_init opens the XRC domain here (after the exchanges).
+            if let Some(m) = crate::engine::xrc::device_problem(&self.dev.name, &self.dev.attr) {
+                return Err(ToolError::new(1, m));
+            }
+        }
         let nq = p.num_qps as usize;
         let max_size = self.sizes.iter().copied().max().unwrap_or(p.size);
         let layout = BufLayout::new(
@@ -432,6 +438,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             odp: p.odp,
             dc: params::dc::engine_setup(p),
             null_mr: p.use_null_mr,
+            xrc: params::lane_plan(p),
         };
         if let Some(f) = &p.mmap_file {
             if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
@@ -460,7 +467,9 @@ impl<'a, P: Provider> SideRun<'a, P> {
         }
         let lid = if self.dev.ethernet { 0 } else { self.dev.port.port_lid };
         let port2 = self.dev.port2;
-        let on_port2 = |q: usize| p.dualport && crate::engine::dualport::port_slot(q, nq) == 1;
+        // -c XRC: ports alternate within each half (perftest's halved num_of_qps).
+        let port_qps = params::lane_plan(p).map_or(nq, |x| x.lanes());
+        let on_port2 = |q: usize| p.dualport && crate::engine::dualport::port_slot(q, port_qps) == 1;
         self.my_keys = (0..nq)
             .map(|q| KeyMsg {
                 lid: match port2 {
@@ -477,7 +486,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
                     Some((_, _, gid2)) if on_port2(q) => gid2,
                     _ => self.dev.gid,
                 },
-                srqn: if p.connection == Connection::Dc { ep.srqn().unwrap_or(0) } else { 0 },
+                // -c DC / -c XRC: every key names this side's SRQ.
+                srqn: if matches!(p.connection, Connection::Dc | Connection::Xrc) { ep.srqn().unwrap_or(0) } else { 0 },
             })
             .collect();
         self.remote_keys = vec![KeyMsg::default(); nq];
@@ -575,8 +585,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
         }
         let to_rts = p.kind == TestKind::Lat || self.is_test_client() || p.duplex;
         let mut hw_pending = p.rate_limit_type == params::RateLimitType::Hw;
+        let xrc = params::lane_plan(p);
         for q in 0..p.num_qps as usize {
-            let r = self.remote_keys[q];
+            // -c XRC: initiators and targets pair up with the peer's other kind.
+            let r = self.remote_keys[xrc.map_or(q, |x| x.peer_key(q))];
             let c = ConnectParams {
                 path_mtu: self.mtu,
                 remote_qpn: r.qpn,
@@ -584,7 +596,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 remote_lid: p.dlid.unwrap_or(r.lid),
                 remote_gid: r.gid,
                 sgid_index: match self.dev.port2 {
-                    Some((_, ix2, _)) if p.dualport && crate::engine::dualport::port_slot(q, p.num_qps as usize) == 1 => ix2,
+                    Some((_, ix2, _)) if p.dualport && crate::engine::dualport::port_slot(q, xrc.map_or(p.num_qps as usize, |x| x.lanes())) == 1 => ix2,
                     _ => self.dev.gid_index,
                 },
                 sl: p.sl,
@@ -635,7 +647,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         AddrShow {
             verb: wire_verb(self.p.verb),
             rdma_cm: self.p.use_rdma_cm,
-            srqn: self.p.connection == Connection::Dc,
+            srqn: matches!(self.p.connection, Connection::Dc | Connection::Xrc),
             gid: self.dev.gid_index.is_some(),
             mgid: false,
             dlid: self.p.dlid,
@@ -645,6 +657,13 @@ impl<'a, P: Provider> SideRun<'a, P> {
     fn targets(&self, size: u64) -> Vec<QpTarget> {
         let Some(ep) = self.ep.as_ref() else { return Vec::new() };
         let _ = size;
+        if let Some(x) = ep.xrc_plan() {
+            let remote = |k: usize| {
+                let r = self.remote_keys.get(k).copied().unwrap_or_default();
+                (uverbs::wr::RemoteAddr { addr: r.vaddr, rkey: r.rkey }, r.srqn)
+            };
+            return crate::engine::xrc::lane_targets(&x, ep.lkey(), |q| ep.send_addr(q), |l| ep.recv_post_addr(l), remote);
+        }
         (0..self.p.num_qps as usize)
             .map(|q| QpTarget {
                 lkey: ep.lkey(),
@@ -652,6 +671,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 recv_addr: ep.recv_post_addr(q),
                 remote: uverbs::wr::RemoteAddr { addr: self.remote_keys[q].vaddr, rkey: self.remote_keys[q].rkey },
                 ud: ep.ud_dest(q),
+                remote_srqn: 0,
             })
             .collect()
     }
@@ -688,7 +708,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         BwConfig {
             iters: if infinite { u64::MAX } else { p.iters },
             tx_depth: p.tx_depth,
-            rx_depth: p.rx_depth,
+            rx_depth: params::lane_plan(p).map_or(p.rx_depth, |x| x.srq_share(p.rx_depth)),
             cq_mod: p.cq_mod,
             post_list: p.post_list,
             size: size as u32,
@@ -735,7 +755,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
             margin: Duration::from_secs(u64::from(p.margin.unwrap_or(p.duration / 4))),
             gap: Duration::from_micros(u64::from(p.latency_gap)),
             recv_len: self.recv_len(size),
-            rx_depth: p.rx_depth,
+            // -c XRC: the SRQ's depth is shared among the receiving QPs, as perftest does.
+            rx_depth: params::lane_plan(p).map_or(p.rx_depth, |x| x.srq_share(p.rx_depth)),
             compare_add,
             swap,
             cpu_probe: self.cpu_probe(),
@@ -754,7 +775,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             tposted: &tp,
             tcompleted: &tc,
             iters: if duration { s.messages } else { p.iters },
-            num_qps: u64::from(p.num_qps),
+            num_qps: report_qps(p),
             size,
             post_list: u64::from(p.post_list),
             cq_mod: u64::from(p.cq_mod),
@@ -890,7 +911,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 tposted: &[0],
                 tcompleted: &[ticks],
                 iters: messages,
-                num_qps: u64::from(p.num_qps),
+                num_qps: report_qps(p),
                 size,
                 post_list: u64::from(p.post_list),
                 cq_mod: u64::from(p.cq_mod),
@@ -1180,4 +1201,10 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         }
         Ok(())
     }
+}
+
+/// The QP count of the BW report: perftest's `num_of_qps`, halved for `-c XRC -b` (only the
+/// sending half counts).
+fn report_qps(p: &Params) -> u64 {
+    params::lane_plan(p).map_or(u64::from(p.num_qps), |x| x.lanes() as u64)
 }

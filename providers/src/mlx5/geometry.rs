@@ -21,6 +21,9 @@ pub fn sq_overhead(t: QpType) -> u32 {
         QpType::Dci => 16 + 48 + 64 + 64 + 48,
         // A DCT has no send queue.
         QpType::Dct => 0,
+        // XRC: RC's set plus the 16-byte XRC segment (libmlx5's _sq_overhead for XRC_SEND and
+        // XRC_RECV).
+        QpType::XrcIni | QpType::XrcTgt => 16 + 48 + 64 + 64 + 16,
     }
 }
 
@@ -66,6 +69,11 @@ pub fn qp_geometry(dev: &UctxResp, attr: &QpInitAttr) -> Result<QpGeometry> {
         sq_offset: 0,
         buf_len: 0,
     };
+    if attr.qp_type == QpType::XrcTgt {
+        // An XRC target has no queues in user space: its receives land in the XRC SRQ the
+        // initiator names, and it sends nothing but acknowledgements.
+        return Ok(g);
+    }
     let max_sq_desc = dev.max_sq_desc_sz as u32;
     if c.max_send_wr > 0 {
         let ovh = sq_overhead(attr.qp_type);
@@ -110,7 +118,7 @@ pub fn qp_geometry(dev: &UctxResp, attr: &QpInitAttr) -> Result<QpGeometry> {
         g.max_inline = wqe - ovh - 4;
         g.max_send_sge = c.max_send_sge;
     }
-    if c.max_recv_wr > 0 && !attr.uses_srq {
+    if c.max_recv_wr > 0 && !attr.uses_srq && attr.qp_type != QpType::XrcIni {
         if dev.max_recv_wr != 0 && c.max_recv_wr > dev.max_recv_wr {
             return Err(einval(format!(
                 "max_recv_wr {}, the device allows {}",

@@ -107,6 +107,9 @@ enum Slot {
     Free,
     Reserved,
     Qp(Arc<QpShared>),
+    /// An XRC SRQ under CQE version 1: its receives' CQEs carry the SRQ's user index (the XRC
+    /// target QP that took them has no user-space state).
+    Xsrq(Arc<SrqShared>),
 }
 
 /// User index → QP, plus the SRQs (CQ polling resolves SRQ receives through them).
@@ -159,6 +162,16 @@ impl Registry {
                 Slot::Qp(q) if q.qpn == qpn => Some(q.clone()),
                 _ => None,
             })
+    }
+    fn xsrq_by_uidx(&self, uidx: u32) -> Option<Arc<SrqShared>> {
+        match self.qps.read().unwrap_or_else(|e| e.into_inner()).get(uidx as usize) {
+            Some(Slot::Xsrq(s)) => Some(s.clone()),
+            _ => None,
+        }
+    }
+    fn fill_xsrq(&self, uidx: u32, srq: Arc<SrqShared>) {
+        let mut v = self.qps.write().unwrap_or_else(|e| e.into_inner());
+        v[uidx as usize] = Slot::Xsrq(srq);
     }
     fn srq_by_srqn(&self, srqn: u32) -> Option<Arc<SrqShared>> {
         self.srqs
@@ -324,8 +337,42 @@ impl<U: UarWriter> Mlx5<U> {
         Some(q)
     }
 
+    /// The XRC SRQ a responder CQE belongs to, if it is an XRC receive: under CQE version 1
+    /// the CQE's user index names the SRQ itself; under version 0 the QPN is an XRC target's
+    /// (unknown here) and the SRQ number names the SRQ (libmlx5's mlx5_parse_cqe does the same).
+    fn xrc_srq_of(&self, c: &cqe::Cqe) -> Option<Arc<SrqShared>> {
+        if c.queue != Queue::Recv {
+            return None;
+        }
+        if self.resp.cqe_version == 1 {
+            self.registry.xsrq_by_uidx(c.srqn_uidx)
+        } else if self.registry.by_qpn(c.qpn).is_none() {
+            self.registry.srq_by_srqn(c.srqn_uidx & 0xff_ffff).filter(|s| s.xrc)
+        } else {
+            None
+        }
+    }
+
+    /// A receive completed from an XRC SRQ: the work request id from the SRQ's entry, which
+    /// returns to the free list.
+    fn complete_xrc_recv(&self, srq: &SrqShared, c: &cqe::Cqe, raw: &[u8; 64]) -> WorkCompletion {
+        let mut wc = c.wc;
+        let idx = c.wqe_counter as u32 & (srq.cnt - 1);
+        wc.wr_id = srq.wrid[idx as usize].load(Ordering::Relaxed);
+        if c.inline_scatter_32 && wc.status == WcStatus::Success {
+            let mut slot = vec![0u8; (1usize << srq.shift) - 16];
+            srq.buf.read(((idx as usize) << srq.shift) + 16, &mut slot);
+            wc.status = scatter_into(&slot, raw, wc.byte_len);
+        }
+        srq.free(idx);
+        wc
+    }
+
     /// Turn one decoded CQE into a completion using the QP bookkeeping.
     fn complete(&self, cq: &mut Mlx5Cq, c: &cqe::Cqe, raw: &[u8; 64]) -> Result<WorkCompletion> {
+        if let Some(srq) = self.xrc_srq_of(c) {
+            return Ok(self.complete_xrc_recv(&srq, c, raw));
+        }
         let qp = self.resolve(cq, c).ok_or_else(|| {
             Error::msg(
                 "mlx5 poll_cq",
@@ -532,6 +579,8 @@ impl Drop for Mlx5Qp {
 /// SRQ state shared with CQ polling (which returns completed entries to the free list).
 pub struct SrqShared {
     pub srqn: u32,
+    /// An XRC SRQ (CREATE_XSRQ).
+    xrc: bool,
     buf: DmaBuf,
     cnt: u32,
     shift: u32,
@@ -566,6 +615,9 @@ pub struct Mlx5SrqPrep {
     cnt: u32,
     shift: u32,
     max_sge: u32,
+    /// XRC SRQs: the reservation of the user index CQEs name it by (CQE version 1; `None`
+    /// under version 0, where the SRQ number does).
+    xrc: Option<Option<UidxReservation>>,
 }
 
 pub struct Mlx5Srq {
@@ -573,6 +625,8 @@ pub struct Mlx5Srq {
     db: DmaBuf,
     counter: u32,
     registry: Arc<Registry>,
+    /// An XRC SRQ's user index (released on drop).
+    xrc_uidx: Option<u32>,
 }
 
 impl Mlx5Srq {
@@ -592,6 +646,10 @@ impl Drop for Mlx5Srq {
             .write()
             .unwrap_or_else(|e| e.into_inner());
         v.retain(|s| !Arc::ptr_eq(s, &self.shared));
+        drop(v);
+        if let Some(u) = self.xrc_uidx {
+            self.registry.release(u);
+        }
     }
 }
 
@@ -713,11 +771,14 @@ impl<U: UarMap> Provider for Mlx5<U> {
         let geo = geometry::qp_geometry(&self.resp, attr)?;
         let buf = DmaBuf::alloc(geo.buf_len, "mlx5 QP buffer")?;
         let db = DmaBuf::alloc(64, "mlx5 QP doorbell record")?;
-        let uidx = self.registry.reserve()?;
-        let uidx = UidxReservation {
-            reg: self.registry.clone(),
-            uidx,
-            armed: true,
+        let tgt = attr.qp_type == QpType::XrcTgt;
+        // An XRC target gets no user index (its receives complete through the XRC SRQ's);
+        // libmlx5 leaves the request's uidx 0 for it under CQE version 1.
+        let uidx = if tgt {
+            UidxReservation { reg: self.registry.clone(), uidx: u32::MAX, armed: false }
+        } else {
+            let uidx = self.registry.reserve()?;
+            UidxReservation { reg: self.registry.clone(), uidx, armed: true }
         };
         let req = abi::QpReq {
             buf_addr: buf.addr(),
@@ -726,10 +787,12 @@ impl<U: UarMap> Provider for Mlx5<U> {
             rq_wqe_count: geo.rq_wqe_cnt,
             rq_wqe_shift: geo.rq_wqe_shift,
             flags: 0,
-            uidx: if self.resp.cqe_version == 1 {
-                uidx.uidx
-            } else {
+            uidx: if self.resp.cqe_version != 1 {
                 MAX_UIDX as u32
+            } else if tgt {
+                0
+            } else {
+                uidx.uidx
             },
         }
         .encode();
@@ -766,14 +829,16 @@ impl<U: UarMap> Provider for Mlx5<U> {
         core: &QpCreated,
         drv_resp: &[u8],
     ) -> Result<Mlx5Qp> {
-        // A DCT has no send queue and so no doorbell register (libmlx5 reads nothing but the
-        // ECE options from its response).
-        let bfreg = if attr.qp_type == QpType::Dct {
-            0
+        let tgt = attr.qp_type == QpType::XrcTgt;
+        // An XRC target never rings a doorbell: no bfreg to map. A DCT has no send queue and so
+        // no doorbell register either (libmlx5 reads nothing but the ECE options from its
+        // response).
+        let (bfreg, bf_base) = if tgt {
+            (0, 0)
         } else {
-            abi::parse_create_qp_resp(drv_resp)?
+            let bfreg = if attr.qp_type == QpType::Dct { 0 } else { abi::parse_create_qp_resp(drv_resp)? };
+            (bfreg, self.plan.bfreg_offset(bfreg)?)
         };
-        let bf_base = self.plan.bfreg_offset(bfreg)?;
         let g = prep.geo;
         let atomics = |n: u32| (0..n).map(|_| AtomicU64::new(0)).collect::<Box<[_]>>();
         let buf = Arc::new(prep.buf);
@@ -793,7 +858,9 @@ impl<U: UarMap> Provider for Mlx5<U> {
             uses_srq: attr.uses_srq,
             srq: RwLock::new(None),
         });
-        self.registry.fill(prep.uidx.uidx, shared.clone());
+        if !tgt {
+            self.registry.fill(prep.uidx.uidx, shared.clone());
+        }
         prep.uidx.armed = false;
         let params = SqParams {
             qpn: core.qpn & 0xff_ffff,
@@ -842,6 +909,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
                 cnt,
                 shift,
                 max_sge,
+                xrc: None,
             },
             Udata {
                 req,
@@ -860,6 +928,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
         let _ = prep.max_sge;
         let shared = Arc::new(SrqShared {
             srqn,
+            xrc: prep.xrc.is_some(),
             buf: prep.buf,
             cnt: prep.cnt,
             shift: prep.shift,
@@ -871,12 +940,37 @@ impl<U: UarMap> Provider for Mlx5<U> {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .push(shared.clone());
+        let mut xrc_uidx = None;
+        if let Some(Some(mut r)) = prep.xrc {
+            self.registry.fill_xsrq(r.uidx, shared.clone());
+            r.armed = false;
+            xrc_uidx = Some(r.uidx);
+        }
         Ok(Mlx5Srq {
             shared,
             db: prep.db,
             counter: 0,
             registry: self.registry.clone(),
+            xrc_uidx,
         })
+    }
+
+    fn prepare_xrc_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Mlx5SrqPrep, Udata)> {
+        // The same ring and the same driver request as a basic SRQ (libmlx5's
+        // mlx5_create_xrc_srq sends mlx5_create_srq too); the XRC domain and CQ travel in the
+        // core request. Under CQE version 1 the SRQ takes a user index of its own.
+        let (mut prep, mut udata) = self.prepare_srq(max_wr, max_sge)?;
+        let resv = if self.resp.cqe_version == 1 {
+            let uidx = self.registry.reserve()?;
+            Some(UidxReservation { reg: self.registry.clone(), uidx, armed: true })
+        } else {
+            None
+        };
+        let uidx = resv.as_ref().map_or(MAX_UIDX as u32, |r| r.uidx);
+        let (buf, db) = (prep.buf.addr(), prep.db.addr());
+        udata.req = abi::create_srq_req(buf, db, uidx);
+        prep.xrc = Some(resv);
+        Ok((prep, udata))
     }
 
     fn prepare_ah(&self, attr: &AhAttr) -> Result<(Mlx5AhPrep, Udata)> {

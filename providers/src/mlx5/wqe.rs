@@ -187,11 +187,20 @@ impl ErrnoExt for Error {
     }
 }
 
+/// The 16-byte XRC segment of an XRC initiator's send WQE: `xrc_srqn` (24 bits, big endian)
+/// and 12 reserved bytes.
+pub fn xrc_seg(remote_srqn: u32) -> [u8; 16] {
+    let mut s = [0u8; 16];
+    s[0..4].copy_from_slice(&(remote_srqn & 0xff_ffff).to_be_bytes());
+    s
+}
+
 /// Validate `wr` against the QP without touching the ring.
 pub fn check_send(p: &SqParams, wr: &SendWr<'_>) -> Result<()> {
     let op = wr.opcode;
     match p.qp_type {
-        QpType::Rc => {}
+        QpType::Rc | QpType::XrcIni => {}
+        QpType::XrcTgt => return Err(bad("an XRC target QP has no send queue")),
         QpType::Uc => {
             if matches!(op, WrOpcode::RdmaRead) || op.is_atomic() {
                 return Err(bad(format!("{} is not allowed on a UC QP", op.name())));
@@ -283,6 +292,11 @@ where
             c.seg(&s);
         }
         ds += 3;
+    } else if p.qp_type == QpType::XrcIni {
+        // The XRC segment follows the control segment (before any remote-address segment):
+        // the target SRQ number, big endian, then 12 reserved bytes (libmlx5's mlx5_wqe_xrc_seg).
+        c.seg(&xrc_seg(wr.remote_srqn));
+        ds += 1;
     }
 
     match wr.opcode {

@@ -357,6 +357,15 @@ impl Provider for Rxe {
             e.errno = Some(libc::EOPNOTSUPP);
             return Err(e);
         }
+        if attr.qp_type.is_xrc() {
+            // The kernel's rxe implements no XRC (no IB_DEVICE_XRC, no XRC domains).
+            let mut e = Error::msg(
+                "rxe create QP",
+                format!("QP type {} is XRC, which the kernel's rxe does not implement", attr.qp_type.name()),
+            );
+            e.errno = Some(libc::EOPNOTSUPP);
+            return Err(e);
+        }
         // rxe refuses any driver input on CREATE_QP; it answers with two mminfos.
         Ok(((), udata_resp(CREATE_QP_RESP_LEN)))
     }

@@ -194,6 +194,8 @@ pub fn validate_send(wr: &SendWr<'_>, lim: &SqLimits, slot_len: usize) -> Result
         QpType::Ud => matches!(op, WrOpcode::Send | WrOpcode::SendWithImm),
         // rxe creates no DC QPs (prepare_qp refuses them); nothing is allowed on one.
         QpType::Dci | QpType::Dct => false,
+        // The kernel's rxe has no XRC (prepare_qp refuses these types before they exist).
+        QpType::XrcIni | QpType::XrcTgt => false,
     };
     if !allowed {
         return Err(WqeError::OpcodeNotAllowed {

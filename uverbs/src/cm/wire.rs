@@ -63,7 +63,7 @@ impl PortSpace {
         match t {
             QpType::Ud => PortSpace::Udp,
             // DC never goes through rdma_cm (perftest refuses it); TCP is the connected space.
-            QpType::Rc | QpType::Uc | QpType::Dci | QpType::Dct => PortSpace::Tcp,
+            QpType::Rc | QpType::Uc | QpType::Dci | QpType::Dct | QpType::XrcIni | QpType::XrcTgt => PortSpace::Tcp,
         }
     }
 }
