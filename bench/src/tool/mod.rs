@@ -144,7 +144,7 @@ fn device_fail_code(tool: Tool) -> i32 {
 /// Option values that need a look at the host before anything else happens (`-g`'s MGID,
 /// `--source_ip`): one line naming the option and why (exit 1). Every option perftest 6.06's
 /// `--help` lists is implemented now; the parser refuses the few other features it lacks.
-pub fn unsupported_option(p: &Params) -> Option<String> {
+pub fn host_option_problem(p: &Params) -> Option<String> {
     if p.use_mcg {
         if let Some(Err(e)) = p.mgid.as_deref().map(crate::mcast::parse_mgid) {
             return Some(e);
@@ -156,7 +156,7 @@ pub fn unsupported_option(p: &Params) -> Option<String> {
     None
 }
 
-/// `--source_ip`/`--bind_source_ip` (checked by [`unsupported_option`] before the run).
+/// `--source_ip`/`--bind_source_ip` (checked by [`host_option_problem`] before the run).
 fn source_ip(p: &Params) -> Option<std::net::IpAddr> {
     p.source_ip.as_deref().and_then(|s| crate::oob::source::parse(s).ok())
 }
@@ -198,7 +198,7 @@ pub fn run_tool(tool: Tool, args: &[String]) -> i32 {
             return e.exit_code();
         }
     };
-    if let Some(msg) = unsupported_option(&p) {
+    if let Some(msg) = host_option_problem(&p) {
         eprintln!("{msg}");
         return 1;
     }
@@ -429,21 +429,21 @@ mod tests {
 
 
     #[test]
-    fn unimplemented_options_are_refused_in_one_line_naming_them() {
-        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["-l", "4", "-Q", "2", "-m", "1024", "-n", "8"])), None);
+    fn host_dependent_option_values_are_checked_in_one_line() {
+        assert_eq!(host_option_problem(&parsed(Tool::WriteBw, &["-l", "4", "-Q", "2", "-m", "1024", "-n", "8"])), None);
         // --source_ip: checked, not refused (TEST-NET-3 is on no interface; 127.0.0.1 always is).
         assert_eq!(
-            unsupported_option(&parsed(Tool::WriteBw, &["--bind_source_ip", "203.0.113.9"])).as_deref(),
+            host_option_problem(&parsed(Tool::WriteBw, &["--bind_source_ip", "203.0.113.9"])).as_deref(),
             Some(" --source_ip 203.0.113.9: no local interface has this address; give one that `ip addr` lists, or leave the option out")
         );
-        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["--source_ip", "127.0.0.1"])), None);
+        assert_eq!(host_option_problem(&parsed(Tool::WriteBw, &["--source_ip", "127.0.0.1"])), None);
         // Implemented since: the SW and HW rate limiters, --report-both, --dont_xchg_versions,
         // --use-null-mr (refused later, by the device, where it has no null MR).
-        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"])), None);
-        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["--rate_limit=10", "--rate_limit_type=HW"])), None);
-        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["--dont_xchg_versions"])), None);
-        assert_eq!(unsupported_option(&parsed(Tool::ReadBw, &["--use-null-mr"])), None);
-        assert_eq!(unsupported_option(&parsed(Tool::WriteBw, &["-b", "--report-both"])), None);
+        assert_eq!(host_option_problem(&parsed(Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"])), None);
+        assert_eq!(host_option_problem(&parsed(Tool::WriteBw, &["--rate_limit=10", "--rate_limit_type=HW"])), None);
+        assert_eq!(host_option_problem(&parsed(Tool::WriteBw, &["--dont_xchg_versions"])), None);
+        assert_eq!(host_option_problem(&parsed(Tool::ReadBw, &["--use-null-mr"])), None);
+        assert_eq!(host_option_problem(&parsed(Tool::WriteBw, &["-b", "--report-both"])), None);
     }
 
     #[test]
