@@ -1392,3 +1392,16 @@ fn dc_forces_srq_doubles_qps_where_both_directions_run_and_defaults_streams() {
     assert_eq!((r.num_qps, r.use_srq), (1, false));
     assert!(engine_setup(&r).is_none() && engine_gap(&r).is_none());
 }
+
+#[test]
+fn srq_depth_is_shared_by_the_qps_posting_into_it() {
+    // perftest's ctx_set_recv_wqes: size_per_qp = rx_depth, divided by the QP count with an SRQ
+    // (the SRQ holds only rx_depth receives; every QP posting rx_depth overflowed it at -q 2).
+    let srq = run(Tool::SendBw, &["--use-srq", "-q", "4", "-r", "512"]);
+    assert_eq!(srq.recv_depth_per_qp(), 128);
+    assert_eq!(run(Tool::SendBw, &["-q", "4", "-r", "512"]).recv_depth_per_qp(), 512);
+    assert_eq!(run(Tool::SendBw, &["--use-srq", "-q", "3", "-r", "8"]).recv_depth_per_qp(), 2);
+    assert_eq!(run(Tool::SendBw, &["--use-srq", "-q", "4", "-r", "4"]).recv_depth_per_qp(), 1);
+    let xrc = run(Tool::SendBw, &["-c", "XRC", "-q", "2", "-r", "64"]);
+    assert_eq!(xrc.recv_depth_per_qp(), 64 / xrc.num_qps);
+}

@@ -766,6 +766,17 @@ impl Params {
             || self.connection == Connection::Xrc
     }
 
+    /// Receives each QP pre-posts (perftest's `size_per_qp` in `ctx_set_recv_wqes`): `-r`, or
+    /// with an SRQ (`--use-srq`, XRC, DC) that depth shared by all the QPs posting into it,
+    /// since the SRQ holds only `-r` receives.
+    pub fn recv_depth_per_qp(&self) -> u32 {
+        if self.use_srq || self.connection == Connection::Xrc {
+            (self.rx_depth / self.num_qps.max(1)).max(1)
+        } else {
+            self.rx_depth
+        }
+    }
+
     fn notice_out(&mut self, text: &str) {
         self.notices.push(Notice {
             to_stderr: false,

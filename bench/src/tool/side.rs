@@ -708,7 +708,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         BwConfig {
             iters: if infinite { u64::MAX } else { p.iters },
             tx_depth: p.tx_depth,
-            rx_depth: params::lane_plan(p).map_or(p.rx_depth, |x| x.srq_share(p.rx_depth)),
+            rx_depth: p.recv_depth_per_qp(),
             cq_mod: p.cq_mod,
             post_list: p.post_list,
             size: size as u32,
@@ -755,8 +755,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             margin: Duration::from_secs(u64::from(p.margin.unwrap_or(p.duration / 4))),
             gap: Duration::from_micros(u64::from(p.latency_gap)),
             recv_len: self.recv_len(size),
-            // -c XRC: the SRQ's depth is shared among the receiving QPs, as perftest does.
-            rx_depth: params::lane_plan(p).map_or(p.rx_depth, |x| x.srq_share(p.rx_depth)),
+            rx_depth: p.recv_depth_per_qp(),
             compare_add,
             swap,
             cpu_probe: self.cpu_probe(),

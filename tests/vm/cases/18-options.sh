@@ -1,6 +1,6 @@
 #!/bin/bash
 # Options end to end (ours<->ours and against C perftest): -a sweep, -D, -b, -q 4, -c UD,
-# -A CMP_AND_SWAP / FETCH_AND_ADD, -e, --out_json (validated as JSON), --report_gbits, -H/-U.
+# --use-srq -q 2, send_lat -a, -A CMP_AND_SWAP / FETCH_AND_ADD, -e, --out_json (validated as JSON), --report_gbits, -H/-U.
 # mode: any
 # timeout: 420
 . "$VMTEST_LIB"
@@ -44,6 +44,18 @@ n=$(grep -c ' local address' "$VMTEST_TMP/client.out"); [ "$n" = 4 ] || fail "-q
 if full; then
     pair ib_send_bw ib_send_bw "${X[@]}" -q 4 -n 100 -s 4096 -- rperftest ib_send_bw "${X[@]}" -q 4 -n 100 -s 4096 "$RXE_IP"
 fi
+
+log "== --use-srq -q 2 (send_bw): the QPs share the SRQ's -r receives (perftest's size_per_qp)"
+pair ib_send_bw rperftest ib_send_bw "${X[@]}" --use-srq -q 2 -n 200 -s 4096 -- rperftest ib_send_bw "${X[@]}" --use-srq -q 2 -n 200 -s 4096 "$RXE_IP"
+grep -q "Using SRQ      : ON" "$VMTEST_TMP/client.out" || fail "header does not say SRQ ON"
+if full; then
+    pair ib_send_bw ib_send_bw "${X[@]}" --use-srq -q 2 -n 200 -s 4096 -- rperftest ib_send_bw "${X[@]}" --use-srq -q 2 -n 200 -s 4096 "$RXE_IP"
+    pair ib_send_bw rperftest ib_send_bw "${X[@]}" --use-srq -q 4 -n 200 -s 4096 -- ib_send_bw "${X[@]}" --use-srq -q 4 -n 200 -s 4096 "$RXE_IP"
+fi
+
+log "== send_lat -a -n 10: every size starts with its own receives (none left over)"
+pair ib_send_lat rperftest ib_send_lat "${X[@]}" -a -n 10 -- rperftest ib_send_lat "${X[@]}" -a -n 10 "$RXE_IP"
+n=$(grep -cE '^ [0-9]+ +10 ' "$VMTEST_TMP/client.out"); [ "$n" = 23 ] || fail "send_lat -a printed $n lines, want 23"
 
 log "== -c UD (send_bw, send_lat)"
 pair ib_send_bw rperftest ib_send_bw "${X[@]}" -c UD -n 200 -- rperftest ib_send_bw "${X[@]}" -c UD -n 200 "$RXE_IP"
