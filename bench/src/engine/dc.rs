@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use uverbs::objects::{Cq, Pd, Qp, QpInit, Srq};
 use uverbs::provider::{DcInit, DciStreams, Provider, QpCaps, QpType};
+use uverbs::wr::SendWr;
 
 use super::EngineError;
 
@@ -94,6 +95,12 @@ impl DciStreamCycle {
     }
 }
 
+/// The requests of one post with their DCI streams (perftest sets one per request, a post list
+/// included), stepping `cycle` once per request.
+pub fn on_streams<'a>(cycle: &mut DciStreamCycle, wrs: &[SendWr<'a>]) -> Vec<SendWr<'a>> {
+    wrs.iter().map(|w| SendWr { dci_stream: cycle.take(), ..*w }).collect()
+}
+
 /// Create DC QP `q` (role from `dc`). `caps` are the RC caps the run would use; a DCT takes
 /// none of them (no queues of its own), a DCI no receive side.
 pub fn create_qp<P: Provider>(
@@ -167,5 +174,19 @@ mod tests {
         assert_eq!(big.take(), 1);
         let mut all = DciStreamCycle::new(40);
         assert_eq!((all.take(), all.take()), (0, 1));
+    }
+
+    #[test]
+    fn a_post_list_steps_the_stream_per_request_and_the_next_post_goes_on() {
+        use uverbs::wr::{Sge, WrOpcode};
+        let sg = [Sge { addr: 0x1000, length: 8, lkey: 1 }];
+        let wrs: Vec<SendWr<'_>> = (0..3).map(|i| SendWr::new(i, WrOpcode::RdmaWrite, &sg)).collect();
+        let mut c = DciStreamCycle::new(2);
+        let a = on_streams(&mut c, &wrs);
+        let b = on_streams(&mut c, &wrs);
+        let ids: Vec<u16> = a.iter().chain(b.iter()).map(|w| w.dci_stream).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 0, 1]);
+        // everything else of the requests is kept
+        assert!(a.iter().zip(&wrs).all(|(x, y)| x.wr_id == y.wr_id && x.opcode == y.opcode && x.sgl.as_ptr() == y.sgl.as_ptr()));
     }
 }

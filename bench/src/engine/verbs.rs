@@ -529,7 +529,7 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
         let wrs = match self.dci_streams.get_mut(qi).filter(|c| c.active()) {
             // -c DC with DCI streams: each request on the next stream, as perftest's post_send.
             Some(c) => {
-                streamed = wrs.iter().map(|w| SendWr { dci_stream: c.take(), ..*w }).collect();
+                streamed = super::dc::on_streams(c, wrs);
                 &streamed[..]
             }
             None => wrs,
