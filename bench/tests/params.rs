@@ -1378,19 +1378,49 @@ fn dc_forces_srq_doubles_qps_where_both_directions_run_and_defaults_streams() {
     assert_eq!((s.log_dci_streams, s.log_active_dci_streams), (3, 3));
     let s = run(Tool::WriteBw, &["-c", "DC", "--log_dci_streams", "3", "--log_active_dci_streams", "1"]);
     assert_eq!((s.log_dci_streams, s.log_active_dci_streams), (3, 1));
-    // The engine's set-up and what it does not cover (latency and -b over DC).
-    use bench::params::dc::{engine_gap, engine_setup, DC_KEY};
+    // The engine's set-up: roles, key, streams and (latency and -b) the split lanes.
+    use bench::params::dc::{engine_setup, split_lanes, DC_KEY};
     let e = engine_setup(&b).unwrap();
     assert_eq!((e.dct, e.access_key, e.log_dci_streams), (vec![false, false, true, true], DC_KEY, 0));
     assert_eq!(engine_setup(&p).unwrap().dct, vec![true; 3]);
-    assert_eq!(engine_setup(&s).unwrap().log_dci_streams, 3);
-    assert!(engine_gap(&p).is_none() && engine_gap(&c).is_none());
-    assert!(engine_gap(&l).unwrap().contains("-c DC"));
-    assert!(engine_gap(&b).unwrap().contains("-b"));
+    let es = engine_setup(&s).unwrap();
+    assert_eq!((es.log_dci_streams, es.log_active_dci_streams), (3, 1));
+    assert!(engine_setup(&p).unwrap().lanes.is_none() && engine_setup(&c).unwrap().lanes.is_none(), "one-way BW: no split");
+    assert_eq!(e.lanes, split_lanes(&b));
     // Not DC: no doubling, no SRQ.
     let r = run(Tool::WriteLat, &[]);
     assert_eq!((r.num_qps, r.use_srq), (1, false));
-    assert!(engine_setup(&r).is_none() && engine_gap(&r).is_none());
+    assert!(engine_setup(&r).is_none() && split_lanes(&r).is_none());
+}
+
+#[test]
+fn dc_latency_and_bidirectional_split_into_dci_and_dct_lanes_as_perftest() {
+    use bench::params::{dc, lane_plan, xrc_plan};
+    // -b -q 2 (4 QPs): DCIs 0,1 send to the peer's DCTs 2,3 (perftest's
+    // r_dctn[i] = rem_dest[num_qps/2 + i].qpn); the DCTs take their RTR path from the peer's DCIs.
+    let b = run(Tool::SendBw, &["-c", "DC", "-b", "-q", "2"]);
+    let x = lane_plan(&b).unwrap();
+    assert!(xrc_plan(&b).is_none(), "no XRC domain for DC");
+    assert_eq!((x.num_qps, x.split, x.lanes()), (4, true, 2));
+    assert_eq!((0..4).map(|q| x.peer_key(q)).collect::<Vec<_>>(), [2, 3, 0, 1]);
+    assert_eq!((0..2).map(|l| (x.send_qp(l), x.recv_qp(l), x.send_key(l))).collect::<Vec<_>>(), [(0, 2, 2), (1, 3, 3)]);
+    // the lane plan's targets are exactly the DCTs of the engine's roles
+    let e = dc::engine_setup(&b).unwrap();
+    assert!((0..4).all(|q| x.is_target(q) == e.dct[q]));
+    // receives through the SRQ, shared among all QPs as perftest (rx_depth / num_of_qps)
+    assert_eq!(x.srq_share(b.rx_depth), (b.rx_depth / 4).max(1));
+    // every latency tool: one lane, DCI 0 -> peer DCT 1; the server is laid out the same
+    for (tool, host) in [(Tool::WriteLat, true), (Tool::SendLat, false), (Tool::ReadLat, true), (Tool::AtomicLat, false)] {
+        let args: &[&str] = if host { &["-c", "DC", "host"] } else { &["-c", "DC"] };
+        let l = lane_plan(&run(tool, args)).unwrap();
+        assert_eq!((l.num_qps, l.lanes(), l.send_key(0), l.recv_qp(0), l.peer_key(1)), (2, 1, 1, 1, 0), "{tool:?}");
+    }
+    // one-way BW over DC keeps the plain per-QP layout
+    assert!(lane_plan(&run(Tool::WriteBw, &["-c", "DC", "-q", "2", "host"])).is_none());
+    // XRC is unchanged: its plan is both the lane plan and the domain's
+    let xr = run(Tool::SendBw, &["-c", "XRC", "-b"]);
+    assert_eq!(lane_plan(&xr), xrc_plan(&xr));
+    assert!(xrc_plan(&xr).is_some());
 }
 
 #[test]

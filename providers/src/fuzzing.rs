@@ -427,6 +427,7 @@ pub fn rxe_wqe(data: &[u8]) {
         },
         // Not read from the input: rxe has no XRC, and the corpora keep their meaning.
         remote_srqn: 0,
+        dci_stream: 0,
     };
     const CANARY: usize = 64;
     let mut buf = vec![0xC3u8; slot_len + CANARY];

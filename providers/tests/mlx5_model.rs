@@ -115,6 +115,8 @@ struct Hca {
     dcis: std::collections::HashSet<u32>,
     dct_keys: HashMap<u32, u64>,
     dc_key_violations: usize,
+    /// DC: the stream id of each executed DCI WQE (control segment bytes 9..11), in order.
+    dci_streams: Vec<u16>,
     /// XRC: the QPNs of XRC initiators (their WQEs carry the XRC segment), and the XRC SRQs
     /// that exist at the target: srqn → (CQN, the CQE's srqn/user-index field).
     xrc_ini: std::collections::HashSet<u32>,
@@ -236,6 +238,7 @@ impl Hca {
             assert_eq!(&av[32..48], &PORT_GID[..], "AV names the port GID");
             peer = dqp & 0xff_ffff;
             let key = *self.dct_keys.get(&peer).unwrap_or_else(|| panic!("model: DC send to unknown DCT {peer:#x}"));
+            self.dci_streams.push(u16::from_be_bytes([ctrl[9], ctrl[10]]));
             dc_key_violation = be64(av, 0) != key;
             pos += 48;
         }
@@ -1595,4 +1598,81 @@ fn mlx5_xrc_geometry_matches_libmlx5() {
     assert_eq!(providers::mlx5::geometry::sq_overhead(QpType::XrcIni), 208);
     assert_eq!(providers::mlx5::geometry::sq_overhead(QpType::Rc) + 16, 208);
     assert_eq!(providers::mlx5::wqe::xrc_seg(0x12_3456), [0, 0x12, 0x34, 0x56, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+}
+
+// ---- DC: DCI streams, CQE version 0 ------------------------------------------------------------
+
+#[test]
+fn model_dc_dci_streams_reach_the_device_per_request() {
+    // Each request's SendWr::dci_stream lands in its own WQE's control segment, in single posts
+    // and in a post list, and the DCT receives as before.
+    let (mut p, _) = create_dc_pair(false, None);
+    let ah = port_ah(&p);
+    let dest = Some(UdDest { ah: p.ctx.ah_number(&ah), remote_qpn: 0x101, remote_qkey: 0 });
+    let mut srq = p.srq.take().unwrap();
+    let rbuf = vec![0u8; 64];
+    let src = vec![0xa5u8; 16];
+    let sg = [Sge { addr: src.as_ptr() as u64, length: 16, lkey: 1 }];
+    let rsg = [Sge { addr: rbuf.as_ptr() as u64, length: 64, lkey: 2 }];
+    let mut want = Vec::new();
+    for m in 0..6u16 {
+        unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: u64::from(m), sgl: &rsg }]) }.unwrap();
+        let mut w = SendWr::new(u64::from(m), WrOpcode::Send, &sg);
+        w.flags = SendFlags::SIGNALED;
+        w.ud = dest;
+        w.dci_stream = m % 4; // perftest's rotation for --log_active_dci_streams 2
+        want.push(m % 4);
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+        assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
+        assert_eq!(poll_all(&mut p, 1, 1)[0].wr_id, u64::from(m));
+    }
+    // a post list of three writes on streams 0x0102, 3, 0xffff
+    let target = vec![0u8; 64];
+    let mut ws = Vec::new();
+    for (k, st) in [0x0102u16, 3, 0xffff].into_iter().enumerate() {
+        let mut w = SendWr::new(100 + k as u64, WrOpcode::RdmaWrite, &sg);
+        w.flags = if k == 2 { SendFlags::SIGNALED } else { SendFlags::empty() };
+        w.remote.addr = target.as_ptr() as u64;
+        w.remote.rkey = RKEY;
+        w.ud = dest;
+        w.dci_stream = st;
+        ws.push(w);
+        want.push(st);
+    }
+    unsafe { p.ctx.post_send(&mut p.qp[0], &ws) }.unwrap();
+    assert_eq!(poll_all(&mut p, 0, 1)[0].wr_id, 102);
+    assert_eq!(&target[..16], &src[..]);
+    assert_eq!(p.hca.lock().unwrap().dci_streams, want);
+    p.srq = Some(srq);
+    drop(ah);
+}
+
+#[test]
+fn model_dc_dct_receives_resolve_under_cqe_version_0() {
+    // Under CQE version 0 the provider finds a CQE's QP by the CQE's QPN. A DCT is created
+    // without a number (CREATE_QP answers 0) and gets it at RTR: its receive CQEs name that
+    // DCT number, which must lead to the DCT (and so to its SRQ's work request ids).
+    let (mut p, _) = create_dc_pair(true, None);
+    p.ctx.resp.cqe_version = 0;
+    let ah = port_ah(&p);
+    let dest = Some(UdDest { ah: p.ctx.ah_number(&ah), remote_qpn: 0x101, remote_qkey: 0 });
+    let mut srq = p.srq.take().unwrap();
+    let rbuf = vec![0u8; 64];
+    let src: Vec<u8> = (0..32u8).collect();
+    for m in 0..4u64 {
+        let rsg = [Sge { addr: rbuf.as_ptr() as u64, length: 64, lkey: 2 }];
+        unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 0x700 + m, sgl: &rsg }]) }.unwrap();
+        let sg = [Sge { addr: src.as_ptr() as u64, length: 32, lkey: 1 }];
+        let mut w = SendWr::new(m, WrOpcode::Send, &sg);
+        w.flags = SendFlags::SIGNALED;
+        w.ud = dest;
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+        let wc = poll_all(&mut p, 0, 1)[0];
+        assert_eq!((wc.wr_id, wc.qp_num), (m, 0x100));
+        let r = poll_all(&mut p, 1, 1)[0];
+        assert_eq!((r.wr_id, r.status, r.qp_num, r.src_qp, r.byte_len), (0x700 + m, WcStatus::Success, 0x101, 0x100, 32));
+        assert_eq!(&rbuf[..32], &src[..]);
+    }
+    p.srq = Some(srq);
+    drop(ah);
 }

@@ -108,6 +108,9 @@ pub struct SendWr<'a> {
     /// XRC initiator QPs only: the SRQ number at the target that receives this request (0
     /// otherwise).
     pub remote_srqn: u32,
+    /// DCI QPs only: the DCI stream this request goes on (`mlx5dv_wr_set_dc_addr_stream`'s
+    /// `stream_id`, the control segment's `dci_stream_channel_id`); 0 otherwise.
+    pub dci_stream: u16,
 }
 
 impl<'a> SendWr<'a> {
@@ -124,6 +127,7 @@ impl<'a> SendWr<'a> {
             swap: 0,
             ud: None,
             remote_srqn: 0,
+            dci_stream: 0,
         }
     }
     /// Total payload bytes described by the SGE list (saturating: a hostile list cannot overflow).

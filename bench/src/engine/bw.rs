@@ -348,6 +348,7 @@ fn sender_loop<E: Endpoint>(
                         swap: cfg.swap,
                         ud: targets[q].ud,
                         remote_srqn: targets[q].remote_srqn,
+                        dci_stream: 0,
                     }
                 };
                 if peak {
@@ -631,6 +632,7 @@ pub fn run_duplex_send<E: Endpoint>(
                         swap: 0,
                         ud: targets[q].ud,
                         remote_srqn: targets[q].remote_srqn,
+                        dci_stream: 0,
                     };
                     if first_post.is_none() {
                         first_post = Some(clock::now());

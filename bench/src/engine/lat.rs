@@ -284,6 +284,7 @@ pub fn run_write_lat<E: Endpoint>(
             flags,
             remote: target.remote,
             remote_srqn: target.remote_srqn,
+            dci_stream: 0,
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
         ep.post_send(0, std::slice::from_ref(&wr))
@@ -396,6 +397,7 @@ pub fn run_send_lat<E: Endpoint>(
             flags,
             ud: target.ud,
             remote_srqn: target.remote_srqn,
+            dci_stream: 0,
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
         ep.post_send(0, std::slice::from_ref(&wr))?;
@@ -449,6 +451,7 @@ pub fn run_read_lat<E: Endpoint>(
             compare_add: cfg.compare_add,
             swap: cfg.swap,
             remote_srqn: target.remote_srqn,
+            dci_stream: 0,
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
         };
         ep.post_send(0, std::slice::from_ref(&wr))?;

@@ -76,6 +76,7 @@ impl<P: Provider> VerbsEndpoint<P> {
             swap: 0,
             ud: Some(ud),
             remote_srqn: 0,
+            dci_stream: 0,
         };
         self.post_send(q, &[wr])?;
         let wc = wait_one(self, false, timeout, "the completion of the QPN message to the server")?;

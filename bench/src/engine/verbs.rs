@@ -154,8 +154,10 @@ pub struct VerbsEndpoint<P: Provider> {
     max_inline: u32,
     /// The port of each QP.
     ports: Vec<u8>,
-    /// `-c XRC`: the lane layout (the QPs, SRQ and MR keep the domain alive).
+    /// `-c XRC`, `-c DC` split: the lane layout (the QPs, SRQ and MR keep the domain alive).
     xrc: Option<XrcPlan>,
+    /// `-c DC`: each QP's DCI stream rotation (inactive for DCTs and without active streams).
+    dci_streams: Vec<super::dc::DciStreamCycle>,
 }
 
 /// perftest's `ctx_xrc_qp_create`: a target asks for the receive side (rx_depth, 1 SGE) and
@@ -262,10 +264,12 @@ impl<P: Provider> VerbsEndpoint<P> {
         };
         let mut qps = Vec::with_capacity(s.num_qps);
         let mut max_inline = s.inline_size;
+        // -c XRC, or -c DC split into DCIs and DCTs: the loops drive the plan's lanes.
+        let lanes = s.xrc.or_else(|| s.dc.as_ref().and_then(|d| d.lanes));
         let ports: Vec<u8> = (0..s.num_qps)
             .map(|q| match s.port2 {
-                // -c XRC: per half in a split run (perftest's halved num_of_qps).
-                Some(p2) => super::dualport::port_of_qp(q, s.xrc.map_or(s.num_qps, |x| x.lanes()), [s.port, p2]),
+                // -c XRC / DC split: per half in a split run (perftest's halved num_of_qps).
+                Some(p2) => super::dualport::port_of_qp(q, lanes.map_or(s.num_qps, |x| x.lanes()), [s.port, p2]),
                 None => s.port,
             })
             .collect();
@@ -312,6 +316,16 @@ impl<P: Provider> VerbsEndpoint<P> {
             qps.push(qp);
         }
         let n = qps.len();
+        let dci_streams = qps
+            .iter()
+            .map(|qp| {
+                let log = match &s.dc {
+                    Some(d) if qp.qp_type() == QpType::Dci => d.log_active_dci_streams,
+                    _ => 0,
+                };
+                super::dc::DciStreamCycle::new(log)
+            })
+            .collect();
         Ok(VerbsEndpoint {
             qps,
             ahs: (0..n).map(|_| None).collect(),
@@ -327,7 +341,8 @@ impl<P: Provider> VerbsEndpoint<P> {
             layout: s.layout,
             max_inline,
             ports,
-            xrc: s.xrc,
+            xrc: lanes,
+            dci_streams,
         })
     }
 
@@ -510,6 +525,15 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
         }
         let qi = self.send_qp(qp);
         let q = self.qps.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("no QP #{qp}")))?;
+        let streamed: Vec<SendWr<'_>>;
+        let wrs = match self.dci_streams.get_mut(qi).filter(|c| c.active()) {
+            // -c DC with DCI streams: each request on the next stream, as perftest's post_send.
+            Some(c) => {
+                streamed = super::dc::on_streams(c, wrs);
+                &streamed[..]
+            }
+            None => wrs,
+        };
         // SAFETY: every SGE was just checked to lie inside `self.mr` under its lkey; the MR is
         // owned by this endpoint and is dropped after the QPs (field order), so the memory stays
         // registered and mapped until the device is done with it.

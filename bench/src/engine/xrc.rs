@@ -40,6 +40,11 @@ pub fn device_problem(dev: &str, attr: &DeviceAttr) -> Option<String> {
 ///
 /// Every key of a side carries the number of that side's one XRC SRQ; a send names the SRQN
 /// of the key it targets (`wr.qp_type.xrc.remote_srqn = rem_dest[xrc_offset + i].srqn`).
+///
+/// The same "split lanes" plan serves `-c DC` with the latency tests and `-b` (perftest 6.06
+/// uses one `xrc_offset` for both): DCIs for initiators, DCTs for targets
+/// ([`crate::params::dc::split_lanes`]); a DC send names the partner DCT through its
+/// destination instead of an SRQN (the DCT has the SRQ).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct XrcPlan {
     /// QPs on this side (after the doubling).

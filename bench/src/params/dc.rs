@@ -65,22 +65,15 @@ pub fn engine_setup(p: &Params) -> Option<crate::engine::dc::DcSetup> {
         dct: (0..p.num_qps as usize).map(|q| is_dct(p, q)).collect(),
         access_key: DC_KEY,
         log_dci_streams: p.log_dci_streams,
+        log_active_dci_streams: p.log_active_dci_streams,
+        lanes: split_lanes(p),
     })
 }
 
-/// What of DC the measurement loops do not cover yet (checked once the DC QPs exist, so a
-/// device without DC fails at QP creation first, as perftest does): the loops drive every QP
-/// as both sender and receiver, which the split into DCIs and DCTs of the latency tests and
-/// `-b` does not fit.
-pub fn engine_gap(p: &Params) -> Option<String> {
-    if p.connection != Connection::Dc {
-        return None;
-    }
-    if p.kind == TestKind::Lat {
-        return Some(" -c DC: the latency tests over DC (DCI/DCT pairs) are not implemented by rperftest; the BW tests without -b are".into());
-    }
-    if p.duplex {
-        return Some(" -c DC, -b: bidirectional DC is not implemented by rperftest; leave out -b".into());
-    }
-    None
+/// `-c DC` with a latency test or `-b`: the DCI/DCT halves as the XRC split's lanes (perftest
+/// 6.06 pairs them with the same `xrc_offset` as XRC). `None` otherwise, one-way BW included
+/// (every QP is its own lane there, as without DC).
+pub fn split_lanes(p: &Params) -> Option<crate::engine::xrc::XrcPlan> {
+    (p.connection == Connection::Dc && (p.kind == TestKind::Lat || p.duplex))
+        .then(|| crate::engine::xrc::XrcPlan::new(p.num_qps as usize, true, p.machine == super::Role::Server))
 }

@@ -30,7 +30,7 @@ mod getopt;
 pub mod rate;
 mod usage;
 mod xrc;
-pub use xrc::lane_plan;
+pub use xrc::{lane_plan, xrc_plan};
 
 pub use usage::{extensions_help, usage};
 

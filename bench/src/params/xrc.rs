@@ -28,9 +28,16 @@ pub(super) fn double_qps(p: &mut Params) {
 /// The XRC QP layout of this side (`None` without `-c XRC`): split into initiators and
 /// targets for the latency tests and `-b`, else all initiators on the client and all targets on
 /// the server (perftest's `machine`, which `--reversed` does not change).
-pub fn lane_plan(p: &Params) -> Option<XrcPlan> {
+pub fn xrc_plan(p: &Params) -> Option<XrcPlan> {
     (p.connection == Connection::Xrc)
         .then(|| XrcPlan::new(p.num_qps as usize, p.kind == TestKind::Lat || p.duplex, p.machine == Role::Server))
+}
+
+/// The split-lanes plan of this side: XRC's ([`xrc_plan`]), or DC's split into DCIs and DCTs
+/// for the latency tests and `-b` ([`super::dc::split_lanes`]); `None` for everything else.
+/// Who pairs with which peer key, how many lanes the loops drive and report.
+pub fn lane_plan(p: &Params) -> Option<XrcPlan> {
+    xrc_plan(p).or_else(|| super::dc::split_lanes(p))
 }
 
 #[cfg(test)]

@@ -438,7 +438,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             odp: p.odp,
             dc: params::dc::engine_setup(p),
             null_mr: p.use_null_mr,
-            xrc: params::lane_plan(p),
+            xrc: params::xrc_plan(p),
         };
         if let Some(f) = &p.mmap_file {
             if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
@@ -450,9 +450,6 @@ impl<'a, P: Provider> SideRun<'a, P> {
             let m = if setup.dc.is_some() { format!("{e}\n Couldn't create IB resources") } else { format!(" Couldn't create IB resources\n{e}") };
             ToolError::new(1, m)
         })?;
-        if let Some(m) = params::dc::engine_gap(p) {
-            return Err(ToolError::new(1, m));
-        }
         if p.mmap_file.is_some() {
             // perftest 6.06 (pp_init_mmap) prints this on stdout, also with --output.
             self.out.result(&format!("allocated mmap buffer of size {} at {:#x}\n", layout.total(), ep.buf_addr()));
@@ -587,7 +584,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let mut hw_pending = p.rate_limit_type == params::RateLimitType::Hw;
         let xrc = params::lane_plan(p);
         for q in 0..p.num_qps as usize {
-            // -c XRC: initiators and targets pair up with the peer's other kind.
+            // -c XRC, -c DC split: senders and receivers pair up with the peer's other kind.
             let r = self.remote_keys[xrc.map_or(q, |x| x.peer_key(q))];
             let c = ConnectParams {
                 path_mtu: self.mtu,
@@ -662,7 +659,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 let r = self.remote_keys.get(k).copied().unwrap_or_default();
                 (uverbs::wr::RemoteAddr { addr: r.vaddr, rkey: r.rkey }, r.srqn)
             };
-            return crate::engine::xrc::lane_targets(&x, ep.lkey(), |q| ep.send_addr(q), |l| ep.recv_post_addr(l), remote);
+            let mut t = crate::engine::xrc::lane_targets(&x, ep.lkey(), |q| ep.send_addr(q), |l| ep.recv_post_addr(l), remote);
+            // -c DC: a lane's DCI sends to its partner DCT (set at connect).
+            t.iter_mut().enumerate().for_each(|(l, t)| t.ud = ep.ud_dest(x.send_qp(l)));
+            return t;
         }
         (0..self.p.num_qps as usize)
             .map(|q| QpTarget {
@@ -1131,7 +1131,9 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
                 *k = remote;
             }
             if let Some(ep) = self.ep.as_mut() {
-                ep.set_dc_target(qp, remote.qpn & 0xff_ffff);
+                // The local DCI whose partner is that key (split: DCI i <-> peer DCT half+i).
+                let dci = params::lane_plan(self.p).map_or(qp, |x| x.peer_key(qp));
+                ep.set_dc_target(dci, remote.qpn & 0xff_ffff);
             }
         }
         Ok(())

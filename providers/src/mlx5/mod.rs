@@ -86,6 +86,9 @@ impl Mlx5Config {
 /// thread, read by the polling thread; single-word atomics, no locks.
 pub struct QpShared {
     pub qpn: u32,
+    /// A DCT's number, known only from its RTR modify (its `qpn` is the creation-time 0); 0
+    /// until then and for every other QP. CQE version 0 names the DCT's receives by it.
+    dctn: AtomicU32,
     pub uidx: u32,
     sq_mask: u32,
     sq_wrid: Box<[AtomicU64]>,
@@ -159,7 +162,9 @@ impl Registry {
             .unwrap_or_else(|e| e.into_inner())
             .iter()
             .find_map(|s| match s {
-                Slot::Qp(q) if q.qpn == qpn => Some(q.clone()),
+                Slot::Qp(q) if q.qpn == qpn || (qpn != 0 && q.dctn.load(Ordering::Acquire) == qpn) => {
+                    Some(q.clone())
+                }
                 _ => None,
             })
     }
@@ -844,6 +849,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
         let buf = Arc::new(prep.buf);
         let shared = Arc::new(QpShared {
             qpn: core.qpn & 0xff_ffff,
+            dctn: AtomicU32::new(0),
             uidx: prep.uidx.uidx,
             sq_mask: g.sq_wqe_cnt.saturating_sub(1),
             sq_wrid: atomics(g.sq_wqe_cnt),
@@ -1049,6 +1055,8 @@ impl<U: UarMap> Provider for Mlx5<U> {
         }
         let dctn = dc::parse_modify_dct_resp(drv_resp)?;
         qp.params.qpn = dctn;
+        // CQE version 0 looks QPs up by the CQE's QPN: from now on that is the DCT number.
+        qp.shared.dctn.store(dctn & 0xff_ffff, Ordering::Release);
         Ok(Some(dctn))
     }
 

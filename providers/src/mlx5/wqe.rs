@@ -377,6 +377,11 @@ where
         imm,
     );
     c.sq[start..start + 16].copy_from_slice(&ctrl);
+    if p.qp_type == QpType::Dci {
+        // libmlx5's mlx5_send_wr_set_dc_addr_stream: the stream id, big endian, in the control
+        // segment's dci_stream_channel_id (bytes 9..11, after the signature byte).
+        c.sq[start + 9..start + 11].copy_from_slice(&wr.dci_stream.to_be_bytes());
+    }
     let mut head = [0u8; 8];
     head.copy_from_slice(&ctrl[..8]);
     Ok(Built {
@@ -612,6 +617,32 @@ mod tests {
         let mut dct = dci_params();
         dct.qp_type = QpType::Dct;
         assert!(build_send(&mut sq, 0, &dct, &wr, Some(&av), |_, _| {}).is_err(), "a DCT has no SQ");
+    }
+
+    #[test]
+    fn dci_stream_goes_in_the_control_segment() {
+        // libmlx5's mlx5_send_wr_set_dc_addr_stream: htobe16(stream_id) in
+        // mlx5_wqe_ctrl_seg.dci_stream_channel_id (packed: bytes 9 and 10, after the signature
+        // byte 8, before fm_ce_se at byte 11).
+        let av = test_av();
+        let mut sq = vec![0u8; 8 * 64];
+        let sg = [Sge { addr: 0x2_0000_0100, length: 64, lkey: 0x123442 }];
+        let mut wr = SendWr::new(9, WrOpcode::RdmaWrite, &sg);
+        wr.flags = SendFlags::SIGNALED;
+        wr.ud = Some(uverbs::wr::UdDest { ah: 0, remote_qpn: 0x1a_2b3c, remote_qkey: 0 });
+        wr.dci_stream = 0x0102;
+        build_send(&mut sq, 0, &dci_params(), &wr, Some(&av), |_, _| unreachable!()).unwrap();
+        let hex = |r: &[u8]| r.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        assert_eq!(hex(&sq[..16]), "00000008000b1c060001020800000000");
+        wr.dci_stream = 7;
+        build_send(&mut sq, 2, &dci_params(), &wr, Some(&av), |_, _| unreachable!()).unwrap();
+        assert_eq!(&sq[2 * 64 + 8..2 * 64 + 12], &[0, 0, 7, 0x08]);
+        // Only a DCI has streams: an RC WQE keeps the bytes zero whatever the request says.
+        let mut rc = dci_params();
+        rc.qp_type = QpType::Rc;
+        wr.ud = None;
+        build_send(&mut sq, 4, &rc, &wr, None, |_, _| unreachable!()).unwrap();
+        assert_eq!(&sq[4 * 64 + 8..4 * 64 + 12], &[0, 0, 0, 0x08]);
     }
 
     #[test]

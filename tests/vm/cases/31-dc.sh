@@ -2,7 +2,9 @@
 # -c DC (mlx5 Dynamically Connected) on rxe, which has no DC: ours and C perftest 6.06 both
 # connect over TCP, then fail at QP creation ("Unable to create QP." ... " Couldn't create IB
 # resources"), exit 1, and neither side hangs; ours names -c DC. Pairs: ours<->ours (write_bw,
-# send_bw, read_bw, send_lat, write_bw --log_dci_streams 2), ours -> C server, C client -> ours.
+# send_bw, read_bw, send_lat, write_bw --log_dci_streams 2, and the split runs: write_lat,
+# read_lat, atomic_lat, send_bw -b, whose first QP is a DCI on both sides), ours -> C server,
+# C client -> ours.
 # Then the DC parameter conflicts perftest rejects, ours and C side by side (same text, exit 1,
 # refused before any connection).
 # mode: any
@@ -41,9 +43,10 @@ dc_fails() {
     expect_contains " Couldn't create IB resources" "$SERVER_LOG"
     if [ "$ks" = ours ]; then
         c_tail "$SERVER_LOG"
-        # one-way BW: the server side has only DCTs; latency: DCIs first
-        case "$tool" in
-            *_lat) expect_contains "-c DC: DCI #0:" "$SERVER_LOG" ;;
+        # one-way BW: the server side has only DCTs; latency and -b: DCIs first
+        case "$tool $*" in
+            *_lat*|*" -b"*) expect_contains "-c DC: DCI #0:" "$SERVER_LOG"
+                expect_not_contains "not implemented" "$SERVER_LOG" ;;
             *) expect_contains "-c DC: DCT #0:" "$SERVER_LOG" ;;
         esac
     fi
@@ -55,7 +58,13 @@ dc_fails ours ours ib_send_bw -s 4096
 dc_fails ours ours ib_read_bw
 dc_fails ours ours ib_send_lat
 dc_fails ours ours ib_write_bw --log_dci_streams 2 --log_active_dci_streams 1
+dc_fails ours ours ib_write_lat
+dc_fails ours ours ib_read_lat
+dc_fails ours ours ib_atomic_lat
+dc_fails ours ours ib_send_bw -b -q 2
 if full; then
+    dc_fails C ours ib_write_lat
+    dc_fails ours C ib_send_bw -b
     dc_fails C ours ib_write_bw
     dc_fails ours C ib_write_bw
     dc_fails C ours ib_send_bw
