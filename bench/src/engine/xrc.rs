@@ -85,8 +85,9 @@ impl XrcPlan {
 
     /// Which of the peer's keys local QP `q` takes its destination QPN, PSN, LID/GID and
     /// out_reads from (INIT→RTR→RTS). perftest 6.06 computes this with an offset that flips
-    /// sign at the half, which for more than one QP per half reads past the peer's keys; here
-    /// each QP gets its intended partner.
+    /// sign at the half and is reset after each QP; for DC its `continue` after a DCT's RTR
+    /// skips that reset, so with more than one QP per half a DCT reads past the peer's keys.
+    /// Here each QP gets its intended partner (the same as perftest's for XRC).
     pub fn peer_key(&self, q: usize) -> usize {
         match (self.split, q.checked_sub(self.half())) {
             (false, _) => q,
