@@ -1410,17 +1410,11 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
             "reversed traffic over rdma_cm is not supported (perftest 6.06 then connects from the side without a host); leave out -R/-z",
         ));
     }
-    match p.connection {
-        Connection::Srd => {
-            return Err(unsupported(
-                "-c/--connection",
-                &format!(
-                    "connection type {} is not supported by rperftest (supported: RC, UC, UD, XRC, DC)",
-                    p.connection.as_str()
-                ),
-            ))
-        }
-        _ => {}
+    if p.connection == Connection::Srd {
+        return Err(unsupported(
+            "-c/--connection",
+            "connection type SRD is not supported by rperftest (an EFA transport; supported: RC, UC, UD, XRC, DC)",
+        ));
     }
     if st.use_rss {
         return Err(unsupported("--use_rss", "RSS isn't supported"));
