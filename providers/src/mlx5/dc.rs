@@ -98,19 +98,7 @@ pub fn parse_modify_dct_resp(b: &[u8]) -> Result<u32> {
 
 /// A DCT's geometry: no queues at all.
 pub fn dct_geometry() -> QpGeometry {
-    QpGeometry {
-        sq_wqe_cnt: 0,
-        sq_wqe_size: 0,
-        sq_max_post: 0,
-        max_inline: 0,
-        max_send_sge: 0,
-        rq_wqe_cnt: 0,
-        rq_wqe_shift: 0,
-        rq_max_post: 0,
-        max_recv_sge: 0,
-        sq_offset: 0,
-        buf_len: 0,
-    }
+    QpGeometry::default()
 }
 
 impl<U: UarWriter> Mlx5<U> {

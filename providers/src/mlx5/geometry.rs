@@ -27,7 +27,7 @@ pub fn sq_overhead(t: QpType) -> u32 {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpGeometry {
     /// SQ size in basic blocks (power of two; 0 = no SQ).
     pub sq_wqe_cnt: u32,
@@ -56,19 +56,7 @@ fn einval(detail: String) -> Error {
 
 pub fn qp_geometry(dev: &UctxResp, attr: &QpInitAttr) -> Result<QpGeometry> {
     let c = &attr.caps;
-    let mut g = QpGeometry {
-        sq_wqe_cnt: 0,
-        sq_wqe_size: 0,
-        sq_max_post: 0,
-        max_inline: 0,
-        max_send_sge: 0,
-        rq_wqe_cnt: 0,
-        rq_wqe_shift: 0,
-        rq_max_post: 0,
-        max_recv_sge: 0,
-        sq_offset: 0,
-        buf_len: 0,
-    };
+    let mut g = QpGeometry::default();
     if attr.qp_type == QpType::XrcTgt {
         // An XRC target has no queues in user space: its receives land in the XRC SRQ the
         // initiator names, and it sends nothing but acknowledgements.

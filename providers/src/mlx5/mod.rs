@@ -362,14 +362,7 @@ impl<U: UarWriter> Mlx5<U> {
     /// returns to the free list.
     fn complete_xrc_recv(&self, srq: &SrqShared, c: &cqe::Cqe, raw: &[u8; 64]) -> WorkCompletion {
         let mut wc = c.wc;
-        let idx = c.wqe_counter as u32 & (srq.cnt - 1);
-        wc.wr_id = srq.wrid[idx as usize].load(Ordering::Relaxed);
-        if c.inline_scatter_32 && wc.status == WcStatus::Success {
-            let mut slot = vec![0u8; (1usize << srq.shift) - 16];
-            srq.buf.read(((idx as usize) << srq.shift) + 16, &mut slot);
-            wc.status = scatter_into(&slot, raw, wc.byte_len);
-        }
-        srq.free(idx);
+        srq.complete_recv(c, raw, &mut wc);
         wc
     }
 
@@ -422,14 +415,7 @@ impl<U: UarWriter> Mlx5<U> {
                     None
                 };
                 if let Some(srq) = srq {
-                    let idx = c.wqe_counter as u32 & (srq.cnt - 1);
-                    wc.wr_id = srq.wrid[idx as usize].load(Ordering::Relaxed);
-                    if c.inline_scatter_32 && wc.status == WcStatus::Success {
-                        let mut slot = vec![0u8; (1usize << srq.shift) - 16];
-                        srq.buf.read(((idx as usize) << srq.shift) + 16, &mut slot);
-                        wc.status = scatter_into(&slot, raw, wc.byte_len);
-                    }
-                    srq.free(idx);
+                    srq.complete_recv(c, raw, &mut wc);
                 } else {
                     if qp.rq_wrid.is_empty() {
                         return Err(Error::msg(
@@ -607,6 +593,20 @@ impl SrqShared {
             &(next as u16).to_be_bytes(),
         );
     }
+    /// A receive completed from this SRQ (basic or XRC): the work request id from the entry the
+    /// CQE's WQE counter names (masked: the counter comes from the device), the payload the
+    /// device scattered into the CQE copied out, and the entry back on the free list.
+    fn complete_recv(&self, c: &cqe::Cqe, raw: &[u8; 64], wc: &mut WorkCompletion) {
+        let idx = c.wqe_counter as u32 & (self.cnt - 1);
+        wc.wr_id = self.wrid[idx as usize].load(Ordering::Relaxed);
+        if c.inline_scatter_32 && wc.status == WcStatus::Success {
+            let mut slot = vec![0u8; (1usize << self.shift) - 16];
+            self.buf.read(((idx as usize) << self.shift) + 16, &mut slot);
+            wc.status = scatter_into(&slot, raw, wc.byte_len);
+        }
+        self.free(idx);
+    }
+
     fn free(&self, idx: u32) {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         self.set_next(st.1, idx);
