@@ -56,6 +56,11 @@ fi
 log "== send_lat -a -n 10: every size starts with its own receives (none left over)"
 pair ib_send_lat rperftest ib_send_lat "${X[@]}" -a -n 10 -- rperftest ib_send_lat "${X[@]}" -a -n 10 "$RXE_IP"
 n=$(grep -cE '^ [0-9]+ +10 ' "$VMTEST_TMP/client.out"); [ "$n" = 23 ] || fail "send_lat -a printed $n lines, want 23"
+if full; then
+    pair ib_send_lat ib_send_lat "${X[@]}" -a -n 10 -- rperftest ib_send_lat "${X[@]}" -a -n 10 "$RXE_IP"
+    n=$(grep -cE '^ [0-9]+ +10 ' "$VMTEST_TMP/client.out"); [ "$n" = 23 ] || fail "send_lat -a (C server) printed $n lines, want 23"
+    pair ib_send_lat rperftest ib_send_lat "${X[@]}" -a -n 10 -- ib_send_lat "${X[@]}" -a -n 10 "$RXE_IP"
+fi
 
 log "== -c UD (send_bw, send_lat)"
 pair ib_send_bw rperftest ib_send_bw "${X[@]}" -c UD -n 200 -- rperftest ib_send_bw "${X[@]}" -c UD -n 200 "$RXE_IP"
