@@ -1408,7 +1408,7 @@ fn dc_latency_and_bidirectional_split_into_dci_and_dct_lanes_as_perftest() {
     let e = dc::engine_setup(&b).unwrap();
     assert!((0..4).all(|q| x.is_target(q) == e.dct[q]));
     // receives through the SRQ, shared among all QPs as perftest (rx_depth / num_of_qps)
-    assert_eq!(x.srq_share(b.rx_depth), (b.rx_depth / 4).max(1));
+    assert_eq!(b.recv_depth_per_qp(), (b.rx_depth / 4).max(1));
     // every latency tool: one lane, DCI 0 -> peer DCT 1; the server is laid out the same
     for (tool, host) in [(Tool::WriteLat, true), (Tool::SendLat, false), (Tool::ReadLat, true), (Tool::AtomicLat, false)] {
         let args: &[&str] = if host { &["-c", "DC", "host"] } else { &["-c", "DC"] };

@@ -137,12 +137,6 @@ impl XrcPlan {
             (self.num_qps + l) as u64 * area
         }
     }
-
-    /// Receives posted per lane before the test: perftest divides the receive depth among all
-    /// QPs when there is an SRQ (XRC always has one): `rx_depth / num_of_qps`, at least 1.
-    pub fn srq_share(&self, rx_depth: u32) -> u32 {
-        (rx_depth / self.num_qps as u32).max(1)
-    }
 }
 
 /// The loops' targets, one per lane: lane `l` sends from its send QP's area, to the VAddr,
@@ -233,8 +227,6 @@ mod tests {
         let d = XrcPlan::new(4, true, false);
         let slots: Vec<usize> = (0..4).map(|q| crate::engine::dualport::port_slot(q, d.lanes())).collect();
         assert_eq!(slots, [0, 1, 0, 1]);
-        assert_eq!(p.srq_share(128), 64);
-        assert_eq!(XrcPlan::new(4, true, false).srq_share(2), 1);
     }
 
     #[test]
