@@ -801,15 +801,7 @@ impl<P: Provider> Srq<P> {
         let (prep, udata) = ctx.provider.prepare_srq(max_wr, max_sge)?;
         let c = ctx.cmd();
         let (r, drv) = cmd::create_srq(&c, next_user_handle(), pd.handle, max_wr, max_sge, srq_limit, &udata)?;
-        let created = SrqCreated { handle: r.srq_handle, max_wr: r.max_wr, max_sge: r.max_sge, srqn: r.srqn };
-        let state = match ctx.provider.finish_srq(prep, &created, &drv) {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = cmd::destroy_srq(&c, r.srq_handle);
-                return Err(e);
-            }
-        };
-        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created, _xrc: None }, state) })
+        Self::finish(pd, &c, prep, &r, &drv, None)
     }
 
     /// An XRC SRQ (CREATE_XSRQ): receives of every XRC target QP in `xrcd` whose initiator names
@@ -828,16 +820,28 @@ impl<P: Provider> Srq<P> {
             srq_limit,
         };
         let (r, drv) = cmd::create_xrc_srq(&c, &args, &udata)?;
+        Self::finish(pd, &c, prep, &r, &drv, Some((xrcd.clone(), cq.inner.clone())))
+    }
+
+    /// The provider's half of either create (basic or XRC); the kernel's SRQ is destroyed again
+    /// if the provider refuses it.
+    fn finish(
+        pd: &Arc<Pd<P>>,
+        c: &cmd::Cmd<'_>,
+        prep: P::SrqPrep,
+        r: &sys::CreateSrqResp,
+        drv: &[u8],
+        xrc: Option<XrcKeepAlive<P>>,
+    ) -> Result<Self> {
         let created = SrqCreated { handle: r.srq_handle, max_wr: r.max_wr, max_sge: r.max_sge, srqn: r.srqn };
-        let state = match ctx.provider.finish_srq(prep, &created, &drv) {
+        let state = match pd.ctx.provider.finish_srq(prep, &created, drv) {
             Ok(s) => s,
             Err(e) => {
-                let _ = cmd::destroy_srq(&c, r.srq_handle);
+                let _ = cmd::destroy_srq(c, r.srq_handle);
                 return Err(e);
             }
         };
-        let keep = Some((xrcd.clone(), cq.inner.clone()));
-        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created, _xrc: keep }, state) })
+        Ok(Srq { inner: Shared::new(SrqMeta { pd: pd.clone(), created, _xrc: xrc }, state) })
     }
 
     /// Post receives to the SRQ.
