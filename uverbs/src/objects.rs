@@ -153,7 +153,27 @@ impl<P: Provider> Context<P> {
     /// Open `/dev/infiniband/<dev.uverbs>`, run GET_CONTEXT with the provider's driver data and
     /// build the provider context from the answer.
     pub fn open_with(dev: &DeviceDesc, transport: Transport) -> Result<Arc<Self>> {
+        Self::open_impl(dev, transport, false)
+    }
+
+    /// Open `dev` as a DEVX context (libmlx5's `mlx5dv_open_device` with
+    /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need. Fails with
+    /// `EOPNOTSUPP` where the provider has no DEVX (rxe).
+    pub fn open_devx(dev: &DeviceDesc) -> Result<Arc<Self>> {
+        Self::open_impl(dev, Transport::from_env(), true)
+    }
+
+    fn open_impl(dev: &DeviceDesc, transport: Transport, devx: bool) -> Result<Arc<Self>> {
         let what = format!("open {} ({})", dev.ibdev, P::NAME);
+        let udata = if devx {
+            P::context_udata_devx(dev).ok_or_else(|| {
+                let mut e = Error::msg(what.clone(), format!("the {} provider has no DEVX context (an mlx5 feature)", P::NAME));
+                e.errno = Some(libc::EOPNOTSUPP);
+                e
+            })?
+        } else {
+            P::context_udata(dev)
+        };
         let (lo, hi) = P::ABI_RANGE;
         if dev.driver_abi < lo || dev.driver_abi > hi {
             return Err(Error::msg(what, format!("driver ABI {} outside what the {} provider speaks ({lo}..={hi})", dev.driver_abi, P::NAME))
@@ -168,7 +188,7 @@ impl<P: Provider> Context<P> {
             return Err(Error::msg(what, "the kernel has no uverbs ioctl interface")
                 .with_hint("use the write transport (unset RPERFTEST_VERBS_TRANSPORT)"));
         }
-        let created = cmd::get_context(&c, &P::context_udata(dev))?;
+        let created = cmd::get_context(&c, &udata)?;
         let provider = P::new_context(fd.clone(), dev, &created.drv_resp)?;
         Ok(Arc::new(Context {
             provider,
@@ -286,15 +306,27 @@ fn poll_read(what: &str, fd: BorrowedFd<'_>, buf: &mut [u8], timeout: Option<Dur
 pub struct Pd<P: Provider> {
     ctx: Arc<Context<P>>,
     handle: u32,
+    pdn: Option<u32>,
 }
 
 impl<P: Provider> Pd<P> {
     pub fn new(ctx: &Arc<Context<P>>) -> Result<Arc<Self>> {
-        let (handle, _) = cmd::alloc_pd(&ctx.cmd(), &crate::provider::Udata::none())?;
-        Ok(Arc::new(Pd { ctx: ctx.clone(), handle }))
+        let (handle, drv_resp) = cmd::alloc_pd(&ctx.cmd(), &ctx.provider().pd_udata())?;
+        let pdn = match ctx.provider().pd_number(&drv_resp) {
+            Ok(n) => n,
+            Err(e) => {
+                report_drop(cmd::dealloc_pd(&ctx.cmd(), handle));
+                return Err(e);
+            }
+        };
+        Ok(Arc::new(Pd { ctx: ctx.clone(), handle, pdn }))
     }
     pub fn handle(&self) -> u32 {
         self.handle
+    }
+    /// The device's number for this PD, where the provider learns it (mlx5's `pdn`).
+    pub fn pdn(&self) -> Option<u32> {
+        self.pdn
     }
     pub fn context(&self) -> &Arc<Context<P>> {
         &self.ctx
@@ -304,6 +336,53 @@ impl<P: Provider> Pd<P> {
 impl<P: Provider> Drop for Pd<P> {
     fn drop(&mut self) {
         report_drop(cmd::dealloc_pd(&self.ctx.cmd(), self.handle));
+    }
+}
+
+fn pdn_for_crypto<P: Provider>(pd: &Pd<P>, what: &str) -> Result<u32> {
+    pd.pdn().ok_or_else(|| crate::provider::no_crypto_offload(what, P::NAME))
+}
+
+/// A data encryption key in a PD (AES-XTS crypto offload). Holds the PD so that the key goes
+/// before the PD does; the provider object destroys the device object when dropped.
+pub struct Dek<P: Provider> {
+    dek: P::Dek,
+    _pd: Arc<Pd<P>>,
+}
+
+impl<P: Provider> Dek<P> {
+    /// `mlx5dv_dek_create` for AES-XTS from a key wrapped by the device's KEK.
+    pub fn new(pd: &Arc<Pd<P>>, wrapped_key: &[u8]) -> Result<Self> {
+        let pdn = pdn_for_crypto(pd, "create DEK")?;
+        let dek = pd.context().provider().create_dek(pdn, wrapped_key)?;
+        Ok(Dek { dek, _pd: pd.clone() })
+    }
+    pub fn provider_dek(&self) -> &P::Dek {
+        &self.dek
+    }
+}
+
+/// A crypto-capable memory key in a PD, configured by UMR work requests
+/// ([`Qp::post_crypto_mkey_configure`]).
+pub struct CryptoMkey<P: Provider> {
+    mkey: P::CryptoMkey,
+    lkey: u32,
+    _pd: Arc<Pd<P>>,
+}
+
+impl<P: Provider> CryptoMkey<P> {
+    pub fn new(pd: &Arc<Pd<P>>, max_entries: u16) -> Result<Self> {
+        let pdn = pdn_for_crypto(pd, "create crypto mkey")?;
+        let mkey = pd.context().provider().create_crypto_mkey(pdn, max_entries)?;
+        let lkey = pd.context().provider().crypto_mkey_lkey(&mkey);
+        Ok(CryptoMkey { mkey, lkey, _pd: pd.clone() })
+    }
+    /// The key work requests name the mkey by, locally and remotely.
+    pub fn lkey(&self) -> u32 {
+        self.lkey
+    }
+    pub fn provider_mkey(&mut self) -> &mut P::CryptoMkey {
+        &mut self.mkey
     }
 }
 
@@ -1468,6 +1547,25 @@ impl<P: Provider> Qp<P> {
     pub unsafe fn post_send(&mut self, wrs: &[SendWr<'_>]) -> std::result::Result<(), PostError> {
         // SAFETY: forwarded contract.
         unsafe { self.ctx.provider.post_send(&mut self.state, wrs) }
+    }
+
+    /// Post a UMR that configures `mkey` for AES-XTS over `sge` (see
+    /// [`Provider::post_crypto_mkey_configure`]).
+    ///
+    /// # Safety
+    /// The contract of [`Provider::post_crypto_mkey_configure`].
+    pub unsafe fn post_crypto_mkey_configure(
+        &mut self,
+        mkey: &mut CryptoMkey<P>,
+        sge: &crate::wr::Sge,
+        access: AccessFlags,
+        attr: &crate::provider::CryptoAttr,
+        dek: &Dek<P>,
+    ) -> std::result::Result<(), PostError> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.ctx.provider.post_crypto_mkey_configure(&mut self.state, &mut mkey.mkey, sge, access.bits(), attr, &dek.dek)
+        }
     }
 
     /// Post receive work requests.

@@ -23,7 +23,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::wr::{RecvWr, SendWr, WorkCompletion};
+use crate::wr::{RecvWr, SendWr, Sge, WorkCompletion};
 
 /// The opened `/dev/infiniband/uverbsN`, shared by the context and every object that must keep
 /// it alive (rings are mmap'd from it; rxe rings its doorbell through it).
@@ -225,6 +225,32 @@ pub struct DeviceDesc {
     pub driver_abi: u32,
 }
 
+/// One AES-XTS configuration of a crypto memory key (`struct mlx5dv_crypto_attr` with
+/// `crypto_standard` AES-XTS), as perftest's `--aes_xts` posts it before every send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CryptoAttr {
+    /// true: memory holds plaintext, the wire carries ciphertext (encrypt on transmit, decrypt
+    /// on receive); false: the reverse (`encrypt_on_tx`).
+    pub encrypt_on_tx: bool,
+    /// The signature/crypto order on transmit: true is
+    /// `MLX5DV_SIGNATURE_CRYPTO_ORDER_SIGNATURE_BEFORE_CRYPTO_ON_TX`, false `..._AFTER_...`
+    /// (perftest's `--sig_before`; without a signature domain it changes nothing on the wire).
+    pub signature_before_crypto_on_tx: bool,
+    /// The tweak of the first data unit (perftest: bytes 0, 1, ..., 15).
+    pub initial_tweak: [u8; 16],
+    /// Must match the DEK's key tag when the DEK has one (perftest: zeros).
+    pub keytag: [u8; 8],
+    /// Bytes per data unit: 512, 520, 4048, 4096 or 4160 (`--aes_block_size`).
+    pub data_unit_size: u32,
+}
+
+/// The error a provider without AES-XTS crypto offload (rxe) answers every crypto call with.
+pub fn no_crypto_offload(what: &str, provider: &str) -> Error {
+    let mut e = Error::msg(what, format!("AES-XTS crypto offload is an mlx5 feature; the {provider} provider has none"));
+    e.errno = Some(libc::EOPNOTSUPP);
+    e
+}
+
 /// A userspace provider. See the module documentation for the creation protocol.
 pub trait Provider: Sized + Send + Sync + 'static {
     /// Short name used in messages and `devinfo` (`"rxe"`, `"mlx5"`).
@@ -243,11 +269,35 @@ pub trait Provider: Sized + Send + Sync + 'static {
     type AhPrep;
     type Ah: Send;
 
+    /// A data encryption key (mlx5: a DEK general object). `()` where there is no crypto.
+    type Dek: Send + Sync;
+    /// A memory key whose layout and crypto attributes a UMR work request (re)configures
+    /// (mlx5: an indirect mkey created with crypto enabled). `()` where there is no crypto.
+    type CryptoMkey: Send;
+
     // ---- context --------------------------------------------------------------------------
     /// Driver data for GET_CONTEXT.
     fn context_udata(dev: &DeviceDesc) -> Udata;
     /// Build the provider context from GET_CONTEXT's driver response (map UARs etc.).
     fn new_context(fd: SharedFd, dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self>;
+
+    /// Driver data for GET_CONTEXT when the caller needs DEVX objects (libmlx5's
+    /// `mlx5dv_open_device` with `MLX5DV_CONTEXT_FLAGS_DEVX`); `None`: the provider has none.
+    fn context_udata_devx(dev: &DeviceDesc) -> Option<Udata> {
+        let _ = dev;
+        None
+    }
+
+    /// Driver data for ALLOC_PD (mlx5: room for the PD number in the response).
+    fn pd_udata(&self) -> Udata {
+        Udata::none()
+    }
+    /// The device's number for a new PD from ALLOC_PD's driver response (mlx5: `pdn`, which
+    /// DEVX objects name); `None` where the provider does not learn one.
+    fn pd_number(&self, drv_resp: &[u8]) -> Result<Option<u32>> {
+        let _ = drv_resp;
+        Ok(None)
+    }
 
     // ---- objects --------------------------------------------------------------------------
     /// Prepare a CQ of at least `entries` completions. Returns the `cqe` value to ask the
@@ -310,6 +360,51 @@ pub trait Provider: Sized + Send + Sync + 'static {
     /// reports no dump-fill mkey.
     fn null_mr_lkey(&self) -> Option<u32> {
         None
+    }
+
+    // ---- AES-XTS crypto offload (perftest --aes_xts; mlx5 only) --------------------------------
+    /// Log this context in to the device's crypto engine with the 48-byte credential
+    /// (`mlx5dv_crypto_login`); the login lasts as long as the context. Needs a DEVX context.
+    fn crypto_login(&self, credential: &[u8; 48]) -> Result<()> {
+        let _ = credential;
+        Err(no_crypto_offload("crypto login", Self::NAME))
+    }
+    /// Create a data encryption key for AES-XTS in the PD numbered `pdn` from the key wrapped
+    /// by the device's key-encryption key (`mlx5dv_dek_create`, 40 bytes for perftest's keys).
+    fn create_dek(&self, pdn: u32, wrapped_key: &[u8]) -> Result<Self::Dek> {
+        let _ = (pdn, wrapped_key);
+        Err(no_crypto_offload("create DEK", Self::NAME))
+    }
+    /// Create a crypto-capable memory key in the PD numbered `pdn` that a UMR can configure with
+    /// up to `max_entries` layout entries (`mlx5dv_create_mkey` with the crypto flag).
+    fn create_crypto_mkey(&self, pdn: u32, max_entries: u16) -> Result<Self::CryptoMkey> {
+        let _ = (pdn, max_entries);
+        Err(no_crypto_offload("create crypto mkey", Self::NAME))
+    }
+    /// The key local and remote work requests name the crypto mkey by (its lkey = rkey).
+    fn crypto_mkey_lkey(&self, mkey: &Self::CryptoMkey) -> u32 {
+        let _ = mkey;
+        0
+    }
+    /// Post one unsignaled UMR work request that configures `mkey` to map the single range
+    /// `sge` (the mkey's address 0 is `sge.addr`) with `access` (`AccessFlags` bits) and the
+    /// AES-XTS attributes `attr` under `dek`: `mlx5dv_wr_mkey_configure` +
+    /// `wr_set_mkey_access_flags` + `wr_set_mkey_layout_list` + `wr_set_mkey_crypto`, rung
+    /// like any post. Requests posted after it on the same QP may use the mkey.
+    ///
+    /// # Safety
+    /// `sge` must lie in a live MR under `sge.lkey` for as long as the mkey maps it.
+    unsafe fn post_crypto_mkey_configure(
+        &self,
+        qp: &mut Self::Qp,
+        mkey: &mut Self::CryptoMkey,
+        sge: &Sge,
+        access: u32,
+        attr: &CryptoAttr,
+        dek: &Self::Dek,
+    ) -> Result<(), PostError> {
+        let _ = (qp, mkey, sge, access, attr, dek);
+        Err(PostError { index: 0, error: no_crypto_offload("post mkey configure", Self::NAME) })
     }
 
     // ---- data path ------------------------------------------------------------------------

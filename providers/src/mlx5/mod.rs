@@ -714,6 +714,8 @@ impl<U: UarMap> Provider for Mlx5<U> {
     type Srq = Mlx5Srq;
     type AhPrep = Mlx5AhPrep;
     type Ah = Mlx5Ah;
+    type Dek = ();
+    type CryptoMkey = ();
 
     fn context_udata(_dev: &DeviceDesc) -> Udata {
         Udata {
