@@ -13,6 +13,7 @@
 
 pub mod abi;
 pub mod cqe;
+pub mod crypto;
 pub mod dc;
 pub mod geometry;
 pub mod mem;
@@ -714,8 +715,8 @@ impl<U: UarMap> Provider for Mlx5<U> {
     type Srq = Mlx5Srq;
     type AhPrep = Mlx5AhPrep;
     type Ah = Mlx5Ah;
-    type Dek = ();
-    type CryptoMkey = ();
+    type Dek = crypto::Mlx5Dek;
+    type CryptoMkey = crypto::Mlx5CryptoMkey;
 
     fn context_udata(_dev: &DeviceDesc) -> Udata {
         Udata {
