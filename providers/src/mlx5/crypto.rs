@@ -8,6 +8,7 @@ use uverbs::provider::SharedFd;
 
 /// A DEVX object (`MLX5_IB_OBJECT_DEVX_OBJ`): the uobject handle DEVX_OBJ_CREATE returned,
 /// destroyed with DEVX_OBJ_DESTROY when dropped. `None` for detached objects.
+#[allow(dead_code)] // read by the DEVX destroy path
 pub struct DevxObj {
     pub(crate) fd: Option<SharedFd>,
     pub(crate) handle: u32,
