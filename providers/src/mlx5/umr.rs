@@ -101,6 +101,21 @@ pub mod engines {
 /// a UMR may change a key's variant byte (libmlx5's `MLX5_CTX_FLAGS_MKEY_UPDATE_TAG_SUPPORTED`).
 pub const UCTX_RESP_MASK_MKEY_UPDATE_TAG: u32 = 1 << 5;
 
+/// Field offsets of the UMR control and mkey context segments (checked against Debian's
+/// installed `<infiniband/mlx5dv.h>` by tests/mlx5_umr_layout.rs).
+pub mod off {
+    pub const UMR_FLAGS: usize = 0;
+    pub const UMR_KLM_OCTOWORDS: usize = 4;
+    pub const UMR_BSF_OCTOWORDS: usize = 6;
+    pub const UMR_MKEY_MASK: usize = 8;
+    pub const MKC_FREE: usize = 0;
+    pub const MKC_ACCESS_FLAGS: usize = 2;
+    pub const MKC_QPN_MKEY: usize = 4;
+    pub const MKC_FLAGS_PD: usize = 12;
+    pub const MKC_START_ADDR: usize = 16;
+    pub const MKC_LEN: usize = 24;
+}
+
 /// Sizes of the fixed segments.
 pub const UMR_CTRL_LEN: usize = 48;
 pub const MKEY_CTX_LEN: usize = 64;
@@ -156,10 +171,10 @@ pub const CRYPTO_CONFIGURE_MASK: u64 =
 /// UMR control segment (`struct mlx5_wqe_umr_ctrl_seg`, 48 bytes).
 pub fn umr_ctrl_seg(flags: u8, klm_octowords: u16, bsf_octowords: u16, mask: u64) -> [u8; UMR_CTRL_LEN] {
     let mut s = [0u8; UMR_CTRL_LEN];
-    s[0] = flags;
-    s[4..6].copy_from_slice(&klm_octowords.to_be_bytes());
-    s[6..8].copy_from_slice(&bsf_octowords.to_be_bytes());
-    s[8..16].copy_from_slice(&mask.to_be_bytes());
+    s[off::UMR_FLAGS] = flags;
+    s[off::UMR_KLM_OCTOWORDS..][..2].copy_from_slice(&klm_octowords.to_be_bytes());
+    s[off::UMR_BSF_OCTOWORDS..][..2].copy_from_slice(&bsf_octowords.to_be_bytes());
+    s[off::UMR_MKEY_MASK..][..8].copy_from_slice(&mask.to_be_bytes());
     s
 }
 
@@ -169,12 +184,14 @@ pub fn umr_ctrl_seg(flags: u8, klm_octowords: u16, bsf_octowords: u16, mask: u64
 /// length of the mapping; everything else 0.
 pub fn mkey_context_seg(access: u32, mkey_lkey: u32, len: u64, bsf_enable: bool) -> [u8; MKEY_CTX_LEN] {
     let mut s = [0u8; MKEY_CTX_LEN];
-    s[2] = mkc_access_flags(access);
-    s[4..8].copy_from_slice(&(0xffff_ff00 | (mkey_lkey & 0xff)).to_be_bytes());
+    s[off::MKC_FREE] = 0;
+    s[off::MKC_ACCESS_FLAGS] = mkc_access_flags(access);
+    s[off::MKC_QPN_MKEY..][..4].copy_from_slice(&(0xffff_ff00 | (mkey_lkey & 0xff)).to_be_bytes());
     if bsf_enable {
-        s[12..16].copy_from_slice(&MKC_FLAGS_BSF_ENABLE.to_be_bytes());
+        s[off::MKC_FLAGS_PD..][..4].copy_from_slice(&MKC_FLAGS_BSF_ENABLE.to_be_bytes());
     }
-    s[24..32].copy_from_slice(&len.to_be_bytes());
+    // start_addr (off::MKC_START_ADDR) stays 0: the mkey's address 0 is the first range.
+    s[off::MKC_LEN..][..8].copy_from_slice(&len.to_be_bytes());
     s
 }
 
