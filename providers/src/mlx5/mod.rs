@@ -1100,10 +1100,6 @@ impl<U: UarMap> Provider for Mlx5<U> {
         }
     }
 
-    fn crypto_mkey_lkey(&self, mkey: &crypto::Mlx5CryptoMkey) -> u32 {
-        mkey.lkey()
-    }
-
     /// One UMR WQE (umr.rs), rung like a single-WR post (BlueFlame when eligible: it is an
     /// inline WQE of 16 DS). Unsignaled unless the QP signals every send.
     unsafe fn post_crypto_mkey_configure(
