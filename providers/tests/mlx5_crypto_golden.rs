@@ -11,11 +11,15 @@
 //! in for the DEVX objects: lkey 0xabc100 with 4 KLM entries, DEK ids 0xd0e1 / 0xd0e2, as the
 //! fake kernel handed them to libmlx5).
 //!
-//! Not replayed here: the `wrap_*` records (moving the SQ head to the ring end needs thousands of
-//! completed posts; the device model covers wrapping) and the `single_block` variant (whether the
-//! device's engine is single- or multi-block is context state set by the DEVX capability query,
-//! which this test does not run). The DEVX command mailboxes in `devx_*.jsonl` are not compared
-//! here either: they need the DEVX encoders' own entry points.
+//! Every signaled data WR is completed with a requester CQE the test writes (as the oracle did),
+//! and the `wrap_*` records are reached by the oracle's own means: plain one-WQEBB RDMA writes,
+//! each completed, until the SQ head sits 1..4 WQEBBs before the ring end, so the UMR WQE's
+//! mkey context, KLM, crypto BSF and finally the data WQE in turn continue at slot 0.
+//!
+//! Not replayed here: the `single_block` variant (whether the device's engine is single- or
+//! multi-block is context state set by the DEVX capability query, which this test does not
+//! run). The DEVX command mailboxes in `devx_*.jsonl` are not compared here either: they need
+//! the DEVX encoders' own entry points.
 
 #[path = "mlx5_common.rs"]
 mod common;
@@ -23,10 +27,10 @@ mod common;
 use common::*;
 use providers::mlx5::crypto::{Mlx5CryptoMkey, Mlx5Dek};
 use providers::mlx5::uar::{RecordingUar, UarEvent};
-use providers::mlx5::{Mlx5, Mlx5Config, Mlx5Qp};
+use providers::mlx5::{Mlx5, Mlx5Config, Mlx5Cq, Mlx5Qp};
 use serde_json::Value;
-use uverbs::provider::{CryptoAttr, Provider, QpCaps, QpCreated, QpInitAttr, QpType};
-use uverbs::wr::{SendFlags, SendWr, Sge, WrOpcode};
+use uverbs::provider::{CqCreated, CryptoAttr, Provider, QpCaps, QpCreated, QpInitAttr, QpType};
+use uverbs::wr::{SendFlags, SendWr, Sge, WcStatus, WorkCompletion, WrOpcode};
 
 fn crypto(name: &str) -> String {
     format!("crypto/{name}")
@@ -101,6 +105,35 @@ fn check_span(ctx: &Mlx5<RecordingUar>, qp: &Mlx5Qp, span: &Value, name: &str) {
     assert_eq!(stores(ctx), golden, "{name}: UAR stores");
 }
 
+/// Complete the WQE at `wqe_counter` with a requester CQE (mlx5 opcode `op`) written at the
+/// consumer index, as the oracle's harness did, and poll it.
+fn complete(
+    ctx: &Mlx5<RecordingUar>,
+    cq: &mut Mlx5Cq,
+    qpn: u32,
+    op: u8,
+    wqe_counter: u16,
+) -> WorkCompletion {
+    let ci = cq.consumer_index();
+    let mut c = [0u8; 64];
+    // struct mlx5_cqe64: srqn_uidx @32 (uidx 0), sop_drop_qpn @56, wqe_counter @60, op_own @63.
+    c[56..60].copy_from_slice(&(((op as u32) << 24) | qpn).to_be_bytes());
+    c[60..62].copy_from_slice(&wqe_counter.to_be_bytes());
+    // op_own: MLX5_CQE_REQ (0) in the high nibble, the owner bit of this lap in bit 0.
+    c[63] = u8::from(ci & cq.ncqe() != 0);
+    cq.buf().write((ci & (cq.ncqe() - 1)) as usize * 64, &c);
+    let mut out = [WorkCompletion::default(); 2];
+    assert_eq!(
+        ctx.poll_cq(cq, &mut out).unwrap(),
+        1,
+        "completion of WQE {wqe_counter}"
+    );
+    out[0]
+}
+
+const MR_LKEY: u32 = 0x123442;
+const DATA_VA: u64 = 0x2_0000_0000;
+
 #[test]
 #[ignore = "needs the mlx5 UMR + crypto BSF builder behind Provider::post_crypto_mkey_configure"]
 fn aes_xts_posts_match_libmlx5() {
@@ -113,6 +146,20 @@ fn aes_xts_posts_match_libmlx5() {
         ..Mlx5Config::default()
     };
     let ctx = Mlx5::<RecordingUar>::with_config(dev_null(), &uctx_resp(), cfg).unwrap();
+    let (prep, cqe_arg, _ud) = ctx.prepare_cq(256).unwrap();
+    let mut resp = vec![0u8; 8];
+    resp[..4].copy_from_slice(&(num(&setup["cqn"]) as u32).to_ne_bytes());
+    let mut cq = ctx
+        .finish_cq(
+            prep,
+            &CqCreated {
+                handle: 1,
+                cqe: cqe_arg,
+            },
+            &resp,
+        )
+        .unwrap();
+    assert_eq!(cq.ncqe() as u64, num(&setup["ncqe"]));
 
     // perftest 6.06 --aes_xts QP: max_send_wr = 2 * tx_depth (128), one SGE, max_inline_data 512.
     let attr = QpInitAttr {
@@ -155,11 +202,37 @@ fn aes_xts_posts_match_libmlx5() {
         .collect();
     let deks: Vec<Mlx5Dek> = ids.iter().map(|&id| Mlx5Dek::detached(id)).collect();
 
+    let qpn = num(&setup["qpn"]) as u32;
+    let cnt = qp.geo.sq_wqe_cnt;
     let mut replayed = 0;
+    let mut fill_id = 0x10_0000u64;
     for rec in jsonl(&crypto("umr_wqe_multi_block.jsonl")) {
         let name = rec["name"].as_str().unwrap();
-        if name.starts_with("wrap_") {
-            continue;
+        if let Some(k) = name
+            .strip_prefix("wrap_umr_starts_")
+            .and_then(|r| r.split('_').next())
+        {
+            let target = cnt - k.parse::<u32>().unwrap();
+            let sgl = [Sge {
+                addr: DATA_VA,
+                length: 64,
+                lkey: MR_LKEY,
+            }];
+            while qp.sq_cur_post() & (cnt - 1) != target {
+                let at = qp.sq_cur_post() as u16;
+                let mut wr = SendWr::new(fill_id, WrOpcode::RdmaWrite, &sgl);
+                fill_id += 1;
+                wr.flags = SendFlags::SIGNALED;
+                wr.remote.addr = 0x7f00_1234_0000;
+                wr.remote.rkey = 0xabcd;
+                // SAFETY: not inline: nothing is read from DATA_VA in user space.
+                unsafe { ctx.post_send(&mut qp, &[wr]) }.unwrap();
+                assert_eq!(
+                    complete(&ctx, &mut cq, qpn, 0x08, at).status,
+                    WcStatus::Success
+                );
+            }
+            ctx.uar().take();
         }
         let p = &rec["params"];
         let umr = &rec["umr"];
@@ -223,7 +296,24 @@ fn aes_xts_posts_match_libmlx5() {
         unsafe { ctx.post_send(&mut qp, &[wr]) }
             .unwrap_or_else(|e| panic!("{name}: data post: {}", e.error));
         check_span(&ctx, &qp, &rec["data"], &format!("{name} (data)"));
+        let mop = match op {
+            WrOpcode::Send => 0x0a,
+            WrOpcode::RdmaRead => 0x10,
+            _ => 0x08,
+        };
+        let wc = complete(
+            &ctx,
+            &mut cq,
+            qpn,
+            mop,
+            num(&rec["data"]["sq_cur_post_before"]) as u16,
+        );
+        assert_eq!(
+            (wc.wr_id, wc.status),
+            (num(&d["wr_id"]), WcStatus::Success),
+            "{name}: completion"
+        );
         replayed += 1;
     }
-    assert_eq!(replayed, 11);
+    assert_eq!(replayed, 15);
 }
