@@ -136,16 +136,34 @@ const DATA_VA: u64 = 0x2_0000_0000;
 
 #[test]
 #[ignore = "needs the mlx5 UMR + crypto BSF builder behind Provider::post_crypto_mkey_configure"]
-fn aes_xts_posts_match_libmlx5() {
+fn aes_xts_posts_match_libmlx5_blueflame() {
+    replay("multi_block", true);
+}
+
+#[test]
+#[ignore = "needs the mlx5 UMR + crypto BSF builder behind Provider::post_crypto_mkey_configure"]
+fn aes_xts_posts_match_libmlx5_shut_up_bf() {
+    replay("multi_block_shut_up_bf", false);
+}
+
+/// Replay `umr_wqe_<variant>.jsonl` on a context with BlueFlame on or off (MLX5_SHUT_UP_BF).
+fn replay(variant: &str, blueflame: bool) {
     let setup: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture(&crypto("setup_multi_block.json"))).unwrap(),
+        &std::fs::read_to_string(fixture(&crypto(&format!("setup_{variant}.json")))).unwrap(),
     )
     .unwrap();
     let cfg = Mlx5Config {
-        blueflame: true,
+        blueflame,
         ..Mlx5Config::default()
     };
     let ctx = Mlx5::<RecordingUar>::with_config(dev_null(), &uctx_resp(), cfg).unwrap();
+    let offs: Vec<u64> = setup["uar_mmap_offsets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(num)
+        .collect();
+    assert_eq!(ctx.plan.mmap_offsets, offs, "UAR mmap offsets");
     let (prep, cqe_arg, _ud) = ctx.prepare_cq(256).unwrap();
     let mut resp = vec![0u8; 8];
     resp[..4].copy_from_slice(&(num(&setup["cqn"]) as u32).to_ne_bytes());
@@ -206,7 +224,7 @@ fn aes_xts_posts_match_libmlx5() {
     let cnt = qp.geo.sq_wqe_cnt;
     let mut replayed = 0;
     let mut fill_id = 0x10_0000u64;
-    for rec in jsonl(&crypto("umr_wqe_multi_block.jsonl")) {
+    for rec in jsonl(&crypto(&format!("umr_wqe_{variant}.jsonl"))) {
         let name = rec["name"].as_str().unwrap();
         if let Some(k) = name
             .strip_prefix("wrap_umr_starts_")

@@ -18,9 +18,10 @@ gcc -O1 -g -Wall -o $B/mlx5cryptooracle "$HERE/src/harness.c" -I"$HERE/src" -L$B
 SYS=$("$HERE/src/mkfakesys.sh" /tmp/mlx5-crypto-oracle-sys)
 # multi_block: the device reports aes_xts_multi_block_be_tweak (the default and the interesting case);
 # single_block: only aes_xts_single_block_le_tweak (tweak kept little-endian, length <= one data unit).
-for V in multi_block single_block; do
-  E=${V%_block}
-  unset MLX5_SHUT_UP_BF
+# multi_block_shut_up_bf: multi_block with MLX5_SHUT_UP_BF=1 (UARs mapped non-cached, 8-byte doorbells only).
+for V in multi_block single_block multi_block_shut_up_bf; do
+  case $V in single*) E=single;; *) E=multi;; esac
+  case $V in *shut_up_bf) export MLX5_SHUT_UP_BF=1;; *) unset MLX5_SHUT_UP_BF;; esac
   SHIM_CRYPTO_ENGINES=$E SHIM_LOG="$OUT/shim_log_$V.txt" SHIM_DEVX_LOG="$OUT/devx_$V.jsonl" SYSFS_PATH=$SYS \
     LD_LIBRARY_PATH=$B LD_PRELOAD=$B/libmlx5cryptooracle_shim.so $B/mlx5cryptooracle "$OUT" "$V"
 done

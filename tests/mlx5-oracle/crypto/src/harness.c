@@ -266,12 +266,16 @@ int main(int argc, char **argv)
 		"\"modify_rc\":[%d,%d,%d],\"qpn\":\"0x%x\",\"uidx\":\"0x%x\",\"qp_create_flags_drv\":\"0x%x\",\"sq_wqe_count\":%u,\"rq_wqe_count\":%u,\"rq_wqe_shift\":%u,"
 		"\"qp_cap_after_create\":{\"max_send_wr\":%u,\"max_recv_wr\":%u,\"max_send_sge\":%u,\"max_recv_sge\":%u,\"max_inline_data\":%u},"
 		"\"bfreg_index\":%u,\"cqn\":\"0x%x\",\"ncqe\":%u,\"mr_lkey\":\"0x%x\",\"mkey_lkey\":\"0x%x\",\"mkey_rkey\":\"0x%x\",\"mkey_max_entries_after_create\":%u,"
-		"\"dek_obj_ids\":[\"0x%x\",\"0x%x\"],\"pdn\":\"0x19\",\"data_va\":\"0x%llx\",\"buff_size\":%u,\"msg_size\":%u}\n",
+		"\"dek_obj_ids\":[\"0x%x\",\"0x%x\"],\"pdn\":\"0x19\",\"data_va\":\"0x%llx\",\"buff_size\":%u,\"msg_size\":%u,"
+		"\"mlx5_shut_up_bf\":%d,\"num_uar_pages_mapped\":%d,\"uar_mmap_offsets\":[",
 		variant, getenv("SHIM_CRYPTO_ENGINES") ? getenv("SHIM_CRYPTO_ENGINES") : "multi", qrc, (unsigned long long)dvc.comp_mask,
 		dvc.crypto_caps.failed_selftests, dvc.crypto_caps.crypto_engines, dvc.crypto_caps.wrapped_import_method, dvc.crypto_caps.log_max_num_deks, dvc.crypto_caps.flags,
 		r1, r2, r3, Q->qpn, Q->uidx, Q->flags, Q->sq_wqe_count, Q->rq_wqe_count, Q->rq_wqe_shift,
 		ia.cap.max_send_wr, ia.cap.max_recv_wr, ia.cap.max_send_sge, ia.cap.max_recv_sge, ia.cap.max_inline_data,
-		Q->resp_bfreg_index, C->cqn, C->ncqe, mr->lkey, mkey->lkey, mkey->rkey, ma.max_entries, dek_id[0], dek_id[1], DATA_VA, BUFF_SIZE, MSG_SIZE);
+		Q->resp_bfreg_index, C->cqn, C->ncqe, mr->lkey, mkey->lkey, mkey->rkey, ma.max_entries, dek_id[0], dek_id[1], DATA_VA, BUFF_SIZE, MSG_SIZE,
+		getenv("MLX5_SHUT_UP_BF") && atoi(getenv("MLX5_SHUT_UP_BF")), S->nuar);
+	for (int i = 0; i < S->nuar; i++) fprintf(fx, "%s%lu", i ? "," : "", (unsigned long)S->uar[i].offset);
+	fprintf(fx, "]}\n");
 	fclose(fx);
 
 	shim_devx_label("posts");
