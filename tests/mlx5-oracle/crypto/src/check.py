@@ -75,6 +75,18 @@ for variant in ('multi_block', 'single_block', 'multi_block_shut_up_bf'):
     for n, (o, w) in MKC_FIELDS.items():
         need(field(b, MKC + o, w) == want[n], '%s: mkc.%s = %d' % (variant, n, field(b, MKC + o, w)))
     need(int(mk['id'], 16) << 8 == mkey_lkey, '%s: mkey lkey = index << 8' % variant)
+    for r in devx:  # ioctl framing: header, attribute ids / lengths / MANDATORY flag, mlx5 driver id 1
+        io = r['ioctl']
+        att = [(a['attr_id'], a['len'], a['flags']) for a in io['attrs']]
+        if r['method'] == 'DEVX_OTHER':
+            want_io = ('0x1000', '0x1000', [('0x1000', r['cmd_in_len'], 1), ('0x1001', r['cmd_out_len'], 1)])
+        elif r['method'] == 'DEVX_OBJ_CREATE':
+            want_io = ('0x1001', '0x1000', [('0x1000', 0, 1), ('0x1001', r['cmd_in_len'], 1), ('0x1002', r['cmd_out_len'], 1)])
+        else:
+            want_io = ('0x1001', '0x1001', [('0x1000', 0, 1)])
+            need(io['attrs'][0]['data'] == r['handle'], '%s: destroy names the handle' % variant)
+        need((io['object_id'], io['method_id'], att) == want_io and io['driver_id'] == 1
+             and io['length'] == 24 + 16 * len(att), '%s: ioctl framing of %s' % (variant, r['label']))
     destroys = [r for r in devx if r['method'] == 'DEVX_OBJ_DESTROY']
     need([(r['destroys']['opcode'], r['destroys']['obj_type']) for r in destroys] ==
          [('0xa00', '0xc'), ('0xa00', '0xc'), ('0x200', '0x0'), ('0xa00', '0x1f')] and all(r['rc'] == 0 for r in destroys),

@@ -126,6 +126,24 @@ static void answer_query_hca_cap(unsigned op_mod, uint8_t *out, size_t outlen)
 	(void)outlen; /* every other capability page: all zero (status 0) */
 }
 
+/* the ioctl framing as libmlx5 sent it: header and every attribute (ids, lengths, flags; .data
+ * only where it is a value, i.e. an object handle slot or inline data of 8 bytes or less) */
+static char framing[2048];
+static void record_framing(struct ib_uverbs_ioctl_hdr *h)
+{
+	int n = snprintf(framing, sizeof framing, "{\"length\":%u,\"object_id\":\"0x%x\",\"method_id\":\"0x%x\",\"num_attrs\":%u,\"driver_id\":%u,\"attrs\":[",
+			 h->length, h->object_id, h->method_id, h->num_attrs, h->driver_id);
+	for (unsigned i = 0; i < h->num_attrs && n < (int)sizeof framing - 200; i++) {
+		struct ib_uverbs_attr *a = &h->attrs[i];
+		int ptr = a->len > sizeof(a->data);
+		n += snprintf(framing + n, sizeof framing - n, "%s{\"attr_id\":\"0x%x\",\"len\":%u,\"flags\":%u,\"attr_data\":%u,\"data\":",
+			      i ? "," : "", a->attr_id, a->len, a->flags, a->attr_data.reserved);
+		if (ptr) n += snprintf(framing + n, sizeof framing - n, "\"pointer\"}");
+		else n += snprintf(framing + n, sizeof framing - n, "\"0x%llx\"}", (unsigned long long)a->data);
+	}
+	snprintf(framing + n, sizeof framing - n, "]}");
+}
+
 int shim_devx_ioctl(unsigned long req, void *arg)
 {
 	struct ib_uverbs_ioctl_hdr *h = arg;
@@ -137,6 +155,7 @@ int shim_devx_ioctl(unsigned long req, void *arg)
 	if (!shim_state()->devx) { shim_log("ioctl DEVX obj 0x%x method 0x%x without a DEVX context -> EPERM\n", h->object_id, h->method_id); return -EPERM; }
 	FILE *f = logf_devx();
 	int n = seq++;
+	record_framing(h);
 
 	if (destroy) {
 		struct ib_uverbs_attr *ha = find_attr(h, MLX5_IB_ATTR_DEVX_OBJ_DESTROY_HANDLE);
@@ -144,8 +163,8 @@ int shim_devx_ioctl(unsigned long req, void *arg)
 		struct obj *o = NULL;
 		for (int i = 0; i < nobj; i++) if (objs[i].handle == hd && objs[i].live) o = &objs[i];
 		shim_log("ioctl DEVX_OBJ_DESTROY handle 0x%x -> %s\n", hd, o ? "ok" : "ENOENT");
-		if (f) fprintf(f, "{\"seq\":%d,\"label\":\"%s\",\"method\":\"DEVX_OBJ_DESTROY\",\"num_attrs\":%u,\"handle\":\"0x%x\",\"destroys\":{\"opcode\":\"0x%x\",\"obj_type\":\"0x%x\",\"id\":\"0x%x\"},\"rc\":%d}\n",
-			       n, label, h->num_attrs, hd, o ? o->opcode : 0, o ? o->obj_type : 0, o ? o->id : 0, o ? 0 : -ENOENT);
+		if (f) fprintf(f, "{\"seq\":%d,\"label\":\"%s\",\"method\":\"DEVX_OBJ_DESTROY\",\"num_attrs\":%u,\"handle\":\"0x%x\",\"destroys\":{\"opcode\":\"0x%x\",\"obj_type\":\"0x%x\",\"id\":\"0x%x\"},\"rc\":%d,\"ioctl\":%s}\n",
+			       n, label, h->num_attrs, hd, o ? o->opcode : 0, o ? o->obj_type : 0, o ? o->id : 0, o ? 0 : -ENOENT, framing);
 		if (!o) return -ENOENT;
 		o->live = 0;
 		return 0;
@@ -190,7 +209,7 @@ int shim_devx_ioctl(unsigned long req, void *arg)
 		if (create) fprintf(f, ",\"handle\":\"0x%x\",\"id\":\"0x%x\"", (uint32_t)ah->data, id);
 		fprintf(f, ",\"cmd_in_len\":%zu,\"cmd_in\":", inlen); jhex(f, in, inlen);
 		fprintf(f, ",\"cmd_out_len\":%zu,\"cmd_out\":", outlen); jhex(f, out, outlen);
-		fprintf(f, "}\n");
+		fprintf(f, ",\"ioctl\":%s}\n", framing);
 	}
 	return 0;
 }
