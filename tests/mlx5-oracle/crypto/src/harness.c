@@ -316,12 +316,12 @@ int main(int argc, char **argv)
 	}
 	shim_trap_enable(0);
 
-	/* teardown in perftest's order (destroy_ctx: QP, then DEKs, then mkeys, ...) */
-	shim_devx_label("ibv_destroy_qp"); ibv_destroy_qp(qp);
+	/* teardown in perftest 6.06's destroy_ctx order: QP, CQ, MR, DEKs, mkeys, PD, device */
+	shim_devx_label("ibv_destroy_qp/cq, ibv_dereg_mr"); ibv_destroy_qp(qp); ibv_destroy_cq(cq); ibv_dereg_mr(mr);
 	for (int k = 0; k < NUM_DEKS; k++) { char lb[64]; snprintf(lb, sizeof lb, "mlx5dv_dek_destroy[%d]", k); shim_devx_label(lb);
 		int r = mlx5dv_dek_destroy(dek[k]); if (r) fprintf(stderr, "dek_destroy %d\n", r); }
 	shim_devx_label("mlx5dv_destroy_mkey"); { int r = mlx5dv_destroy_mkey(mkey); if (r) fprintf(stderr, "destroy_mkey %d\n", r); }
-	shim_devx_label("ibv_dereg_mr/cq/pd"); ibv_dereg_mr(mr); ibv_destroy_cq(cq); ibv_dealloc_pd(pd);
+	shim_devx_label("ibv_dealloc_pd"); ibv_dealloc_pd(pd);
 	/* extra, not in perftest 6.06 (it never logs out; closing the context frees the login object in
 	 * the kernel): records the login object's destroy */
 	shim_devx_label("mlx5dv_crypto_logout(extra)"); { int r = mlx5dv_crypto_logout(ctx); if (r) fprintf(stderr, "crypto_logout %d\n", r); }
