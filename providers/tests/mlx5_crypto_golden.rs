@@ -4,9 +4,6 @@
 //! and `post_send`, and compare the UMR WQE (control, UMR control, mkey context, KLM, crypto BSF),
 //! the following data WQE, the SQ counter, the doorbell record and every UAR/BlueFlame store.
 //!
-//! Ignored while the mlx5 provider keeps the trait's default for `post_crypto_mkey_configure`
-//! (it refuses with EOPNOTSUPP, so this test fails at the first post); run it with
-//! `cargo test -p providers --test mlx5_crypto_golden -- --ignored` once the UMR builder lands.
 //! It calls only the shared provider interface (the detached `Mlx5CryptoMkey` / `Mlx5Dek` stand
 //! in for the DEVX objects: lkey 0xabc100 with 4 KLM entries, DEK ids 0xd0e1 / 0xd0e2, as the
 //! fake kernel handed them to libmlx5).
@@ -16,9 +13,10 @@
 //! each completed, until the SQ head sits 1..4 WQEBBs before the ring end, so the UMR WQE's
 //! mkey context, KLM, crypto BSF and finally the data WQE in turn continue at slot 0.
 //!
-//! Not replayed here: the `single_block` variant (whether the device's engine is single- or
-//! multi-block is context state set by the DEVX capability query, which this test does not
-//! run). The DEVX command mailboxes in `devx_*.jsonl` are not compared here either: they need
+//! The device's AES-XTS engines (single- or multi-block: the tweak's byte order and the
+//! single-block length limit) are context state the DEVX capability query sets; here they are
+//! set from the setup file's `crypto_caps.crypto_engines` with `Mlx5::set_crypto_engines`, so the
+//! `single_block` variant is replayed too, including its refused post. The DEVX command mailboxes in `devx_*.jsonl` are not compared here either: they need
 //! the DEVX encoders' own entry points.
 
 #[path = "mlx5_common.rs"]
@@ -135,19 +133,25 @@ const MR_LKEY: u32 = 0x123442;
 const DATA_VA: u64 = 0x2_0000_0000;
 
 #[test]
-#[ignore = "needs the mlx5 UMR + crypto BSF builder behind Provider::post_crypto_mkey_configure"]
 fn aes_xts_posts_match_libmlx5_blueflame() {
-    replay("multi_block", true);
+    assert_eq!(replay("multi_block", true), (15, 0));
 }
 
 #[test]
-#[ignore = "needs the mlx5 UMR + crypto BSF builder behind Provider::post_crypto_mkey_configure"]
 fn aes_xts_posts_match_libmlx5_shut_up_bf() {
-    replay("multi_block_shut_up_bf", false);
+    assert_eq!(replay("multi_block_shut_up_bf", false), (15, 0));
+}
+
+#[test]
+fn aes_xts_posts_match_libmlx5_single_block_engine() {
+    // Only the single-block engine: the 8192-byte mapping over a 512-byte data unit is refused
+    // (EINVAL, nothing posted), then 512 and 4096 bytes work with the tweak as given.
+    assert_eq!(replay("single_block", true), (2, 1));
 }
 
 /// Replay `umr_wqe_<variant>.jsonl` on a context with BlueFlame on or off (MLX5_SHUT_UP_BF).
-fn replay(variant: &str, blueflame: bool) {
+/// Returns (records posted and compared, records whose UMR libmlx5 refused and we refused too).
+fn replay(variant: &str, blueflame: bool) -> (usize, usize) {
     let setup: Value = serde_json::from_str(
         &std::fs::read_to_string(fixture(&crypto(&format!("setup_{variant}.json")))).unwrap(),
     )
@@ -157,6 +161,7 @@ fn replay(variant: &str, blueflame: bool) {
         ..Mlx5Config::default()
     };
     let ctx = Mlx5::<RecordingUar>::with_config(dev_null(), &uctx_resp(), cfg).unwrap();
+    ctx.set_crypto_engines(num(&setup["crypto_caps"]["crypto_engines"]) as u8);
     let offs: Vec<u64> = setup["uar_mmap_offsets"]
         .as_array()
         .unwrap()
@@ -223,6 +228,7 @@ fn replay(variant: &str, blueflame: bool) {
     let qpn = num(&setup["qpn"]) as u32;
     let cnt = qp.geo.sq_wqe_cnt;
     let mut replayed = 0;
+    let mut refused = 0;
     let mut fill_id = 0x10_0000u64;
     for rec in jsonl(&crypto(&format!("umr_wqe_{variant}.jsonl"))) {
         let name = rec["name"].as_str().unwrap();
@@ -278,6 +284,24 @@ fn replay(variant: &str, blueflame: bool) {
             data_unit_size: num(&p["data_unit_size"]) as u32,
         };
         let dek = &deks[num(&p["dek_index"]) as usize];
+        let want_rc = num(&umr["rc"]);
+        if want_rc != 0 {
+            // libmlx5 refused at ibv_wr_complete: we refuse at post with the same errno, and
+            // nothing reaches the SQ, the doorbell record or the UAR.
+            let before = qp.sq_cur_post();
+            // SAFETY: as below.
+            let e = unsafe {
+                ctx.post_crypto_mkey_configure(&mut qp, &mut mkey, &sge, num(&p["access_flags"]) as u32, &cattr, dek)
+            }
+            .expect_err(name);
+            assert_eq!(e.error.errno, Some(want_rc as i32), "{name}: errno ({})", e.error);
+            assert_eq!(qp.sq_cur_post(), before, "{name}: nothing posted");
+            assert_eq!(qp.sq_cur_post() as u64, num(&umr["sq_cur_post_after"]), "{name}: SQ counter");
+            assert!(stores(&ctx).is_empty(), "{name}: no doorbell");
+            assert!(rec.get("data_wr").is_none(), "{name}: the oracle posted no data WR either");
+            refused += 1;
+            continue;
+        }
         // SAFETY: the UMR only records sge's address range in the mkey; nothing reads it here.
         unsafe {
             ctx.post_crypto_mkey_configure(
@@ -333,5 +357,5 @@ fn replay(variant: &str, blueflame: bool) {
         );
         replayed += 1;
     }
-    assert_eq!(replayed, 15);
+    (replayed, refused)
 }
