@@ -10,6 +10,10 @@ use providers::mlx5::umr::*;
 
 #[test]
 fn umr_segments_and_constants_match_installed_mlx5dv_h() {
+    assert!(
+        std::path::Path::new("/usr/include/infiniband/mlx5dv.h").exists(),
+        "this layout test reads <infiniband/mlx5dv.h>: apt-get install libibverbs-dev (.ci/run installs it)"
+    );
     let t: Vec<(&str, u64)> = vec![
         ("sizeof(struct mlx5_wqe_umr_ctrl_seg)", UMR_CTRL_LEN as u64),
         ("offsetof(struct mlx5_wqe_umr_ctrl_seg, flags)", off::UMR_FLAGS as u64),
