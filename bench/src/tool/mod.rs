@@ -323,7 +323,16 @@ fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), Tool
         ToolError::new(device_fail_code(p.tool), msg)
     })?;
     let user = SideUser { p, out, listener, cm: None };
-    providers::open(&dev.desc(), user)
+    open_side(p, &dev.desc(), user)
+}
+
+/// Open the device for the run (`--aes_xts`: perftest's DEVX open and crypto login).
+fn open_side(p: &Params, desc: &uverbs::provider::DeviceDesc, user: SideUser<'_>) -> Result<(), ToolError> {
+    if p.aes.enabled && p.verb != params::Verb::Atomic {
+        return crate::engine::crypto::open_devx(desc, p.aes.credentials_path.as_deref().unwrap_or(""), user)
+            .map_err(|m| ToolError::new(1, m))?;
+    }
+    providers::open(desc, user)
         .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
 }
 
@@ -358,8 +367,7 @@ fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
         }
     }
     let user = SideUser { p, out, listener: None, cm: Some(start) };
-    providers::open(&dev.info.desc(), user)
-        .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
+    open_side(p, &dev.info.desc(), user)
 }
 
 struct SideUser<'a> {
