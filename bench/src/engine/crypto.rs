@@ -209,6 +209,17 @@ pub fn open_devx<U: providers::ContextUser>(dev: &uverbs::provider::DeviceDesc, 
     }
 }
 
+/// [`open_devx`] without a run: open, log in, close (`-z`, whose device comes with the rdma_cm
+/// connection, checks this before connecting, as perftest opens the device first).
+pub fn check_devx(dev: &uverbs::provider::DeviceDesc, credentials_path: &str) -> Result<(), String> {
+    struct Nothing;
+    impl providers::ContextUser for Nothing {
+        type Output = ();
+        fn run<P: Provider>(self, _ctx: Arc<uverbs::objects::Context<P>>) {}
+    }
+    open_devx(dev, credentials_path, Nothing)
+}
+
 fn login_and_run<P: Provider, U: providers::ContextUser>(
     ctx: uverbs::Result<Arc<uverbs::objects::Context<P>>>,
     cred: &[u8; CREDENTIALS_SIZE],

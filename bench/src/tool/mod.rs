@@ -345,6 +345,12 @@ fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
     if !matches!(p.connection, Connection::Rc | Connection::Ud) {
         return Err(ToolError::new(1, " rperftest supports -z/-R with RC and UD connections only (-c RC or -c UD)"));
     }
+    if p.aes.enabled && p.verb != params::Verb::Atomic {
+        // perftest opens the device (DEVX, crypto login) before the rdma_cm connection: check
+        // that here too, on the -d device, so a device without it fails at once.
+        let dev = uverbs::discovery::find_device(p.ib_dev.as_deref()).map_err(|e| ToolError::new(device_fail_code(p.tool), e.to_string()))?;
+        crate::engine::crypto::check_devx(&dev.desc(), p.aes.credentials_path.as_deref().unwrap_or("")).map_err(|m| ToolError::new(1, m))?;
+    }
     let start = if let Some(host) = p.server_name.as_deref() {
         let dst = cm_session::resolve_host(host, p.port, p.ipv6).map_err(|e| ToolError::new(1, e))?;
         cm_session::start_client(dst, source_ip(p), p.qp_timeout)
