@@ -359,7 +359,7 @@ mod tests {
         t.push_str("100\n");
         assert!(parse_hex_lines(&t, 48, "I").is_err(), "256 is not a byte");
         let mut t = lines(47);
-        t.push_str("\n");
+        t.push('\n');
         assert!(parse_hex_lines(&t, 48, "I").is_err(), "an empty line is not a byte");
         let mut t = lines(47);
         t.push_str("+1\n");
