@@ -1494,6 +1494,7 @@ fn aes_xts_checks_in_perftests_order_with_its_messages() {
         (Tool::WriteBw, aes(&["--use_old_post_send"]), "aes_xts doesn't support old post send"),
         (Tool::WriteBw, aes(&["-R"]), "rdma_cm doesn't support aes_xts"),
         (Tool::WriteLat, aes(&[]), "aes_xts isn't supported on write_lat"),
+        (Tool::WriteLat, aes(&["--write_with_imm"]), "aes_xts isn't supported on write_lat"),
         (Tool::WriteBw, aes(&["-s", "64", "-I", "64"]), "aes_xts doesn't support Inline messages"),
         (Tool::SendLat, aes(&["-s", "2", "-I", "100"]), "aes_xts doesn't support Inline messages"),
         (Tool::WriteBw, aes(&["--data_enc_keys_number", "0"]), "at least one data encryption key"),

@@ -101,7 +101,8 @@ pub(super) fn dependencies(p: &Params) -> Result<(), ParamError> {
             // 6.06 checks -R only; -z passes (the exchange over rdma_cm is not the data path).
             return Err(conflict("--aes_xts, -R/--rdma_cm", "rdma_cm doesn't support aes_xts"));
         }
-        if p.kind == TestKind::Lat && p.verb == Verb::Write {
+        // --write_with_imm is newer than 6.06; newer perftest refuses it here too.
+        if p.kind == TestKind::Lat && matches!(p.verb, Verb::Write | Verb::WriteImm) {
             return Err(conflict("--aes_xts", "aes_xts isn't supported on write_lat"));
         }
         // `(int)size <= inline_size`: the inline size is still -1 here unless -I set it (or a
