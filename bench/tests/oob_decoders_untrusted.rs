@@ -208,4 +208,15 @@ fn negotiate_layout_and_mismatch_text() {
         msg::compare_negotiation(&n, &r).unwrap_err().perftest_lines().unwrap(),
         " report_fmt mismatch: local=MBS, remote=GBS\n Failed to negotiate parameters\n"
     );
+    // --aes_xts: big-endian at offset 48, compared after iters as ON/OFF (6.28+ peers)
+    let mut a = n.clone();
+    a.aes_xts = 1;
+    let b = a.encode(msg::NegotiateLayout::WithMlx5dv);
+    assert_eq!(&b[48..52], &[0, 0, 0, 1]);
+    assert_eq!(Negotiate::decode(&b).unwrap().aes_xts, 1);
+    assert_eq!(
+        msg::compare_negotiation(&a, &n).unwrap_err().perftest_lines().unwrap(),
+        " aes_xts mismatch: local=ON, remote=OFF\n Failed to negotiate parameters\n"
+    );
+    assert!(msg::compare_negotiation(&a, &a).is_ok());
 }

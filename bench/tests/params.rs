@@ -179,14 +179,17 @@ fn sample(tool: Tool, long: &str) -> (Vec<&'static str>, Option<ErrorKind>) {
         // DCI streams: DC only (perftest's own rule), with -c DC they parse.
         "log_dci_streams" => (vec!["1", "-c", "DC"], None),
         "log_active_dci_streams" => (vec!["1", "--log_dci_streams", "2", "-c", "DC"], None),
-        "aes_block_size"
-        | "data_enc_keys_number" => (vec!["1"], Some(ErrorKind::Unsupported)),
+        // AES-XTS (perftest's rules): block size and key count parse alone; --aes_xts needs the
+        // three paths and refuses write_lat; the rest need --aes_xts.
+        "aes_block_size" | "data_enc_keys_number" => (vec!["1"], None),
         "odp" => (vec![], None),
-        "aes_xts" | "encrypt_on_tx" | "sig_before" => {
-            (vec![], Some(ErrorKind::Unsupported))
-        }
+        "aes_xts" => (
+            vec!["--kek_path", "/tmp/k", "--credentials_path", "/tmp/c", "--data_enc_key_app_path", "/tmp/a"],
+            if tool == Tool::WriteLat { Some(ErrorKind::Conflict) } else { None },
+        ),
+        "encrypt_on_tx" | "sig_before" => (vec![], Some(ErrorKind::Conflict)),
         "kek_path" | "credentials_path" | "data_enc_key_app_path" => {
-            (vec!["/tmp/x"], Some(ErrorKind::Unsupported))
+            (vec!["/tmp/x"], Some(ErrorKind::Conflict))
         }
         "ib-dev" => (vec!["rxe0"], None),
         "duration" => (vec!["10"], None),
@@ -1434,4 +1437,82 @@ fn srq_depth_is_shared_by_the_qps_posting_into_it() {
     assert_eq!(run(Tool::SendBw, &["--use-srq", "-q", "4", "-r", "4"]).recv_depth_per_qp(), 1);
     let xrc = run(Tool::SendBw, &["-c", "XRC", "-q", "2", "-r", "64"]);
     assert_eq!(xrc.recv_depth_per_qp(), 64 / xrc.num_qps);
+}
+
+// ---------------------------------------------------------------------------------------------
+// --aes_xts (perftest 6.06 with HAVE_AES_XTS)
+
+const AES: [&str; 7] =
+    ["--aes_xts", "--kek_path", "/k", "--credentials_path", "/c", "--data_enc_key_app_path", "/a"];
+
+fn aes(extra: &[&str]) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = AES.to_vec();
+    for e in extra {
+        v.push(Box::leak(e.to_string().into_boxed_str()));
+    }
+    v
+}
+
+#[test]
+fn aes_xts_values_and_defaults_follow_perftest() {
+    let p = run(Tool::WriteBw, &aes(&[]));
+    assert!(p.aes.enabled && !p.aes.encrypt_on_tx && !p.aes.sig_before);
+    assert_eq!((p.aes.keys_number, p.aes.block_size()), (1, 512));
+    assert_eq!(p.aes.kek_path.as_deref(), Some("/k"));
+    assert_eq!(p.aes.credentials_path.as_deref(), Some("/c"));
+    assert_eq!(p.aes.app_path.as_deref(), Some("/a"));
+    let p = run(Tool::SendBw, &aes(&["--encrypt_on_tx", "--sig_before", "--aes_block_size=4160", "--data_enc_keys_number", "3"]));
+    assert!(p.aes.encrypt_on_tx && p.aes.sig_before);
+    assert_eq!((p.aes.keys_number, p.aes.block_size(), p.aes.block_index()), (3, 4160, 4));
+    // the accepted sizes map to enum mlx5dv_block_size; anything else silently becomes 512
+    for (arg, size, ix) in [("512", 512, 0), ("520", 520, 1), ("4048", 4048, 2), ("4096", 4096, 3), ("4160", 4160, 4), ("1000", 512, 0), ("0x1000", 4096, 3)] {
+        let p = run(Tool::ReadBw, &aes(&["--aes_block_size", arg]));
+        assert_eq!((p.aes.block_size(), p.aes.block_index()), (size, ix), "{arg}");
+    }
+    // uint16_t casts: -1 is 65535, 70000 is 4464 (perftest's CHECK_VALUE)
+    assert_eq!(run(Tool::WriteBw, &aes(&["--data_enc_keys_number=-1"])).aes.keys_number, 65535);
+    assert_eq!(run(Tool::WriteBw, &aes(&["--data_enc_keys_number=70000"])).aes.keys_number, 4464);
+    // without --aes_xts the block size and key count are accepted and unused
+    let p = run(Tool::WriteBw, &["--aes_block_size=520", "--data_enc_keys_number=2"]);
+    assert!(!p.aes.enabled);
+    // -z is allowed (6.06 checks -R only); atomic tools accept it
+    assert!(run(Tool::WriteBw, &aes(&["-z"])).aes.enabled);
+    assert!(run(Tool::AtomicBw, &aes(&[])).aes.enabled);
+    assert!(run(Tool::WriteBw, &aes(&["-s", "65", "-I", "64"])).aes.enabled);
+}
+
+#[test]
+fn aes_xts_checks_in_perftests_order_with_its_messages() {
+    let cases: Vec<(Tool, Vec<&str>, &str)> = vec![
+        (Tool::WriteBw, aes(&["-c", "UC"]), "aes_xts supported only on RC"),
+        (Tool::SendBw, aes(&["-c", "UD"]), "aes_xts supported only on RC"),
+        // connection first, then the paths in perftest's order
+        (Tool::WriteBw, vec!["--aes_xts", "-c", "UC"], "aes_xts supported only on RC"),
+        (Tool::WriteBw, vec!["--aes_xts"], "Please provide key encryption key file path"),
+        (Tool::WriteBw, vec!["--aes_xts", "--kek_path", "/k", "--credentials_path", "/c"], "Please provide data encryption key app path"),
+        (Tool::WriteBw, vec!["--aes_xts", "--kek_path", "/k", "--data_enc_key_app_path", "/a"], "Please provide credentials file path"),
+        (Tool::WriteBw, aes(&["--use_old_post_send"]), "aes_xts doesn't support old post send"),
+        (Tool::WriteBw, aes(&["-R"]), "rdma_cm doesn't support aes_xts"),
+        (Tool::WriteLat, aes(&[]), "aes_xts isn't supported on write_lat"),
+        (Tool::WriteLat, aes(&["--write_with_imm"]), "aes_xts isn't supported on write_lat"),
+        (Tool::WriteBw, aes(&["-s", "64", "-I", "64"]), "aes_xts doesn't support Inline messages"),
+        (Tool::SendLat, aes(&["-s", "2", "-I", "100"]), "aes_xts doesn't support Inline messages"),
+        (Tool::WriteBw, aes(&["--data_enc_keys_number", "0"]), "at least one data encryption key"),
+        (Tool::WriteBw, vec!["--encrypt_on_tx"], "encrypt_on_tx supported only when enc/dec traffic"),
+        (Tool::WriteBw, vec!["--sig_before", "--encrypt_on_tx"], "encrypt_on_tx supported only when enc/dec traffic"),
+        (Tool::WriteBw, vec!["--sig_before"], "sig_before supported only when enc/dec traffic"),
+        (Tool::WriteBw, vec!["--kek_path", "/k", "--credentials_path", "/c"], "giving credentials path supported only with enc/dec traffic"),
+        (Tool::WriteBw, vec!["--kek_path", "/k"], "giving kek path supported only with enc/dec traffic"),
+        (Tool::WriteBw, vec!["--data_enc_key_app_path", "/a"], "giving kek path supported only with enc/dec traffic"),
+        (Tool::WriteBw, aes(&["--aes_block_size", "x"]), "aes_block_size argument 'x' should be an integer"),
+        (Tool::WriteBw, aes(&["--data_enc_keys_number", "2k"]), "data_enc_keys_number argument '2k' should be an integer"),
+    ];
+    for (tool, a, msg) in cases {
+        let e = err(tool, &a);
+        let line = e.to_string();
+        assert!(line.contains(msg), "{tool} {a:?}: {line}");
+        assert!(!line.contains('\n'), "{line}");
+        assert_eq!(e.exit_code(), 1);
+        assert!(!e.shows_usage());
+    }
 }

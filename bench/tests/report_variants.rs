@@ -171,3 +171,28 @@ fn report_both_blocks_follow_perftest() {
     let s = report_both_blocks(Style::V606, c, false, "L\n", "R\n");
     assert_eq!(s.matches("MsgRate[Mpps]    CPU_Util[%]\n").count(), 2, "{s}");
 }
+
+#[test]
+fn aes_xts_lines_sit_between_rx_depth_and_cq_moderation() {
+    // perftest 6.06 ctx_print_test_info: after TX/RX depth (and DCS), before CQ Moderation
+    let mut h = ReportHeader::new(Verb::Send, true, "mlx5_0");
+    h.is_client = true;
+    h.bidirectional = true;
+    h.rx_depth = 512;
+    h.cq_mod = 100;
+    h.aes_xts = Some((3, 4096));
+    let s = header(&h, Style::V606);
+    assert!(
+        s.contains(
+            " RX depth        : 512\n Number of data encryption keys  : 3\n Block Size      : 4096\n CQ Moderation   : 100\n Mtu"
+        ),
+        "{s}"
+    );
+    // latency tests: no CQ Moderation, the lines stay before Mtu
+    let mut h = ReportHeader::new(Verb::Read, false, "mlx5_0");
+    h.aes_xts = Some((1, 512));
+    let s = header(&h, Style::V606);
+    assert!(s.contains(" Number of data encryption keys  : 1\n Block Size      : 512\n Mtu             : "), "{s}");
+    h.aes_xts = None;
+    assert!(!header(&h, Style::V606).contains("encryption"));
+}

@@ -11,6 +11,7 @@
 pub mod addr;
 pub mod bw;
 pub mod clock;
+pub mod crypto;
 pub mod dc;
 pub mod dualport;
 pub mod hw_rate;

@@ -19,7 +19,7 @@ use uverbs::objects::{
     AccessFlags, Ah, CompChannel, Context, Cq, Mr, Pd, Qp, QpInit, RtrParams, RtsParams, Srq, Xrcd, DEFAULT_QKEY,
 };
 use uverbs::provider::{AhAttr, Provider, QpCaps, QpType};
-use uverbs::wr::{RecvWr, SendWr, Sge, UdDest, WorkCompletion};
+use uverbs::wr::{RecvWr, SendFlags, SendWr, Sge, UdDest, WorkCompletion};
 
 use super::memsrc::{pattern_chunk, Fill};
 use super::xrc::XrcPlan;
@@ -27,6 +27,10 @@ use super::{CqKind, Endpoint, EngineError};
 
 /// Bytes of the GRH in front of every UD receive.
 pub const UD_GRH: u64 = 40;
+
+/// `--aes_xts`: marks the wr_id of a request signaled only because perftest's encrypted path
+/// signals every request (the loops' wr_ids use the low 48 bits).
+const FORCED_SIGNAL: u64 = 1 << 63;
 
 /// Where each QP's areas lie inside the MR.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +109,9 @@ pub struct VerbsSetup {
     /// `-c XRC`: an XRC domain, one XRC SRQ and XRC initiator/target QPs laid out by the plan
     /// (`qp_type` and `use_srq` are then ignored); the loops drive the plan's lanes.
     pub xrc: Option<XrcPlan>,
+    /// `--aes_xts`: DEKs and one crypto mkey per QP ([`super::crypto`]); the QPs get twice the
+    /// send queue (a UMR before every request) and perftest's 512-byte inline size.
+    pub crypto: Option<super::crypto::CryptoSetup>,
 }
 
 /// The peer's side of one QP connection plus our path settings.
@@ -138,6 +145,10 @@ pub struct ConnectParams {
 /// and the MR they reference.
 pub struct VerbsEndpoint<P: Provider> {
     qps: Vec<Qp<P>>,
+    /// `--aes_xts`: after the QPs (which post through its mkeys), before the MR the mkeys map.
+    crypto: Option<super::crypto::CryptoState<P>>,
+    /// The crypto state posts through the mkeys (perftest's `use_enc`); chosen once.
+    encrypt: bool,
     ahs: Vec<Option<Ah<P>>>,
     ud_dest: Vec<Option<UdDest>>,
     srq: Option<Srq<P>>,
@@ -189,6 +200,13 @@ impl<P: Provider> VerbsEndpoint<P> {
     /// Create PD, MR, CQs, [SRQ], QPs and move the QPs to INIT.
     pub fn create(ctx: &Arc<Context<P>>, s: &VerbsSetup) -> Result<Self, EngineError> {
         let pd = Pd::new(ctx).map_err(|e| verr("allocate PD", e))?;
+        // perftest's ctx_init: the DEKs and crypto mkeys come right after the PD.
+        let crypto = match &s.crypto {
+            Some(c) => Some(
+                super::crypto::CryptoState::create(&pd, c, s.num_qps, super::crypto::KEY_APP_TIMEOUT).map_err(EngineError::Verbs)?,
+            ),
+            None => None,
+        };
         let total = usize::try_from(s.layout.total()).map_err(|_| EngineError::Verbs("buffer too large".into()))?;
         let mut mr_access = s.access | AccessFlags::LOCAL_WRITE;
         if s.odp {
@@ -277,12 +295,23 @@ impl<P: Provider> VerbsEndpoint<P> {
             let (caps, qp_type) = match s.xrc {
                 Some(plan) => xrc_caps(&plan, q, s),
                 None => (
-                    QpCaps {
-                        max_send_wr: s.tx_depth.max(1),
-                        max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
-                        max_send_sge: 1,
-                        max_recv_sge: 1,
-                        max_inline_data: s.inline_size,
+                    match s.crypto {
+                        // perftest's mlx5dv_create_qp with MKEY_CONFIGURE: room for a UMR per
+                        // request, AES_XTS_INLINE.
+                        Some(_) => QpCaps {
+                            max_send_wr: s.tx_depth.max(1).saturating_mul(2),
+                            max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
+                            max_send_sge: 1,
+                            max_recv_sge: 1,
+                            max_inline_data: super::crypto::AES_XTS_INLINE,
+                        },
+                        None => QpCaps {
+                            max_send_wr: s.tx_depth.max(1),
+                            max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
+                            max_send_sge: 1,
+                            max_recv_sge: 1,
+                            max_inline_data: s.inline_size,
+                        },
                     },
                     s.qp_type,
                 ),
@@ -326,8 +355,11 @@ impl<P: Provider> VerbsEndpoint<P> {
                 super::dc::DciStreamCycle::new(log)
             })
             .collect();
+        let encrypt = crypto.as_ref().is_some_and(|c| c.encrypted_posts);
         Ok(VerbsEndpoint {
             qps,
+            crypto,
+            encrypt,
             ahs: (0..n).map(|_| None).collect(),
             ud_dest: vec![None; n],
             srq,
@@ -503,6 +535,81 @@ impl<P: Provider> VerbsEndpoint<P> {
         Ok(())
     }
 
+    /// `--aes_xts` on RC SEND/WRITE/READ (perftest's `_new_post_send` with `enc`): one UMR that
+    /// configures QP `qi`'s crypto mkey over the whole buffer with the next DEK, then the
+    /// requests, each signaled, reading through the mkey from its address 0. The SGEs the loop
+    /// built were checked by the caller; the mkey maps exactly this endpoint's MR.
+    #[inline(never)]
+    fn post_send_encrypted(&mut self, qi: usize, wrs: &[SendWr<'_>]) -> Result<(), EngineError> {
+        let map = Sge {
+            addr: self.mr.addr(),
+            length: u32::try_from(self.layout.total())
+                .map_err(|_| EngineError::Verbs("--aes_xts: the buffer is larger than one crypto mkey maps (4 GiB)".into()))?,
+            lkey: self.mr.lkey(),
+        };
+        let crypto = self.crypto.as_mut().ok_or_else(|| EngineError::Verbs("--aes_xts: no crypto state".into()))?;
+        let q = self.qps.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("no QP #{qi}")))?;
+        let d = crypto.take_dek_index();
+        let (mkeys, deks) = (&mut crypto.mkeys, &crypto.deks);
+        let mkey = mkeys.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("--aes_xts: no crypto mkey for QP #{qi}")))?;
+        let dek = deks.get(d).ok_or_else(|| EngineError::Verbs("--aes_xts: no data encryption key".into()))?;
+        let access = AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE;
+        // SAFETY: `map` is exactly this endpoint's MR under its lkey; the MR is dropped after the
+        // QPs and the crypto mkeys (field order), so what the mkey maps stays registered.
+        unsafe { q.post_crypto_mkey_configure(mkey, &map, access, &crypto.attr, dek) }.map_err(EngineError::from)?;
+        let lkey = mkey.lkey();
+        let sge = |w: &SendWr<'_>| [Sge { addr: 0, length: w.sgl.first().map_or(0, |g| g.length), lkey }];
+        // perftest signals every encrypted request; the ones the loop did not ask to be
+        // signaled carry FORCED_SIGNAL in their wr_id and poll_send drops their completions,
+        // so the loops count as without --aes_xts.
+        fn through<'b>(w: &SendWr<'_>, g: &'b [Sge]) -> SendWr<'b> {
+            let forced = !w.flags.contains(SendFlags::SIGNALED);
+            SendWr {
+                wr_id: if forced { w.wr_id | FORCED_SIGNAL } else { w.wr_id },
+                opcode: w.opcode,
+                flags: w.flags | SendFlags::SIGNALED,
+                sgl: g,
+                imm_data: w.imm_data,
+                remote: w.remote,
+                compare_add: w.compare_add,
+                swap: w.swap,
+                ud: w.ud,
+                remote_srqn: w.remote_srqn,
+                dci_stream: w.dci_stream,
+            }
+        }
+        if let [w] = wrs {
+            let g = sge(w);
+            let one = [through(w, &g)];
+            // SAFETY: the SGE names the crypto mkey at offsets 0..size, inside the range the
+            // UMR just mapped (size <= the buffer); that range is our MR, which outlives the QPs.
+            return unsafe { q.post_send(&one) }.map_err(EngineError::from);
+        }
+        let sges: Vec<[Sge; 1]> = wrs.iter().map(sge).collect();
+        let list: Vec<SendWr<'_>> = wrs.iter().zip(&sges).map(|(w, g)| through(w, &g[..])).collect();
+        // SAFETY: as for one request above.
+        unsafe { q.post_send(&list) }.map_err(EngineError::from)
+    }
+
+    /// `--aes_xts`: drop the completions of requests only perftest's encrypted path signals;
+    /// an error completion stays (with its wr_id restored).
+    #[inline(never)]
+    fn drop_forced(out: &mut [WorkCompletion], n: usize) -> usize {
+        let mut k = 0;
+        for i in 0..n {
+            let mut wc = out[i];
+            if wc.wr_id & FORCED_SIGNAL != 0 {
+                if wc.status == uverbs::wr::WcStatus::Success {
+                    continue;
+                }
+                wc.wr_id &= !FORCED_SIGNAL;
+            }
+            out[k] = wc;
+            k += 1;
+        }
+        k
+    }
+
     fn area_ptr(&self, off: u64) -> Option<*mut u8> {
         if off < self.mr.len() as u64 {
             // In bounds of the mapping: the offset is below the MR length.
@@ -524,6 +631,9 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
             self.check_sges(w.sgl)?;
         }
         let qi = self.send_qp(qp);
+        if self.encrypt {
+            return self.post_send_encrypted(qi, wrs);
+        }
         let q = self.qps.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("no QP #{qp}")))?;
         let streamed: Vec<SendWr<'_>>;
         let wrs = match self.dci_streams.get_mut(qi).filter(|c| c.active()) {
@@ -556,7 +666,11 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
 
     #[inline]
     fn poll_send(&mut self, out: &mut [WorkCompletion]) -> Result<usize, EngineError> {
-        self.send_cq.poll(out).map_err(|e| verr("poll CQ failed", e))
+        let n = self.send_cq.poll(out).map_err(|e| verr("poll CQ failed", e))?;
+        if self.encrypt {
+            return Ok(Self::drop_forced(out, n));
+        }
+        Ok(n)
     }
 
     #[inline]
@@ -619,6 +733,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn aes_xts_drops_only_the_completions_perftest_forces() {
+        use uverbs::wr::WcStatus;
+        let wc = |wr_id: u64, status: WcStatus| WorkCompletion { wr_id, status, ..Default::default() };
+        let mut out = [
+            wc(0x1_0000_0005 | FORCED_SIGNAL, WcStatus::Success),
+            wc(0x1_0000_0063, WcStatus::Success),
+            wc(0x2_0000_0007 | FORCED_SIGNAL, WcStatus::RemAccessErr),
+            wc(0x2_0000_0008 | FORCED_SIGNAL, WcStatus::Success),
+            wc(9, WcStatus::Success),
+        ];
+        let n = VerbsEndpoint::<providers::rxe::Rxe>::drop_forced(&mut out, 4);
+        assert_eq!(n, 2);
+        assert_eq!(out[0], wc(0x1_0000_0063, WcStatus::Success));
+        // an error completion stays, with the loop's own wr_id
+        assert_eq!(out[1], wc(0x2_0000_0007, WcStatus::RemAccessErr));
+        assert_eq!(crate::engine::wr_id_qp(out[1].wr_id), 2);
+    }
+
+    #[test]
     fn layout_matches_perftest() {
         let l = BufLayout::new(2, 65536, 4096, 64, false);
         assert_eq!(l.total(), 65536 * 4);
@@ -665,6 +798,7 @@ mod tests {
             dc: None,
             null_mr: false,
             xrc: Some(XrcPlan::new(2, true, false)),
+            crypto: None,
         };
         let plan = s.xrc.unwrap();
         let (ini, t0) = xrc_caps(&plan, 0, &s);

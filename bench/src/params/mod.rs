@@ -21,10 +21,11 @@
 //!   report formats we reproduce are 6.06's.
 //! * Features rperftest does not implement are parsed (so they are never "unknown") and then
 //!   refused with a one-line [`ErrorKind::Unsupported`] error: SRD connections,
-//!   AES-XTS, GPU memory, the PP rate limiter, data validation and vendor-specific options.
+//!   GPU memory, the PP rate limiter, data validation and vendor-specific options.
 //! * Raw-Ethernet options (`-B -E -J -j -K -k -Y -Z -P -v`, `--tcp`, `--remote_mac`, …) are
 //!   accepted and ignored, as perftest's ib_* tools do.
 
+pub mod aes;
 pub mod dc;
 mod getopt;
 pub mod rate;
@@ -536,6 +537,8 @@ pub struct Params {
     pub mgid: Option<String>,
     pub use_srq: bool,
     pub connectionless: bool,
+    /// `--aes_xts` and its family ([`aes`]).
+    pub aes: aes::AesXts,
     /// `--log_dci_streams` (DC only; 0 = plain DCI).
     pub log_dci_streams: u16,
     /// `--log_active_dci_streams` (default: `log_dci_streams`).
@@ -670,6 +673,7 @@ impl Params {
             mgid: None,
             use_srq: false,
             connectionless: false,
+            aes: aes::AesXts::default(),
             log_dci_streams: 0,
             log_active_dci_streams: 0,
             report_fmt: ReportFormat::Mbs,
@@ -899,7 +903,6 @@ pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
 #[derive(Default)]
 struct State {
     use_rss: bool,
-    aes: Option<String>,
     /// `--log_active_dci_streams` was given.
     dci_active_given: bool,
     gpu: Option<String>,
@@ -1323,16 +1326,14 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
         Opt::Tclass => p.tclass = narrow(int_in(f, "traffic class", 0, 255)?),
         Opt::WaitDestroy => p.wait_destroy = narrow(int_in(f, "wait_destroy", 0, I32_MAX)?),
         Opt::PerformWarmUp => p.perform_warm_up = true,
-        Opt::AesXts
-        | Opt::EncryptOnTx
-        | Opt::SigBefore
-        | Opt::AesBlockSize
-        | Opt::KekPath
-        | Opt::CredentialsPath
-        | Opt::DataEncKeysNumber
-        | Opt::DataEncKeyAppPath => {
-            st.aes.get_or_insert_with(|| f.spelling.clone());
-        }
+        Opt::AesXts => p.aes.enabled = true,
+        Opt::EncryptOnTx => p.aes.encrypt_on_tx = true,
+        Opt::SigBefore => p.aes.sig_before = true,
+        Opt::AesBlockSize => p.aes.block_size_arg = aes::u16_arg(f, "aes_block_size")?,
+        Opt::DataEncKeysNumber => p.aes.keys_number = aes::u16_arg(f, "data_enc_keys_number")?,
+        Opt::KekPath => p.aes.kek_path = Some(arg(f).to_string()),
+        Opt::CredentialsPath => p.aes.credentials_path = Some(arg(f).to_string()),
+        Opt::DataEncKeyAppPath => p.aes.app_path = Some(arg(f).to_string()),
         Opt::LogDciStreams => p.log_dci_streams = narrow(int_in(f, "log_dci_streams", 0, 65535)?),
         Opt::LogActiveDciStreams => {
             p.log_active_dci_streams = narrow(int_in(f, "log_active_dci_streams", 0, 65535)?);
@@ -1418,12 +1419,6 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
     }
     if st.use_rss {
         return Err(unsupported("--use_rss", "RSS isn't supported"));
-    }
-    if let Some(o) = &st.aes {
-        return Err(unsupported(
-            o,
-            "AES-XTS encryption is not supported by rperftest",
-        ));
     }
     if let Some(o) = &st.gpu {
         return Err(unsupported(
@@ -1808,5 +1803,6 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     }
 
     dc::dependencies(p, st.dci_active_given)?;
+    aes::dependencies(p)?;
     Ok(())
 }

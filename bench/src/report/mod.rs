@@ -111,6 +111,8 @@ pub struct ReportHeader {
     pub tx_depth: u32,
     pub rx_depth: u32,
     pub cq_mod: u32,
+    /// `--aes_xts`: (data encryption keys, block size) for the two AES-XTS lines.
+    pub aes_xts: Option<(i32, u32)>,
     /// 6.29 `CQE Poll Batch` (BW): None = `Dynamic`.
     pub cqe_poll: Option<u16>,
     pub mtu_bytes: u32,
@@ -157,6 +159,7 @@ impl ReportHeader {
             tx_depth: if bw { 128 } else { 1 },
             rx_depth: 1,
             cq_mod: 1,
+            aes_xts: None,
             cqe_poll: Some(16),
             mtu_bytes: 1024,
             link_type: LinkType::Ib,
@@ -259,6 +262,10 @@ pub fn header(h: &ReportHeader, style: Style) -> String {
     }
     if h.shows_rx_depth(style) {
         s.push_str(&format!(" RX depth        : {}\n", h.rx_depth));
+    }
+    if let Some((keys, block)) = h.aes_xts {
+        s.push_str(&format!(" Number of data encryption keys  : {keys}\n"));
+        s.push_str(&format!(" Block Size      : {block}\n"));
     }
     if h.bw {
         s.push_str(&format!(" CQ Moderation   : {}\n", h.cq_mod));

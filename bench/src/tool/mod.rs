@@ -323,7 +323,16 @@ fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), Tool
         ToolError::new(device_fail_code(p.tool), msg)
     })?;
     let user = SideUser { p, out, listener, cm: None };
-    providers::open(&dev.desc(), user)
+    open_side(p, &dev.desc(), user)
+}
+
+/// Open the device for the run (`--aes_xts`: perftest's DEVX open and crypto login).
+fn open_side(p: &Params, desc: &uverbs::provider::DeviceDesc, user: SideUser<'_>) -> Result<(), ToolError> {
+    if p.aes.enabled && p.verb != params::Verb::Atomic {
+        return crate::engine::crypto::open_devx(desc, p.aes.credentials_path.as_deref().unwrap_or(""), user)
+            .map_err(|m| ToolError::new(1, m))?;
+    }
+    providers::open(desc, user)
         .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
 }
 
@@ -335,6 +344,12 @@ fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
     }
     if !matches!(p.connection, Connection::Rc | Connection::Ud) {
         return Err(ToolError::new(1, " rperftest supports -z/-R with RC and UD connections only (-c RC or -c UD)"));
+    }
+    if p.aes.enabled && p.verb != params::Verb::Atomic {
+        // perftest opens the device (DEVX, crypto login) before the rdma_cm connection: check
+        // that here too, on the -d device, so a device without it fails at once.
+        let dev = uverbs::discovery::find_device(p.ib_dev.as_deref()).map_err(|e| ToolError::new(device_fail_code(p.tool), e.to_string()))?;
+        crate::engine::crypto::check_devx(&dev.desc(), p.aes.credentials_path.as_deref().unwrap_or("")).map_err(|m| ToolError::new(1, m))?;
     }
     let start = if let Some(host) = p.server_name.as_deref() {
         let dst = cm_session::resolve_host(host, p.port, p.ipv6).map_err(|e| ToolError::new(1, e))?;
@@ -358,8 +373,7 @@ fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
         }
     }
     let user = SideUser { p, out, listener: None, cm: Some(start) };
-    providers::open(&dev.info.desc(), user)
-        .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
+    open_side(p, &dev.info.desc(), user)
 }
 
 struct SideUser<'a> {

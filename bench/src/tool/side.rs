@@ -439,6 +439,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             dc: params::dc::engine_setup(p),
             null_mr: p.use_null_mr,
             xrc: params::xrc_plan(p),
+            crypto: crate::engine::crypto::CryptoSetup::from_params(&p.aes, p.verb != Verb::Atomic),
         };
         if let Some(f) = &p.mmap_file {
             if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
@@ -447,7 +448,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         }
         let ep = VerbsEndpoint::create(&self.ctx, &setup).map_err(|e| {
             // -c DC: our line naming the option, then perftest's three lines in its order.
-            let m = if setup.dc.is_some() { format!("{e}\n Couldn't create IB resources") } else { format!(" Couldn't create IB resources\n{e}") };
+            let m = if setup.dc.is_some() || setup.crypto.is_some() { format!("{e}\n Couldn't create IB resources") } else { format!(" Couldn't create IB resources\n{e}") };
             ToolError::new(1, m)
         })?;
         if p.mmap_file.is_some() {
@@ -545,6 +546,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         h.tx_depth = p.tx_depth;
         h.rx_depth = p.rx_depth;
         h.cq_mod = p.cq_mod;
+        h.aes_xts = p.aes.enabled.then(|| (i32::from(p.aes.keys_number), p.aes.block_size()));
         h.mtu_bytes = mtu_bytes as u32;
         h.link_type = if self.dev.ethernet { report::LinkType::Ethernet } else { report::LinkType::Ib };
         h.gid_index = self.dev.gid_index.map(i32::from);
@@ -1077,7 +1079,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
                 report_fmt: if self.p.report_fmt == ReportFormat::Gbs { 0 } else { 1 },
                 size: self.p.size,
                 iters: self.p.iters,
-                aes_xts: 0,
+                aes_xts: i32::from(self.p.aes.enabled),
                 num_of_qps: self.p.num_qps as i32,
                 duration: self.p.duration as i32,
                 use_rdma_cm: 0,
