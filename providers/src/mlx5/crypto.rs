@@ -16,6 +16,7 @@ use super::devx::{self, CryptoCaps, GeneralCaps};
 
 /// A DEVX object (`MLX5_IB_OBJECT_DEVX_OBJ`): the uobject handle DEVX_OBJ_CREATE returned,
 /// destroyed with DEVX_OBJ_DESTROY when dropped. `None` for detached objects.
+#[derive(Debug)]
 pub struct DevxObj {
     pub(crate) fd: Option<SharedFd>,
     pub(crate) handle: u32,
@@ -46,6 +47,7 @@ impl Drop for DevxObj {
 }
 
 /// A data encryption key: the DEK general object and its id (what a crypto BSF names).
+#[derive(Debug)]
 pub struct Mlx5Dek {
     pub(crate) id: u32,
     #[allow(dead_code)] // destroyed on drop
@@ -64,6 +66,7 @@ impl Mlx5Dek {
 }
 
 /// A crypto-capable indirect memory key that UMR work requests configure.
+#[derive(Debug)]
 pub struct Mlx5CryptoMkey {
     /// The key (mkey index << 8 | variant byte), lkey = rkey.
     pub(crate) lkey: u32,
