@@ -293,3 +293,22 @@ fn devx_obj_create_ioctl_bytes() {
         + "0210" + "1000" + "0100" + "0000" + "0020000000000000";
     assert_eq!(hex(&b), want);
 }
+
+#[test]
+fn kernel_refusals_name_the_device_status_when_the_kernel_copied_it() {
+    // Kernels with mlx5_cmd_do (≥ 5.19) answer EREMOTEIO and copy the mailbox out.
+    let mut out = [0u8; 16];
+    out[0] = 0x08;
+    out[4..8].copy_from_slice(&[0, 0, 0x0b, 0xad]);
+    let e = devx_error("CREATE_GENERAL_OBJECT (DEK)", libc::EREMOTEIO, &out);
+    let s = e.to_string();
+    assert!(s.contains("CREATE_GENERAL_OBJECT (DEK)") && s.contains("LIM_ERR") && s.contains("0x00000bad"), "{s}");
+    assert_eq!(e.errno, Some(libc::ENOMEM));
+    // Older kernels (mlx5_cmd_exec) return the errno and leave the output untouched.
+    let e = devx_error("CREATE_MKEY (crypto)", libc::EINVAL, &[0u8; 16]);
+    assert_eq!(e.errno, Some(libc::EINVAL));
+    assert!(e.to_string().contains("CREATE_MKEY (crypto)"), "{e}");
+    assert!(e.hint.is_some());
+    // Nothing at all (a short or empty output) is still an error, not a panic.
+    assert_eq!(devx_error("X", libc::EPERM, &[]).errno, Some(libc::EPERM));
+}
