@@ -1406,4 +1406,27 @@ mod tests {
         let b = encode_write(&l, 0).unwrap();
         assert_eq!(hex(&b), "1f00000008000000ff0100000002c98500000000000000001100000001c0" .to_string() + "0000");
     }
+
+    #[test]
+    fn driver_method_encoding_and_refusal() {
+        // mlx5 DEVX_OBJ_DESTROY: object 0x1001, method 0x1001, one IDR attribute 0x1000.
+        let m = DriverMethod { name: "DEVX_OBJ_DESTROY", object: 0x1001, method: 0x1001, idr_in: Some((0x1000, 7)), ..Default::default() };
+        let b = encode_driver_method(1, &m, &[], &[]).unwrap();
+        assert_eq!(hex(&b), "280001100110010000000000000000000100000000000000".to_string() + "00100000010000000700000000000000");
+        // DEVX_OTHER: inputs before outputs; a short input travels inline.
+        let m = DriverMethod { name: "X", object: 0x1000, method: 0x1000, ins: vec![(0x1000, &[1, 2][..])], outs: vec![(0x1001, 16)], ..Default::default() };
+        let b = encode_driver_method(1, &m, &[0xdead], &[0x2000]).unwrap();
+        assert_eq!(&b[24..40], &[0x00, 0x10, 2, 0, 1, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&b[40..56], &[0x01, 0x10, 16, 0, 1, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0]);
+        // On a fd that is not uverbs the call fails with the errno and zeroed outputs.
+        // SAFETY: memfd_create with a valid C string; the descriptor is ours alone.
+        let fd = unsafe { libc::memfd_create(c"drv-mock".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0);
+        // SAFETY: `fd` was just created and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let m = DriverMethod { name: "X", object: 0x1001, method: 0x1000, idr_new: Some(0x1000), ins: vec![(0x1001, &[0u8; 16][..])], outs: vec![(0x1002, 16)], ..Default::default() };
+        let r = driver_method(std::os::fd::AsFd::as_fd(&fd), 1, &m).unwrap();
+        assert_eq!(r.errno, Some(libc::ENOTTY));
+        assert_eq!((r.handle, r.outs), (None, vec![vec![0u8; 16]]));
+    }
 }
