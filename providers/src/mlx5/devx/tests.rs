@@ -296,7 +296,7 @@ fn devx_obj_create_ioctl_bytes() {
 
 #[test]
 fn kernel_refusals_name_the_device_status_when_the_kernel_copied_it() {
-    // Kernels with mlx5_cmd_do (≥ 5.19) answer EREMOTEIO and copy the mailbox out.
+    // Kernels whose DEVX uses mlx5_cmd_do answer EREMOTEIO and copy the mailbox out.
     let mut out = [0u8; 16];
     out[0] = 0x08;
     out[4..8].copy_from_slice(&[0, 0, 0x0b, 0xad]);

@@ -1,0 +1,58 @@
+//! The mlx5 AES-XTS control path through `impl Provider for Mlx5`, without a device: a context
+//! built as `Context::open` builds it refuses every crypto call before any syscall, one built as
+//! `Context::open_devx` builds it issues DEVX commands (here on /dev/null, which refuses them,
+//! so the error must name the command), and the PD number comes from the driver response.
+
+#[allow(dead_code)]
+#[path = "mlx5_common.rs"]
+mod common;
+
+use common::*;
+use providers::mlx5::uar::RecordingUar;
+use providers::mlx5::{abi, Mlx5};
+use uverbs::provider::{DeviceDesc, Provider};
+
+fn desc() -> DeviceDesc {
+    DeviceDesc { ibdev: "mlx5_0".into(), uverbs: "uverbs0".into(), driver_id: 1, driver_abi: abi::ABI_VERSION }
+}
+
+#[test]
+fn a_plain_context_refuses_crypto_naming_devx() {
+    let ctx = context(false);
+    let e = ctx.crypto_login(&[7; 48]).unwrap_err();
+    assert_eq!(e.errno, Some(libc::EOPNOTSUPP));
+    assert!(e.to_string().contains("mlx5 crypto login") && e.to_string().contains("DEVX"), "{e}");
+    assert!(ctx.create_dek(5, &[0; 40]).unwrap_err().to_string().contains("DEVX"));
+    assert!(ctx.create_crypto_mkey(5, 1).unwrap_err().to_string().contains("DEVX"));
+}
+
+#[test]
+fn a_devx_context_sends_devx_commands() {
+    let ctx = <Mlx5<RecordingUar> as Provider>::new_context_devx(dev_null(), &desc(), &golden_uctx_resp()).unwrap();
+    // /dev/null answers the DEVX ioctl with ENOTTY: the first command is the capability query.
+    let e = ctx.crypto_login(&[7; 48]).unwrap_err();
+    assert_eq!(e.errno, Some(libc::ENOTTY));
+    assert!(e.to_string().contains("QUERY_HCA_CAP (general device)"), "{e}");
+    // Input the DEK and mkey cannot take is refused before any command.
+    assert_eq!(ctx.create_dek(5, &[0; 41]).unwrap_err().errno, Some(libc::EINVAL));
+    assert_eq!(ctx.create_crypto_mkey(5, 0).unwrap_err().errno, Some(libc::EINVAL));
+    // A plain context from the same response is not DEVX.
+    let plain = <Mlx5<RecordingUar> as Provider>::new_context(dev_null(), &desc(), &golden_uctx_resp()).unwrap();
+    assert_eq!(plain.crypto_login(&[7; 48]).unwrap_err().errno, Some(libc::EOPNOTSUPP));
+}
+
+#[test]
+fn devx_request_and_pd_number() {
+    let plain = <Mlx5<RecordingUar> as Provider>::context_udata(&desc());
+    let devx = <Mlx5<RecordingUar> as Provider>::context_udata_devx(&desc()).unwrap();
+    assert_eq!(devx.resp_len, plain.resp_len);
+    assert_eq!(devx.req[8..12], abi::ALLOC_UCTX_DEVX.to_le_bytes());
+    assert_eq!(plain.req[8..12], [0; 4]);
+    assert_eq!((&devx.req[..8], &devx.req[12..]), (&plain.req[..8], &plain.req[12..]));
+    let ctx = context(false);
+    let u = ctx.pd_udata();
+    assert!(u.req.is_empty());
+    assert_eq!(u.resp_len, 4);
+    assert_eq!(ctx.pd_number(&[0x21, 0x43, 0x05, 0x00]).unwrap(), Some(0x54321));
+    assert!(ctx.pd_number(&[]).is_err());
+}
