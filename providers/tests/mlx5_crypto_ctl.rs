@@ -3,7 +3,6 @@
 //! `Context::open_devx` builds it issues DEVX commands (here on /dev/null, which refuses them,
 //! so the error must name the command), and the PD number comes from the driver response.
 
-#[allow(dead_code)]
 #[path = "mlx5_common.rs"]
 mod common;
 
