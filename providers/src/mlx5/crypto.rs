@@ -347,6 +347,30 @@ mod tests {
     }
 
     #[test]
+    fn second_login_is_eexist_and_commands_follow_the_checks() {
+        let c = CryptoCtx::new(true);
+        let fd = memfd();
+        let ok = caps(true, true, &[devx::OBJ_TYPE_CRYPTO_LOGIN, devx::OBJ_TYPE_DEK], true, devx::WRAPPED_IMPORT_METHOD_AES);
+        // Capabilities already known: no query; not logged in: a DEK is refused (EINVAL).
+        c.state.lock().unwrap().caps = Some(ok);
+        assert_eq!(c.create_dek(&fd, 1, &[0; 40]).unwrap_err().errno, Some(libc::EINVAL));
+        // The login itself reaches DEVX_OBJ_CREATE (refused by the memfd).
+        let e = c.login(&fd, &[0; 48]).unwrap_err();
+        assert!(e.to_string().contains("CREATE_GENERAL_OBJECT (crypto login)"), "{e}");
+        assert!(!c.logged_in());
+        // Logged in (a detached stand-in for the login object): a second login is EEXIST, a DEK
+        // and an mkey get as far as their create commands.
+        c.state.lock().unwrap().login = Some(DevxObj::detached());
+        assert!(c.logged_in());
+        assert_eq!(c.login(&fd, &[0; 48]).unwrap_err().errno, Some(libc::EEXIST));
+        assert!(c.create_dek(&fd, 1, &[0; 40]).unwrap_err().to_string().contains("CREATE_GENERAL_OBJECT (DEK)"));
+        assert!(c.create_mkey(&fd, 1, 1).unwrap_err().to_string().contains("CREATE_MKEY (crypto)"));
+        // A device without the engine refuses the mkey before the command.
+        c.state.lock().unwrap().caps = Some(caps(true, true, &[0x1f, 0xc], false, 4));
+        assert_eq!(c.create_mkey(&fd, 1, 1).unwrap_err().errno, Some(libc::EOPNOTSUPP));
+    }
+
+    #[test]
     fn detached_objects_destroy_nothing() {
         let d = Mlx5Dek::detached(7);
         assert_eq!(d.id(), 7);
