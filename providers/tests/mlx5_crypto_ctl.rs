@@ -55,3 +55,24 @@ fn devx_request_and_pd_number() {
     assert_eq!(ctx.pd_number(&[0x21, 0x43, 0x05, 0x00]).unwrap(), Some(0x54321));
     assert!(ctx.pd_number(&[]).is_err());
 }
+
+#[test]
+fn devx_request_matches_libmlx5s_first_get_context() {
+    // libmlx5 (rdma-core 44, captured by the oracle's fake kernel) tries DEVX first: its first
+    // GET_CONTEXT's 32 driver bytes follow the 16-byte write header + response pointer.
+    let log = std::fs::read_to_string(fixture("shim_log.txt")).unwrap();
+    let mut lines = log.lines().skip_while(|l| !l.starts_with("write cmd 0 in_words 12"));
+    lines.next().unwrap();
+    assert!(lines.next().unwrap().contains("req (48)"));
+    let h: String = lines.take(2).map(|l| l.trim()).collect();
+    assert!(lines_mention_devx(&log));
+    let req = hex(&h);
+    let drv = &req[16..48];
+    // Same settings as that capture (libmlx5 also asks for DYN_UAR, which ours leaves out).
+    let ours = abi::UctxReq { total_num_bfregs: 16, num_low_latency_bfregs: 4, max_cqe_version: 1, lib_caps: abi::LIB_CAP_4K_UAR | abi::LIB_CAP_DYN_UAR };
+    assert_eq!(to_hex(&ours.encode_devx()), to_hex(drv));
+}
+
+fn lines_mention_devx(log: &str) -> bool {
+    log.lines().take(10).any(|l| l.contains("DEVX requested"))
+}
