@@ -76,3 +76,29 @@ fn devx_request_matches_libmlx5s_first_get_context() {
 fn lines_mention_devx(log: &str) -> bool {
     log.lines().take(10).any(|l| l.contains("DEVX requested"))
 }
+
+#[test]
+fn encoders_match_rdma_cores_devx_set_over_mlx5_ifc() {
+    use providers::mlx5::devx;
+    let text = std::fs::read_to_string(fixture("devx_crypto_cmd_in.txt")).unwrap();
+    let golden = |name: &str| -> String {
+        text.lines().find_map(|l| l.strip_prefix(&format!("{name} "))).unwrap_or_else(|| panic!("{name} missing")).to_string()
+    };
+    assert_eq!(to_hex(&devx::query_hca_cap_in(devx::OP_MOD_CRYPTO_CUR)), golden("query_crypto"));
+    let mut cred = [0u8; 48];
+    for (i, c) in cred.iter_mut().enumerate() {
+        *c = 0x80 + i as u8;
+    }
+    assert_eq!(to_hex(&devx::crypto_login_in(0x0a_0b0c, 0x01_0203, &cred)), golden("login"));
+    let key: Vec<u8> = (1..=40).collect();
+    let dek = devx::create_dek_in(&devx::DekParams {
+        key_size: devx::KEY_SIZE_128,
+        has_keytag: false,
+        pdn: 0x12_3456,
+        opaque: providers::mlx5::crypto::PERFTEST_DEK_OPAQUE,
+        key: &key,
+    })
+    .unwrap();
+    assert_eq!(to_hex(&dek), golden("dek"));
+    assert_eq!(to_hex(&devx::create_mkey_in(0xab_cdef, 1, true)), golden("mkey"));
+}
