@@ -1676,3 +1676,584 @@ fn model_dc_dct_receives_resolve_under_cqe_version_0() {
     p.srq = Some(srq);
     drop(ah);
 }
+
+// ---- AES-XTS data path: UMR + crypto BSF (perftest --aes_xts) --------------------------------
+//
+// The model device learns crypto mkeys from UMR WQEs (opcode 0x25): the key in the control
+// segment's imm, the UMR control segment's mask and sizes, the mkey context (access, length,
+// the key's variant byte, BSF enable), the inline translation (data segments: address, length)
+// and the crypto BSF (order, data-unit size, initial tweak, DEK id, key tag). A later request
+// whose local SGE names such a key at an offset reads or writes the mapped ranges.
+//
+// Model choice, NOT AES: "encryption" is a keyed byte-wise add (decryption the matching
+// subtract) of a keystream derived from (DEK id, data-unit tweak, byte index in the unit); the
+// tweak of data unit k is the BSF's initial tweak read as a big-endian 128-bit number, plus k
+// (the multi-block engine's convention). It only shows which bytes are ciphertext and that
+// they decrypt back; it says nothing about AES-XTS itself.
+//
+// The model also counts requests that follow a UMR on the same QP without the initiator small
+// fence (libmlx5 sets it through `fm_cache`), and asserts everything it parses.
+
+use providers::mlx5::crypto::{Mlx5CryptoMkey, Mlx5Dek};
+use providers::mlx5::umr;
+use uverbs::provider::CryptoAttr;
+
+#[derive(Clone, Debug)]
+struct CMkey {
+    ranges: Vec<(u64, u32)>,
+    len: u64,
+    access: u8,
+    dek: u32,
+    tweak: u128,
+    dus: u32,
+    encrypt_on_tx: bool,
+}
+
+#[derive(Default)]
+struct CryptoModel {
+    /// Crypto mkeys that exist, by key: `None` until a UMR configures them.
+    mkeys: HashMap<u32, Option<CMkey>>,
+    pending: Vec<(usize, [u8; 8])>,
+    umrs: usize,
+    umr_wrapped: usize,
+    umr_blueflame: usize,
+    crypto_requests: usize,
+    unfenced_after_umr: usize,
+    /// What each crypto request carried on the wire, in order.
+    wire: Vec<Vec<u8>>,
+    /// Per QP: the previous WQE was a UMR.
+    after_umr: HashMap<u32, bool>,
+}
+
+fn model_keystream(dek: u32, tweak: u128, i: u64) -> u8 {
+    let mut x = (dek as u64).rotate_left(40) ^ (tweak as u64) ^ ((tweak >> 64) as u64).rotate_left(17) ^ i.wrapping_mul(0x1000_0001);
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (x ^ (x >> 31)) as u8
+}
+
+/// The model's transform of `data` found at mkey offset `offset`.
+fn model_cipher(dek: u32, tweak0: u128, dus: u32, offset: u64, data: &mut [u8], encrypt: bool) {
+    for (j, b) in data.iter_mut().enumerate() {
+        let o = offset + j as u64;
+        let k = model_keystream(dek, tweak0.wrapping_add((o / dus as u64) as u128), o % dus as u64);
+        *b = if encrypt { b.wrapping_add(k) } else { b.wrapping_sub(k) };
+    }
+}
+
+/// What the test expects on the wire for plaintext at mkey offset `offset` under `attr`/`dek`
+/// (perftest's multi-block convention: the initial tweak's bytes are a little-endian number).
+fn expect_cipher(attr: &CryptoAttr, dek: u32, offset: u64, plain: &[u8]) -> Vec<u8> {
+    let mut v = plain.to_vec();
+    model_cipher(dek, u128::from_le_bytes(attr.initial_tweak), attr.data_unit_size, offset, &mut v, true);
+    v
+}
+
+impl CMkey {
+    fn read(&self, off: u64, len: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(len);
+        let (mut o, mut left) = (off, len as u64);
+        for &(a, n) in &self.ranges {
+            if left == 0 {
+                break;
+            }
+            if o >= n as u64 {
+                o -= n as u64;
+                continue;
+            }
+            let k = (n as u64 - o).min(left);
+            v.extend(rd(a + o, k as usize));
+            left -= k;
+            o = 0;
+        }
+        v
+    }
+    fn write(&self, off: u64, data: &[u8]) {
+        let (mut o, mut d) = (off, data);
+        for &(a, n) in &self.ranges {
+            if d.is_empty() {
+                break;
+            }
+            if o >= n as u64 {
+                o -= n as u64;
+                continue;
+            }
+            let k = ((n as u64 - o) as usize).min(d.len());
+            wr(a + o, &d[..k]);
+            d = &d[k..];
+            o = 0;
+        }
+    }
+}
+
+impl CryptoModel {
+    fn on_event(&mut self, hca: &mut Hca, e: &UarEvent, half: usize) {
+        match e {
+            UarEvent::WcStart => self.pending.clear(),
+            UarEvent::Store { offset, bytes } => self.pending.push((*offset, *bytes)),
+            UarEvent::Flush => {
+                let stores = std::mem::take(&mut self.pending);
+                let first = stores[0].0;
+                if first == 0x20 {
+                    hca.arms += 1;
+                    return;
+                }
+                let qpn = hca.qps.values().find(|q| first == q.bf || first == q.bf + half).expect("doorbell to a known bfreg").qpn;
+                self.doorbell(hca, qpn, &stores);
+            }
+        }
+    }
+
+    /// As `Hca::doorbell`, dispatching UMR WQEs and requests through crypto mkeys here and
+    /// everything else to `Hca::execute`.
+    fn doorbell(&mut self, hca: &mut Hca, qpn: u32, stores: &[(usize, [u8; 8])]) {
+        let q = hca.qps[&qpn];
+        let pi = be32(&rd(q.db, 8), 4);
+        let slot = |i: u32| q.buf + q.sq_off + ((i & (q.sq_cnt - 1)) as u64) * 64;
+        let mut last_start = None;
+        let mut ci = q.sq_ci;
+        while (ci & 0xffff) != pi {
+            let ctrl = rd(slot(ci), 16);
+            let op = ctrl[3];
+            if self.after_umr.get(&qpn).copied().unwrap_or(false) && ctrl[11] & 0xa0 == 0 {
+                self.unfenced_after_umr += 1;
+            }
+            let n = if op == umr::OPCODE_UMR {
+                self.umr(hca, qpn, ci)
+            } else if self.names_crypto_mkey(&q, ci) {
+                self.crypto_request(hca, qpn, ci)
+            } else {
+                hca.execute(qpn, ci)
+            };
+            self.after_umr.insert(qpn, op == umr::OPCODE_UMR);
+            last_start = Some(ci);
+            ci = ci.wrapping_add(n);
+        }
+        let start = last_start.expect("doorbell without new WQEs");
+        assert_eq!(&stores[0].1[..], &rd(slot(start), 8)[..], "doorbell value = first 8 bytes of the last WQE's ctrl");
+        if stores.len() > 1 {
+            hca.blueflames += 1;
+            if rd(slot(start), 4)[3] == umr::OPCODE_UMR {
+                self.umr_blueflame += 1;
+            }
+            assert_eq!(stores.len() % 8, 0);
+            for (k, (off, bytes)) in stores.iter().enumerate() {
+                assert_eq!(*off, stores[0].0 + 8 * k, "ascending 8-byte stores");
+                let blk = slot(start.wrapping_add(k as u32 / 8));
+                assert_eq!(&bytes[..], &rd(blk + (k as u64 % 8) * 8, 8)[..], "BlueFlame bytes = SQ bytes");
+            }
+        } else {
+            hca.doorbells += 1;
+        }
+        hca.qps.get_mut(&qpn).unwrap().sq_ci = ci;
+    }
+
+    fn wqe(q: &MQp, idx: u32) -> (Vec<u8>, u32, bool) {
+        let slot = |i: u32| q.buf + q.sq_off + ((i & (q.sq_cnt - 1)) as u64) * 64;
+        let ds = (be32(&rd(slot(idx), 8), 4) & 0x3f) as usize;
+        let nbb = (ds * 16).div_ceil(64) as u32;
+        let wrapped = (idx & (q.sq_cnt - 1)) + nbb > q.sq_cnt;
+        let mut w = Vec::new();
+        for b in 0..nbb {
+            w.extend(rd(slot(idx + b), 64));
+        }
+        w.truncate(ds * 16);
+        (w, nbb, wrapped)
+    }
+
+    /// The RC request's local data segments (none for inline payloads).
+    fn local_segs(w: &[u8]) -> Vec<(u32, u32, u64)> {
+        let op = w[3];
+        let mut pos = 16;
+        if matches!(op, 0x08 | 0x09 | 0x10 | 0x11 | 0x12) {
+            pos += 16;
+        }
+        if matches!(op, 0x11 | 0x12) {
+            pos += 16;
+        }
+        if pos < w.len() && be32(w, pos) & 0x8000_0000 != 0 {
+            return Vec::new();
+        }
+        w[pos..].chunks_exact(16).map(|s| (be32(s, 0), be32(s, 4), be64(s, 8))).collect()
+    }
+
+    fn names_crypto_mkey(&self, q: &MQp, idx: u32) -> bool {
+        let (w, _, _) = Self::wqe(q, idx);
+        Self::local_segs(&w).iter().any(|s| self.mkeys.contains_key(&s.1))
+    }
+
+    fn cqe(hca: &mut Hca, q: &MQp, idx: u32, op: u8, byte_cnt: u32, synd: Option<u8>) {
+        let mut c = [0u8; 64];
+        c[32..36].copy_from_slice(&q.uidx.to_be_bytes());
+        c[44..48].copy_from_slice(&byte_cnt.to_be_bytes());
+        c[56..60].copy_from_slice(&(((op as u32) << 24) | q.qpn).to_be_bytes());
+        c[60..62].copy_from_slice(&(idx as u16).to_be_bytes());
+        let opcode = match synd {
+            Some(s) => {
+                c[55] = s;
+                c[54] = 0x88;
+                13
+            }
+            None => 0,
+        };
+        hca.push_cqe(q.cqn, c, opcode);
+    }
+
+    fn umr(&mut self, hca: &mut Hca, qpn: u32, idx: u32) -> u32 {
+        let q = hca.qps[&qpn];
+        let (w, nbb, wrapped) = Self::wqe(&q, idx);
+        assert_eq!(w[3], umr::OPCODE_UMR);
+        let key = be32(&w, 12);
+        assert!(self.mkeys.contains_key(&key), "model: UMR on an mkey that does not exist ({key:#x})");
+        // UMR control segment.
+        assert_eq!(w[16] & umr::UMR_CTRL_FLAG_INLINE, umr::UMR_CTRL_FLAG_INLINE, "translation inline");
+        let klm_oct = u16::from_be_bytes([w[20], w[21]]) as usize;
+        let bsf_oct = u16::from_be_bytes([w[22], w[23]]) as usize;
+        let mask = be64(&w, 24);
+        assert!(w[17..20].iter().all(|&b| b == 0) && w[32..64].iter().all(|&b| b == 0), "UMR ctrl reserved bytes");
+        assert_eq!(w.len(), 128 + 16 * (klm_oct + bsf_oct), "ds covers ctrl, UMR ctrl, mkey context, translation, BSF");
+        // Mkey context.
+        let mkc = &w[64..128];
+        assert_ne!(mask & umr::mkey_mask::FREE, 0);
+        assert_eq!(mkc[0], 0, "free bit written as 0: the mkey becomes usable");
+        assert_ne!(mask & umr::mkey_mask::MKEY, 0);
+        assert_eq!(be32(mkc, 4), 0xffff_ff00 | (key & 0xff), "qpn 0xffffff and the key's variant");
+        assert_ne!(mask & umr::mkey_mask::LEN, 0);
+        let len = be64(mkc, 24);
+        assert_eq!(be64(mkc, 16), 0, "start address 0");
+        assert_eq!(mask & umr::mkey_mask::ACCESS, umr::mkey_mask::ACCESS);
+        // Translation: data segments, zero entries pad to 64 bytes.
+        let klm = &w[128..128 + 16 * klm_oct];
+        let ranges: Vec<(u64, u32)> = klm
+            .chunks_exact(16)
+            .filter(|s| be32(s, 0) != 0)
+            .map(|s| (be64(s, 8), be32(s, 0)))
+            .collect();
+        assert_eq!(ranges.iter().map(|r| r.1 as u64).sum::<u64>(), len, "mkey length = the ranges");
+        // Crypto BSF.
+        assert_eq!(bsf_oct, 4, "one 64-byte crypto BSF");
+        assert_ne!(mask & umr::mkey_mask::BSF_ENABLE, 0);
+        assert_eq!(be32(mkc, 12), umr::MKC_FLAGS_BSF_ENABLE);
+        let bsf = &w[128 + 16 * klm_oct..];
+        assert_eq!(bsf[0], umr::CRYPTO_BSF_SIZE_TYPE);
+        assert_eq!(bsf[3], umr::ENCRYPTION_STANDARD_AES_XTS);
+        assert_eq!(be32(bsf, 4), u32::MAX, "raw_data_size");
+        let dus = match bsf[8] {
+            1 => 512,
+            2 => 520,
+            6 => 4048,
+            3 => 4096,
+            4 => 4160,
+            s => panic!("model: bad data-unit selector {s}"),
+        };
+        let m = CMkey {
+            ranges,
+            len,
+            access: mkc[2],
+            dek: be32(bsf, 32) & 0xff_ffff,
+            tweak: u128::from_be_bytes(bsf[16..32].try_into().unwrap()),
+            dus,
+            encrypt_on_tx: matches!(bsf[1], umr::enc_order::ENCRYPTED_RAW_WIRE | umr::enc_order::ENCRYPTED_WIRE_SIGNATURE),
+        };
+        self.mkeys.insert(key, Some(m));
+        self.umrs += 1;
+        if wrapped {
+            self.umr_wrapped += 1;
+        }
+        if w[11] & 0x08 != 0 {
+            Self::cqe(hca, &q, idx, umr::OPCODE_UMR, 0, None);
+        }
+        nbb
+    }
+
+    fn crypto_request(&mut self, hca: &mut Hca, qpn: u32, idx: u32) -> u32 {
+        let q = hca.qps[&qpn];
+        let (w, nbb, _) = Self::wqe(&q, idx);
+        let op = w[3];
+        let (raddr, rkey) = (be64(&w, 16), be32(&w, 24));
+        let segs = Self::local_segs(&w);
+        let mut synd = None;
+        if matches!(op, 0x08 | 0x09 | 0x10) && rkey != RKEY {
+            synd = Some(0x13);
+        }
+        // Every local SGE naming a crypto mkey must fall inside a configured mapping with the
+        // access the direction needs; anything else is a local protection error.
+        for &(n, lkey, addr) in &segs {
+            if let Some(m) = self.mkeys.get(&lkey) {
+                let ok = m.as_ref().is_some_and(|m| {
+                    addr.checked_add(n as u64).is_some_and(|end| end <= m.len)
+                        && (op != 0x10 || m.access & umr::mkc_access::LOCAL_WRITE != 0)
+                });
+                if !ok {
+                    synd = Some(0x04);
+                }
+            }
+        }
+        self.crypto_requests += 1;
+        let mut byte_cnt = 0;
+        if synd.is_none() {
+            // Out of memory: gather (and transform through the mkey).
+            let gather = |this: &Self| -> Vec<u8> {
+                let mut v = Vec::new();
+                for &(n, lkey, addr) in &segs {
+                    match this.mkeys.get(&lkey) {
+                        Some(Some(m)) => {
+                            let mut d = m.read(addr, n as usize);
+                            model_cipher(m.dek, m.tweak, m.dus, addr, &mut d, m.encrypt_on_tx);
+                            v.extend(d);
+                        }
+                        _ => v.extend(rd(addr, n as usize)),
+                    }
+                }
+                v
+            };
+            match op {
+                0x08 => {
+                    let d = gather(self);
+                    wr(raddr, &d);
+                    self.wire.push(d);
+                }
+                0x0a => {
+                    let d = gather(self);
+                    hca.receive(q.peer, Some(&d), None, d.len() as u32, 2, qpn, None);
+                    self.wire.push(d);
+                }
+                0x10 => {
+                    let total: usize = segs.iter().map(|s| s.0 as usize).sum();
+                    let d = rd(raddr, total);
+                    let mut o = 0;
+                    for &(n, lkey, addr) in &segs {
+                        let mut part = d[o..o + n as usize].to_vec();
+                        match self.mkeys.get(&lkey) {
+                            Some(Some(m)) => {
+                                model_cipher(m.dek, m.tweak, m.dus, addr, &mut part, !m.encrypt_on_tx);
+                                m.write(addr, &part);
+                            }
+                            _ => wr(addr, &part),
+                        }
+                        o += n as usize;
+                    }
+                    byte_cnt = total as u32;
+                    self.wire.push(d);
+                }
+                o => panic!("model: crypto mkey with opcode {o:#x} not modelled"),
+            }
+        }
+        if w[11] & 0x08 != 0 || synd.is_some() {
+            Self::cqe(hca, &q, idx, op, byte_cnt, synd);
+        }
+        nbb
+    }
+}
+
+const CRYPTO_MKEY: u32 = 0x0004_5600;
+
+/// An RC pair (max_inline_data 124: the least a crypto UMR fits in) whose device is the crypto
+/// model in front of the plain one; the context reports single- and multi-block engines.
+fn crypto_pair(blueflame: bool, max_send_wr: u32) -> (Pair, Arc<Mutex<CryptoModel>>) {
+    let caps = QpCaps { max_send_wr, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 124 };
+    let p = create_pair(caps, 15, blueflame);
+    let dev = Arc::new(Mutex::new(CryptoModel::default()));
+    let (h, d) = (p.hca.clone(), dev.clone());
+    let half = p.ctx.plan.toggle();
+    p.ctx.uar().set_hook(move |e| {
+        let mut hca = h.lock().unwrap();
+        d.lock().unwrap().on_event(&mut hca, e, half)
+    });
+    p.ctx.set_crypto_engines(umr::engines::AES_XTS | umr::engines::SINGLE_BLOCK | umr::engines::MULTI_BLOCK);
+    (p, dev)
+}
+
+fn perftest_crypto_attr(dus: u32) -> CryptoAttr {
+    let mut tweak = [0u8; 16];
+    for (i, t) in tweak.iter_mut().enumerate() {
+        *t = i as u8;
+    }
+    CryptoAttr { encrypt_on_tx: true, signature_before_crypto_on_tx: false, initial_tweak: tweak, keytag: [0; 8], data_unit_size: dus }
+}
+
+const RR_RW_LW: u32 = 4 | 2 | 1;
+
+#[test]
+fn model_crypto_umr_then_write_send_read_move_the_mapped_bytes() {
+    for blueflame in [true, false] {
+        let (mut p, dev) = crypto_pair(blueflame, 8);
+        dev.lock().unwrap().mkeys.insert(CRYPTO_MKEY, None);
+        let mut mkey = Mlx5CryptoMkey::detached(CRYPTO_MKEY, 1);
+        let dek = Mlx5Dek::detached(0x31);
+        let dek2 = Mlx5Dek::detached(0x32);
+        let attr = perftest_crypto_attr(512);
+        let plain: Vec<u8> = (0..2048u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut bufs = Bufs { mem: vec![plain.clone(), vec![0u8; 2048], vec![0u8; 2048], vec![0u8; 2048]] };
+        let (a, remote, back, rbuf) = (bufs.addr(0), bufs.addr(1), bufs.addr(2), bufs.addr(3));
+        let via_mkey = |off: u64, len: u32| [Sge { addr: off, length: len, lkey: CRYPTO_MKEY }];
+
+        // 1. UMR maps A (plaintext), then a signaled WRITE of the whole mkey: the remote gets
+        //    ciphertext; only the WRITE completes.
+        let map_a = Sge { addr: a, length: 2048, lkey: 1 };
+        unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map_a, RR_RW_LW, &attr, &dek) }.unwrap();
+        let umr_at = p.qp[0].sq_cur_post() - 4;
+        let sg = via_mkey(0, 2048);
+        let mut w = SendWr::new(0x501, WrOpcode::RdmaWrite, &sg);
+        w.flags = SendFlags::SIGNALED;
+        w.remote = uverbs::wr::RemoteAddr { addr: remote, rkey: RKEY };
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+        let wc = poll_all(&mut p, 0, 1)[0];
+        assert_eq!((wc.wr_id, wc.status, wc.opcode), (0x501, WcStatus::Success, WcOpcode::RdmaWrite));
+        let cipher = expect_cipher(&attr, 0x31, 0, &plain);
+        assert_ne!(cipher, plain);
+        assert_eq!(rd(remote, 2048), cipher, "ciphertext on the wire side (tweak and DEK as posted)");
+        // The WQE after the UMR carries the initiator small fence with its CQ update.
+        let sq = p.qp[0].geo.sq_offset as u64 + p.qp[0].addrs().0;
+        let slot = |i: u32| sq + ((i & (p.qp[0].geo.sq_wqe_cnt - 1)) as u64) * 64;
+        assert_eq!(rd(slot(umr_at), 16)[3], 0x25);
+        assert_eq!(rd(slot(umr_at + 4), 16)[11], 0x28, "small fence | CQ update");
+
+        // 2. UMR maps the empty buffer `back`; READ the ciphertext through the mkey: the
+        //    device decrypts on the way into memory.
+        let map_back = Sge { addr: back, length: 2048, lkey: 1 };
+        unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map_back, RR_RW_LW, &attr, &dek) }.unwrap();
+        let mut r = SendWr::new(0x502, WrOpcode::RdmaRead, &sg);
+        r.flags = SendFlags::SIGNALED;
+        r.remote = uverbs::wr::RemoteAddr { addr: remote, rkey: RKEY };
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[r]) }.unwrap();
+        let wc = poll_all(&mut p, 0, 1)[0];
+        assert_eq!((wc.wr_id, wc.status, wc.opcode, wc.byte_len), (0x502, WcStatus::Success, WcOpcode::RdmaRead, 2048));
+        assert_eq!(rd(back, 2048), plain, "plaintext after decryption");
+
+        // 3. Another DEK, a SEND of the second data unit (mkey offset 512): the receiver gets
+        //    that unit's ciphertext under DEK 2 and tweak + 1.
+        unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map_a, RR_RW_LW, &attr, &dek2) }.unwrap();
+        let rsg = [Sge { addr: rbuf, length: 2048, lkey: 2 }];
+        unsafe { p.ctx.post_recv(&mut p.qp[1], &[RecvWr { wr_id: 0x900, sgl: &rsg }]) }.unwrap();
+        let ssg = via_mkey(512, 512);
+        let mut s = SendWr::new(0x503, WrOpcode::Send, &ssg);
+        s.flags = SendFlags::SIGNALED;
+        unsafe { p.ctx.post_send(&mut p.qp[0], &[s]) }.unwrap();
+        assert_eq!(poll_all(&mut p, 0, 1)[0].wr_id, 0x503);
+        let rwc = poll_all(&mut p, 1, 1)[0];
+        assert_eq!((rwc.wr_id, rwc.byte_len, rwc.opcode), (0x900, 512, WcOpcode::Recv));
+        let unit1 = expect_cipher(&attr, 0x32, 512, &plain[512..1024]);
+        assert_eq!(rd(rbuf, 512), unit1);
+        assert_ne!(unit1, cipher[512..1024].to_vec(), "a different DEK gives different ciphertext");
+        assert_eq!(cipher[512..1024], expect_cipher(&attr, 0x31, 512, &plain[512..1024])[..], "per-unit tweak");
+        let d = dev.lock().unwrap();
+        assert_eq!((d.umrs, d.crypto_requests, d.unfenced_after_umr), (3, 3, 0));
+        assert_eq!(d.wire.len(), 3);
+        assert_eq!(d.umr_blueflame > 0, blueflame, "a single UMR is BlueFlamed like any 16-DS inline WQE");
+        drop(d);
+        bufs.mem.clear();
+    }
+}
+
+#[test]
+fn model_crypto_request_on_an_unconfigured_mkey_is_a_local_protection_error() {
+    let (mut p, dev) = crypto_pair(true, 8);
+    dev.lock().unwrap().mkeys.insert(CRYPTO_MKEY, None);
+    let remote = vec![0u8; 256];
+    let sg = [Sge { addr: 0, length: 64, lkey: CRYPTO_MKEY }];
+    let mut w = SendWr::new(0x77, WrOpcode::RdmaWrite, &sg);
+    w.flags = SendFlags::SIGNALED;
+    w.remote = uverbs::wr::RemoteAddr { addr: remote.as_ptr() as u64, rkey: RKEY };
+    unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+    let wc = poll_all(&mut p, 0, 1)[0];
+    assert_eq!((wc.wr_id, wc.status, wc.vendor_err), (0x77, WcStatus::LocProtErr, 0x88));
+    assert!(remote.iter().all(|&b| b == 0), "nothing moved");
+
+    // Configured, but the request runs past the mapping: also a protection error (side 1).
+    dev.lock().unwrap().mkeys.insert(CRYPTO_MKEY + 0x100, None);
+    let mut mkey = Mlx5CryptoMkey::detached(CRYPTO_MKEY + 0x100, 1);
+    let src = vec![5u8; 256];
+    let map = Sge { addr: src.as_ptr() as u64, length: 256, lkey: 1 };
+    let attr = perftest_crypto_attr(512);
+    unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[1], &mut mkey, &map, RR_RW_LW, &attr, &Mlx5Dek::detached(9)) }.unwrap();
+    let sg = [Sge { addr: 200, length: 64, lkey: CRYPTO_MKEY + 0x100 }];
+    let mut w = SendWr::new(0x78, WrOpcode::RdmaWrite, &sg);
+    w.flags = SendFlags::SIGNALED;
+    w.remote = uverbs::wr::RemoteAddr { addr: remote.as_ptr() as u64, rkey: RKEY };
+    unsafe { p.ctx.post_send(&mut p.qp[1], &[w]) }.unwrap();
+    let wc = poll_all(&mut p, 1, 1)[0];
+    assert_eq!((wc.wr_id, wc.status), (0x78, WcStatus::LocProtErr));
+    assert_eq!(dev.lock().unwrap().umrs, 1);
+}
+
+#[test]
+fn model_crypto_umr_refusals_happen_at_post_and_touch_nothing() {
+    let (mut p, dev) = crypto_pair(true, 8);
+    dev.lock().unwrap().mkeys.insert(CRYPTO_MKEY, None);
+    let buf = vec![0u8; 4096];
+    let map = Sge { addr: buf.as_ptr() as u64, length: 4096, lkey: 1 };
+    let attr = perftest_crypto_attr(4096);
+    let dek = Mlx5Dek::detached(1);
+    let _ = p.ctx.uar().take();
+    let before = p.qp[0].sq_cur_post();
+    // An mkey created for 0 entries cannot take the one range: too many entries.
+    let mut none = Mlx5CryptoMkey::detached(CRYPTO_MKEY, 0);
+    let e = unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut none, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
+    assert_eq!((e.index, e.error.errno), (0, Some(libc::ENOMEM)));
+    assert!(e.error.to_string().contains("layout entries"), "{}", e.error);
+    let mut mkey = Mlx5CryptoMkey::detached(CRYPTO_MKEY, 1);
+    let mut bad = attr;
+    bad.data_unit_size = 1000;
+    let e = unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map, RR_RW_LW, &bad, &dek) }.unwrap_err();
+    assert_eq!(e.error.errno, Some(libc::EINVAL));
+    assert!(e.error.to_string().contains("data unit size 1000"), "{}", e.error);
+    let e = unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map, 0x20, &attr, &dek) }.unwrap_err();
+    assert_eq!(e.error.errno, Some(libc::EINVAL));
+    // A variant byte the device cannot update (the oracle context has no MKEY_UPDATE_TAG).
+    let mut tagged = Mlx5CryptoMkey::detached(CRYPTO_MKEY | 0x07, 1);
+    let e = unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut tagged, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
+    assert_eq!(e.error.errno, Some(libc::EOPNOTSUPP));
+    assert_eq!(p.qp[0].sq_cur_post(), before, "nothing posted");
+    assert!(p.ctx.uar().take().is_empty(), "no doorbell");
+    assert_eq!(dev.lock().unwrap().umrs, 0);
+
+    // Only RC QPs take a UMR.
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 124 };
+    let mut ud = create_pair_ex(QpType::Ud, caps, 15, true, None);
+    let e = unsafe { ud.ctx.post_crypto_mkey_configure(&mut ud.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
+    assert_eq!(e.error.errno, Some(libc::EOPNOTSUPP));
+    assert!(e.error.to_string().contains("RC"), "{}", e.error);
+    // A QP with too little inline room for translation + BSF.
+    let small = QpCaps { max_inline_data: 60, ..caps };
+    let mut sp = create_pair(small, 15, true);
+    let e = unsafe { sp.ctx.post_crypto_mkey_configure(&mut sp.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
+    assert_eq!(e.error.errno, Some(libc::ENOMEM));
+}
+
+#[test]
+fn model_crypto_umr_wqes_wrap_at_the_sq_end() {
+    for blueflame in [true, false] {
+        let (mut p, dev) = crypto_pair(blueflame, 4);
+        let sq_cnt = p.qp[0].geo.sq_wqe_cnt;
+        assert!(p.qp[0].geo.sq_wqe_size >= 256, "RC WQEs admit the UMR");
+        dev.lock().unwrap().mkeys.insert(CRYPTO_MKEY, None);
+        let mut mkey = Mlx5CryptoMkey::detached(CRYPTO_MKEY, 1);
+        let attr = perftest_crypto_attr(512);
+        let plain: Vec<u8> = (0..1024u32).map(|i| (i ^ 0x5a) as u8).collect();
+        let remote = vec![0u8; 1024];
+        let sg = [Sge { addr: 0, length: 1024, lkey: CRYPTO_MKEY }];
+        let mut wrapped_umr_seen = false;
+        for iter in 0..(3 * sq_cnt) as u64 {
+            let mut src = plain.clone();
+            src[0] = iter as u8;
+            let dek = Mlx5Dek::detached(0x100 + iter as u32);
+            let map = Sge { addr: src.as_ptr() as u64, length: 1024, lkey: 1 };
+            let at = p.qp[0].sq_cur_post() & (sq_cnt - 1);
+            wrapped_umr_seen |= at + 4 > sq_cnt;
+            unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &dek) }.unwrap();
+            let mut w = SendWr::new(iter, WrOpcode::RdmaWrite, &sg);
+            w.flags = SendFlags::SIGNALED;
+            w.remote = uverbs::wr::RemoteAddr { addr: remote.as_ptr() as u64, rkey: RKEY };
+            unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+            let wc = poll_all(&mut p, 0, 1)[0];
+            assert_eq!((wc.wr_id, wc.status), (iter, WcStatus::Success));
+            assert_eq!(rd(remote.as_ptr() as u64, 1024), expect_cipher(&attr, 0x100 + iter as u32, 0, &src), "iteration {iter}");
+        }
+        assert!(wrapped_umr_seen, "some UMR started within 4 blocks of the SQ end");
+        let d = dev.lock().unwrap();
+        assert!(d.umr_wrapped > 0, "the device read a UMR across the SQ end");
+        assert_eq!((d.umrs, d.unfenced_after_umr), (3 * sq_cnt as usize, 0));
+    }
+}

@@ -168,6 +168,12 @@ impl CryptoCtx {
         self.devx
     }
 
+    /// The device's AES-XTS engines (libmlx5's `crypto_engines`), once the capabilities are
+    /// known (after the first crypto call); `None` before.
+    pub fn engines(&self) -> Option<u8> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).caps.map(|c| c.general.crypto_engines())
+    }
+
     /// Whether the context has logged in.
     pub fn logged_in(&self) -> bool {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).login.is_some()
@@ -350,6 +356,7 @@ mod tests {
     fn second_login_is_eexist_and_commands_follow_the_checks() {
         let c = CryptoCtx::new(true);
         let fd = memfd();
+        assert_eq!(c.engines(), None);
         let ok = caps(true, true, &[devx::OBJ_TYPE_CRYPTO_LOGIN, devx::OBJ_TYPE_DEK], true, devx::WRAPPED_IMPORT_METHOD_AES);
         // Capabilities already known: no query; not logged in: a DEK is refused (EINVAL).
         c.state.lock().unwrap().caps = Some(ok);
@@ -365,6 +372,7 @@ mod tests {
         assert_eq!(c.login(&fd, &[0; 48]).unwrap_err().errno, Some(libc::EEXIST));
         assert!(c.create_dek(&fd, 1, &[0; 40]).unwrap_err().to_string().contains("CREATE_GENERAL_OBJECT (DEK)"));
         assert!(c.create_mkey(&fd, 1, 1).unwrap_err().to_string().contains("CREATE_MKEY (crypto)"));
+        assert_eq!(c.engines(), Some(super::super::umr::engines::SINGLE_BLOCK));
         // A device without the engine refuses the mkey before the command.
         c.state.lock().unwrap().caps = Some(caps(true, true, &[0x1f, 0xc], false, 4));
         assert_eq!(c.create_mkey(&fd, 1, 1).unwrap_err().errno, Some(libc::EOPNOTSUPP));

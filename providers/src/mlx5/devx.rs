@@ -407,6 +407,21 @@ impl GeneralCaps {
     pub fn aes_xts(&self) -> bool {
         self.aes_xts_single_block || self.aes_xts_multi_block
     }
+    /// libmlx5's `crypto_caps.crypto_engines` (`MLX5DV_CRYPTO_ENGINES_CAP_*`, the
+    /// [`super::umr::engines`] bits) as `get_hca_general_caps` derives them: single-block
+    /// little-endian tweak gives SINGLE_BLOCK, multi-block big-endian tweak gives SINGLE_BLOCK |
+    /// MULTI_BLOCK (v44 never sets the plain AES_XTS bit).
+    pub fn crypto_engines(&self) -> u8 {
+        use super::umr::engines;
+        let mut e = 0;
+        if self.aes_xts_single_block {
+            e |= engines::SINGLE_BLOCK;
+        }
+        if self.aes_xts_multi_block {
+            e |= engines::SINGLE_BLOCK | engines::MULTI_BLOCK;
+        }
+        e
+    }
     pub fn obj_type(&self, t: u16) -> bool {
         t < 64 && self.general_obj_types & (1u64 << t) != 0
     }

@@ -19,9 +19,10 @@ pub mod devx;
 pub mod geometry;
 pub mod mem;
 pub mod uar;
+pub mod umr;
 pub mod wqe;
 
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use uverbs::error::{Error, Result};
@@ -29,7 +30,7 @@ use uverbs::provider::{
     AhAttr, AhCreated, CqCreated, DcInit, DeviceDesc, PostError, Provider, QpCreated, QpInitAttr, QpState,
     QpType, SharedFd, SrqCreated, Udata,
 };
-use uverbs::wr::{RecvWr, SendWr, WcStatus, WorkCompletion};
+use uverbs::wr::{RecvWr, SendFlags, SendWr, Sge, WcStatus, WorkCompletion};
 
 use abi::UctxResp;
 use cqe::Queue;
@@ -234,6 +235,9 @@ pub struct Mlx5<U: UarWriter = MmapUar> {
     ah_spread: AtomicU32,
     /// DEVX and AES-XTS state (crypto login); see [`crypto`].
     crypto: crypto::CryptoCtx,
+    /// The device's AES-XTS engines (`umr::engines` bits, from QUERY_HCA_CAP); 0 until the
+    /// crypto control path sets them with [`Mlx5::set_crypto_engines`].
+    crypto_engines: AtomicU8,
 }
 
 impl<U: UarWriter> std::fmt::Debug for Mlx5<U> {
@@ -268,6 +272,7 @@ impl<U: UarMap> Mlx5<U> {
             avs: Arc::default(),
             ah_spread: AtomicU32::new(0),
             crypto: crypto::CryptoCtx::new(false),
+            crypto_engines: AtomicU8::new(0),
         })
     }
 }
@@ -276,6 +281,23 @@ impl<U: UarWriter> Mlx5<U> {
     /// The MMIO layer (tests read the recording from here).
     pub fn uar(&self) -> &U {
         &self.uar
+    }
+
+    /// Record the device's AES-XTS engines (`umr::engines` bits: libmlx5's
+    /// `crypto_caps.crypto_engines`): they decide the tweak byte order in a crypto BSF and
+    /// whether a crypto mapping may span several data units.
+    pub fn set_crypto_engines(&self, engines: u8) {
+        self.crypto_engines.store(engines, Ordering::Relaxed);
+    }
+    pub fn crypto_engines(&self) -> u8 {
+        self.crypto_engines.load(Ordering::Relaxed)
+    }
+
+    /// Hand the engines the crypto control path learnt from QUERY_HCA_CAP to the data path.
+    fn sync_crypto_engines(&self) {
+        if let Some(e) = self.crypto.engines() {
+            self.set_crypto_engines(e);
+        }
     }
 
     /// Tell CQ polling which SRQ a QP receives from. The provider trait does not pass the SRQ
@@ -533,6 +555,9 @@ pub struct Mlx5Qp {
     bfreg: u32,
     bf_base: usize,
     registry: Arc<Registry>,
+    /// The fence the next WQE carries unless it asks for a full one (libmlx5's `fm_cache`:
+    /// the initiator small fence after a UMR).
+    fm_cache: u8,
 }
 
 impl Mlx5Qp {
@@ -758,15 +783,21 @@ impl<U: UarMap> Provider for Mlx5<U> {
     }
 
     fn crypto_login(&self, credential: &[u8; 48]) -> Result<()> {
-        self.crypto.login(&self.fd, credential)
+        let r = self.crypto.login(&self.fd, credential);
+        self.sync_crypto_engines();
+        r
     }
 
     fn create_dek(&self, pdn: u32, wrapped_key: &[u8]) -> Result<crypto::Mlx5Dek> {
-        self.crypto.create_dek(&self.fd, pdn, wrapped_key)
+        let r = self.crypto.create_dek(&self.fd, pdn, wrapped_key);
+        self.sync_crypto_engines();
+        r
     }
 
     fn create_crypto_mkey(&self, pdn: u32, max_entries: u16) -> Result<crypto::Mlx5CryptoMkey> {
-        self.crypto.create_mkey(&self.fd, pdn, max_entries)
+        let r = self.crypto.create_mkey(&self.fd, pdn, max_entries);
+        self.sync_crypto_engines();
+        r
     }
 
     fn crypto_mkey_lkey(&self, mkey: &crypto::Mlx5CryptoMkey) -> u32 {
@@ -935,6 +966,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
             bfreg,
             bf_base,
             registry: self.registry.clone(),
+            fm_cache: 0,
         })
     }
 
@@ -1113,11 +1145,64 @@ impl<U: UarMap> Provider for Mlx5<U> {
             qp.cur_post = 0;
             qp.sq_head = 0;
             qp.rq_head = 0;
+            qp.fm_cache = 0;
             qp.shared.sq_tail.store(0, Ordering::Release);
             qp.shared.rq_tail.store(0, Ordering::Release);
             qp.db.write_be32_volatile(RCV_DBR, 0);
             qp.db.write_be32_volatile(SND_DBR, 0);
         }
+    }
+
+    /// One UMR WQE (umr.rs), rung like a single-WR post (BlueFlame when eligible: it is an
+    /// inline WQE of 16 DS). Unsignaled unless the QP signals every send.
+    unsafe fn post_crypto_mkey_configure(
+        &self,
+        qp: &mut Mlx5Qp,
+        mkey: &mut crypto::Mlx5CryptoMkey,
+        sge: &Sge,
+        access: u32,
+        attr: &uverbs::provider::CryptoAttr,
+        dek: &crypto::Mlx5Dek,
+    ) -> Result<(), PostError> {
+        if qp.geo.sq_wqe_cnt == 0 {
+            return Err(post_err(0, enomem("mlx5 post mkey configure", "the QP has no send queue".into())));
+        }
+        let tail = qp.shared.sq_tail.load(Ordering::Acquire);
+        if qp.sq_head.wrapping_sub(tail) >= qp.geo.sq_max_post {
+            return Err(post_err(
+                0,
+                enomem("mlx5 post mkey configure", format!("send queue full ({} outstanding)", qp.geo.sq_max_post))
+                    .with_hint("poll the CQ more often or create the QP with a larger max_send_wr"),
+            ));
+        }
+        let m = umr::MkeyConfigure {
+            mkey_lkey: mkey.lkey(),
+            max_entries: mkey.max_entries(),
+            sgl: std::slice::from_ref(sge),
+            access,
+            attr,
+            dek_id: dek.id(),
+            engines: self.crypto_engines(),
+            update_tag: self.resp.comp_mask & umr::UCTX_RESP_MASK_MKEY_UPDATE_TAG != 0,
+            fm_cache: qp.fm_cache,
+        };
+        let sq_len = qp.geo.sq_wqe_cnt as usize * WQEBB;
+        // SAFETY: as in post_send: `&mut Mlx5Qp` makes this the only writer of the SQ region,
+        // which the device only reads and CQ polling never touches.
+        let sq = unsafe { qp.buf.slice_mut(qp.geo.sq_offset, sq_len) };
+        let b = umr::build_crypto_mkey_configure(sq, qp.cur_post, &qp.params, &m).map_err(|e| post_err(0, e))?;
+        let start = qp.cur_post;
+        let idx = (start & (qp.geo.sq_wqe_cnt - 1)) as usize;
+        // libmlx5 keeps the QP's current wr_id for the UMR; the trait has none: 0.
+        qp.shared.sq_wrid[idx].store(0, Ordering::Relaxed);
+        qp.shared.sq_wqe_head[idx].store(qp.sq_head, Ordering::Relaxed);
+        qp.cur_post = qp.cur_post.wrapping_add(b.wqebbs);
+        // The request after this one waits for the mkey update (libmlx5's fm_cache).
+        qp.fm_cache = umr::INITIATOR_SMALL_FENCE;
+        // ring_sq orders the WQE stores before the doorbell record and the record before the
+        // MMIO doorbell / BlueFlame copy (see its comments).
+        self.ring_sq(qp, 1, b, start);
+        Ok(())
     }
 
     unsafe fn post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
@@ -1166,6 +1251,14 @@ impl<U: UarMap> Provider for Mlx5<U> {
             }) {
                 Ok(b) => {
                     let idx = (qp.cur_post & (qp.geo.sq_wqe_cnt - 1)) as usize;
+                    if qp.fm_cache != 0 {
+                        // The WQE after a UMR carries the small fence unless it asked for the
+                        // full one (libmlx5: fence = FENCE ? FENCE : fm_cache).
+                        if !wr.flags.contains(SendFlags::FENCE) {
+                            sq[idx * WQEBB + 11] |= qp.fm_cache;
+                        }
+                        qp.fm_cache = 0;
+                    }
                     qp.shared.sq_wrid[idx].store(wr.wr_id, Ordering::Relaxed);
                     qp.shared.sq_wqe_head[idx]
                         .store(qp.sq_head.wrapping_add(nreq), Ordering::Relaxed);
