@@ -286,3 +286,49 @@ fn dc_modify_layout_matches_the_kernel_header() {
     let bad = c_probe::mismatches(t.iter().map(|(e, ours)| (*e, *ours as u64, *e)), &c);
     assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
 }
+
+#[test]
+fn devx_ids_and_pd_response_match_the_kernel_headers() {
+    use providers::mlx5::devx;
+    let t: Vec<(&str, usize)> = vec![
+        ("sizeof(struct mlx5_ib_alloc_pd_resp)", ALLOC_PD_RESP_LEN),
+        ("offsetof(struct mlx5_ib_alloc_pd_resp, pdn)", ALLOC_PD_RESP_PDN),
+        ("MLX5_IB_OBJECT_DEVX", devx::OBJECT_DEVX as usize),
+        ("MLX5_IB_OBJECT_DEVX_OBJ", devx::OBJECT_DEVX_OBJ as usize),
+        ("MLX5_IB_METHOD_DEVX_OTHER", devx::METHOD_DEVX_OTHER as usize),
+        ("MLX5_IB_ATTR_DEVX_OTHER_CMD_IN", devx::ATTR_DEVX_OTHER_CMD_IN as usize),
+        ("MLX5_IB_ATTR_DEVX_OTHER_CMD_OUT", devx::ATTR_DEVX_OTHER_CMD_OUT as usize),
+        ("MLX5_IB_METHOD_DEVX_OBJ_CREATE", devx::METHOD_DEVX_OBJ_CREATE as usize),
+        ("MLX5_IB_METHOD_DEVX_OBJ_DESTROY", devx::METHOD_DEVX_OBJ_DESTROY as usize),
+        ("MLX5_IB_ATTR_DEVX_OBJ_CREATE_HANDLE", devx::ATTR_DEVX_OBJ_CREATE_HANDLE as usize),
+        ("MLX5_IB_ATTR_DEVX_OBJ_CREATE_CMD_IN", devx::ATTR_DEVX_OBJ_CREATE_CMD_IN as usize),
+        ("MLX5_IB_ATTR_DEVX_OBJ_CREATE_CMD_OUT", devx::ATTR_DEVX_OBJ_CREATE_CMD_OUT as usize),
+        ("MLX5_IB_ATTR_DEVX_OBJ_DESTROY_HANDLE", devx::ATTR_DEVX_OBJ_DESTROY_HANDLE as usize),
+        ("RDMA_DRIVER_MLX5", devx::DRIVER_ID as usize),
+    ];
+    let exprs: Vec<&str> = t.iter().map(|(e, _)| *e).collect();
+    let c = c_probe::c_values(
+        "mlx5-devx-layout",
+        &["rdma/mlx5-abi.h", "rdma/ib_user_ioctl_verbs.h", "rdma/ib_user_ioctl_cmds.h", "rdma/mlx5_user_ioctl_cmds.h"],
+        "",
+        &exprs,
+    );
+    let bad = c_probe::mismatches(t.iter().map(|(e, ours)| (*e, *ours as u64, *e)), &c);
+    assert!(bad.is_empty(), "layout mismatches:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn devx_context_request_sets_only_the_devx_flag() {
+    let plain = UctxReq::default().encode();
+    let devx = UctxReq::default().encode_devx();
+    assert_eq!(devx.len(), plain.len());
+    for (i, (a, b)) in plain.iter().zip(&devx).enumerate() {
+        if (uctx_req::FLAGS..uctx_req::FLAGS + 4).contains(&i) {
+            continue;
+        }
+        assert_eq!(a, b, "byte {i}");
+    }
+    assert_eq!(devx[uctx_req::FLAGS..uctx_req::FLAGS + 4], ALLOC_UCTX_DEVX.to_le_bytes());
+    assert_eq!(parse_alloc_pd_resp(&[0x34, 0x12, 0, 0]).unwrap(), 0x1234);
+    assert!(parse_alloc_pd_resp(&[1, 2, 3]).is_err());
+}

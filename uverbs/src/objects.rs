@@ -189,7 +189,11 @@ impl<P: Provider> Context<P> {
                 .with_hint("use the write transport (unset RPERFTEST_VERBS_TRANSPORT)"));
         }
         let created = cmd::get_context(&c, &udata)?;
-        let provider = P::new_context(fd.clone(), dev, &created.drv_resp)?;
+        let provider = if devx {
+            P::new_context_devx(fd.clone(), dev, &created.drv_resp)?
+        } else {
+            P::new_context(fd.clone(), dev, &created.drv_resp)?
+        };
         Ok(Arc::new(Context {
             provider,
             async_fd: created.async_fd,

@@ -287,6 +287,11 @@ pub trait Provider: Sized + Send + Sync + 'static {
         let _ = dev;
         None
     }
+    /// Build the provider context of a DEVX context (GET_CONTEXT ran with
+    /// [`Provider::context_udata_devx`]); the provider remembers that DEVX commands may be used.
+    fn new_context_devx(fd: SharedFd, dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
+        Self::new_context(fd, dev, drv_resp)
+    }
 
     /// Driver data for ALLOC_PD (mlx5: room for the PD number in the response).
     fn pd_udata(&self) -> Udata {

@@ -99,6 +99,29 @@ impl UctxReq {
         put64(&mut b, uctx_req::LIB_CAPS, self.lib_caps);
         b
     }
+
+    /// The same request for a DEVX context: `flags` = `MLX5_IB_ALLOC_UCTX_DEVX`, as libmlx5's
+    /// `mlx5dv_open_device` with `MLX5DV_CONTEXT_FLAGS_DEVX` sends it.
+    pub fn encode_devx(&self) -> Vec<u8> {
+        let mut b = self.encode();
+        put32(&mut b, uctx_req::FLAGS, ALLOC_UCTX_DEVX);
+        b
+    }
+}
+
+/// `struct mlx5_ib_alloc_pd_resp`: the driver part of ALLOC_PD's response.
+pub const ALLOC_PD_RESP_LEN: usize = 4;
+/// `offsetof(struct mlx5_ib_alloc_pd_resp, pdn)`.
+pub const ALLOC_PD_RESP_PDN: usize = 0;
+
+/// The PD number from ALLOC_PD's driver response.
+pub fn parse_alloc_pd_resp(b: &[u8]) -> Result<u32> {
+    b.get(ALLOC_PD_RESP_PDN..ALLOC_PD_RESP_PDN + 4)
+        .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        .ok_or_else(|| {
+            Error::msg("mlx5 ALLOC_PD", format!("driver response of {} bytes, expected {ALLOC_PD_RESP_LEN} (pdn)", b.len()))
+                .with_hint("the kernel's answer does not match the mlx5 ABI (kernel/driver version mismatch?)")
+        })
 }
 
 /// The parsed GET_CONTEXT driver response.

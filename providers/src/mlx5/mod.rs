@@ -15,6 +15,7 @@ pub mod abi;
 pub mod cqe;
 pub mod crypto;
 pub mod dc;
+pub mod devx;
 pub mod geometry;
 pub mod mem;
 pub mod uar;
@@ -223,7 +224,6 @@ struct BfReg {
 
 /// An open mlx5 context. `U` is the MMIO layer: [`MmapUar`] on hardware, a recording one in tests.
 pub struct Mlx5<U: UarWriter = MmapUar> {
-    #[allow(dead_code)]
     fd: SharedFd,
     pub resp: UctxResp,
     pub plan: UarPlan,
@@ -233,6 +233,8 @@ pub struct Mlx5<U: UarWriter = MmapUar> {
     registry: Arc<Registry>,
     avs: Arc<RwLock<Vec<Option<[u8; 48]>>>>,
     ah_spread: AtomicU32,
+    /// DEVX and AES-XTS state (crypto login); see [`crypto`].
+    crypto: crypto::CryptoCtx,
     /// The device's AES-XTS engines (`umr::engines` bits, from QUERY_HCA_CAP); 0 until the
     /// crypto control path sets them with [`Mlx5::set_crypto_engines`].
     crypto_engines: AtomicU8,
@@ -269,6 +271,7 @@ impl<U: UarMap> Mlx5<U> {
             registry: Arc::default(),
             avs: Arc::default(),
             ah_spread: AtomicU32::new(0),
+            crypto: crypto::CryptoCtx::new(false),
             crypto_engines: AtomicU8::new(0),
         })
     }
@@ -288,6 +291,13 @@ impl<U: UarWriter> Mlx5<U> {
     }
     pub fn crypto_engines(&self) -> u8 {
         self.crypto_engines.load(Ordering::Relaxed)
+    }
+
+    /// Hand the engines the crypto control path learnt from QUERY_HCA_CAP to the data path.
+    fn sync_crypto_engines(&self) {
+        if let Some(e) = self.crypto.engines() {
+            self.set_crypto_engines(e);
+        }
     }
 
     /// Tell CQ polling which SRQ a QP receives from. The provider trait does not pass the SRQ
@@ -749,6 +759,49 @@ impl<U: UarMap> Provider for Mlx5<U> {
 
     fn new_context(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
         Self::with_config(fd, drv_resp, Mlx5Config::from_env())
+    }
+
+    fn context_udata_devx(_dev: &DeviceDesc) -> Option<Udata> {
+        Some(Udata {
+            req: Mlx5Config::from_env().uctx.encode_devx(),
+            resp_len: abi::ALLOC_UCONTEXT_RESP_LEN,
+        })
+    }
+
+    fn new_context_devx(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
+        let mut m = Self::with_config(fd, drv_resp, Mlx5Config::from_env())?;
+        m.crypto = crypto::CryptoCtx::new(true);
+        Ok(m)
+    }
+
+    fn pd_udata(&self) -> Udata {
+        Udata { req: Vec::new(), resp_len: abi::ALLOC_PD_RESP_LEN }
+    }
+
+    fn pd_number(&self, drv_resp: &[u8]) -> Result<Option<u32>> {
+        abi::parse_alloc_pd_resp(drv_resp).map(Some)
+    }
+
+    fn crypto_login(&self, credential: &[u8; 48]) -> Result<()> {
+        let r = self.crypto.login(&self.fd, credential);
+        self.sync_crypto_engines();
+        r
+    }
+
+    fn create_dek(&self, pdn: u32, wrapped_key: &[u8]) -> Result<crypto::Mlx5Dek> {
+        let r = self.crypto.create_dek(&self.fd, pdn, wrapped_key);
+        self.sync_crypto_engines();
+        r
+    }
+
+    fn create_crypto_mkey(&self, pdn: u32, max_entries: u16) -> Result<crypto::Mlx5CryptoMkey> {
+        let r = self.crypto.create_mkey(&self.fd, pdn, max_entries);
+        self.sync_crypto_engines();
+        r
+    }
+
+    fn crypto_mkey_lkey(&self, mkey: &crypto::Mlx5CryptoMkey) -> u32 {
+        mkey.lkey()
     }
 
     fn prepare_cq(&self, entries: u32) -> Result<(Mlx5CqPrep, u32, Udata)> {
