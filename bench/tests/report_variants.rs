@@ -5,8 +5,7 @@ use bench::oob::msg::{AtomicType, ConnType, KeyMsg, Verb};
 use bench::report::json::{json_report, JsonResults};
 use bench::report::{
     address_line, bw_result_header, bw_result_line, header, lat_duration_line, lat_report, lat_result_header, AddrShow,
-    BwColumns, BwLine, OutputMode, ReportHeader, Side, Style,
-};
+    BwColumns, BwLine, OutputMode, ReportHeader, Side, Style, has_new_post_send};
 use bench::stats::latency;
 
 #[test]
@@ -195,4 +194,37 @@ fn aes_xts_lines_sit_between_rx_depth_and_cq_moderation() {
     assert!(s.contains(" Number of data encryption keys  : 1\n Block Size      : 512\n Mtu             : "), "{s}");
     h.aes_xts = None;
     assert!(!header(&h, Style::V606).contains("encryption"));
+}
+
+#[test]
+fn dcs_lines_sit_before_the_aes_xts_lines() {
+    // perftest 6.06 ctx_print_test_info: " DCS num streams", then " DCS active num streams", each
+    // only when non-zero, after RX depth and before the AES-XTS lines
+    let mut h = ReportHeader::new(Verb::Write, true, "mlx5_0");
+    h.is_client = true;
+    h.cq_mod = 100;
+    h.dci_streams = (3, 2);
+    h.aes_xts = Some((1, 512));
+    let s = header(&h, Style::V606);
+    assert!(
+        s.contains(" TX depth        : 128\n DCS num streams : 3\n DCS active num streams : 2\n Number of data encryption keys  : 1\n"),
+        "{s}"
+    );
+    h.dci_streams = (0, 0);
+    assert!(!header(&h, Style::V606).contains("DCS"));
+}
+
+#[test]
+fn ibv_wr_api_is_on_for_the_devices_perftest_drives_through_it() {
+    // 6.06's verify_params_with_device_context by ib_dev_name's vendor_part_id map
+    for id in [4113, 4115, 4116, 4119, 4123, 4125, 4126, 4127, 4129, 41682, 41686, 41692] {
+        assert!(has_new_post_send(id), "{id}");
+    }
+    // rxe (0), ConnectX-3 (4099, 4103), unmapped ids next to the list
+    for id in [0, 4099, 4103, 4114, 4128, 4130, 41684] {
+        assert!(!has_new_post_send(id), "{id}");
+    }
+    let mut h = ReportHeader::new(Verb::Write, true, "mlx5_0");
+    h.new_post_send = true;
+    assert!(header(&h, Style::V606).contains(" ibv_wr* API     : ON\n"));
 }

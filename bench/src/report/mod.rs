@@ -111,6 +111,8 @@ pub struct ReportHeader {
     pub tx_depth: u32,
     pub rx_depth: u32,
     pub cq_mod: u32,
+    /// `-c DC --log_dci_streams`: (log streams, log active streams) for the DCS lines; 0 omits a line.
+    pub dci_streams: (u16, u16),
     /// `--aes_xts`: (data encryption keys, block size) for the two AES-XTS lines.
     pub aes_xts: Option<(i32, u32)>,
     /// 6.29 `CQE Poll Batch` (BW): None = `Dynamic`.
@@ -159,6 +161,7 @@ impl ReportHeader {
             tx_depth: if bw { 128 } else { 1 },
             rx_depth: 1,
             cq_mod: 1,
+            dci_streams: (0, 0),
             aes_xts: None,
             cqe_poll: Some(16),
             mtu_bytes: 1024,
@@ -262,6 +265,12 @@ pub fn header(h: &ReportHeader, style: Style) -> String {
     }
     if h.shows_rx_depth(style) {
         s.push_str(&format!(" RX depth        : {}\n", h.rx_depth));
+    }
+    if h.dci_streams.0 != 0 {
+        s.push_str(&format!(" DCS num streams : {}\n", h.dci_streams.0));
+    }
+    if h.dci_streams.1 != 0 {
+        s.push_str(&format!(" DCS active num streams : {}\n", h.dci_streams.1));
     }
     if let Some((keys, block)) = h.aes_xts {
         s.push_str(&format!(" Number of data encryption keys  : {keys}\n"));
@@ -577,4 +586,14 @@ pub fn lat_report(
     }
     s.push_str(&lat_result_line(size, iters, &rep.stats, cpu_util, output));
     s
+}
+
+/// The devices perftest drives through the `ibv_wr_*` API unless `--use_old_post_send` is given
+/// (6.06's `verify_params_with_device_context`: Connect-IB, ConnectX-4 to 7 and their VFs,
+/// BlueField 1 to 3, by `vendor_part_id` as its `ib_dev_name` maps them; EFA is refused here).
+/// Every other device, rxe included, falls back to `ibv_post_send`, and the header then says
+/// `ibv_wr* API : OFF`. rperftest has one post path either way; this only decides what the
+/// header and the JSON say, so that they read as C perftest's on the same device.
+pub fn has_new_post_send(vendor_part_id: u32) -> bool {
+    matches!(vendor_part_id, 4113 | 4115..=4127 | 4129 | 41682 | 41683 | 41686 | 41692)
 }

@@ -541,11 +541,12 @@ impl<'a, P: Provider> SideRun<'a, P> {
         h.connection = conn_type(p.connection);
         h.use_srq = p.use_srq;
         h.pcie_relax_order = Some(p.tool != Tool::WriteLat && !p.disable_pcie_relaxed);
-        h.new_post_send = false;
+        h.new_post_send = !p.use_old_post_send && report::has_new_post_send(self.dev.attr.vendor_part_id);
         h.is_client = self.is_test_client();
         h.tx_depth = p.tx_depth;
         h.rx_depth = p.rx_depth;
         h.cq_mod = p.cq_mod;
+        h.dci_streams = (p.log_dci_streams, p.log_active_dci_streams);
         h.aes_xts = p.aes.enabled.then(|| (i32::from(p.aes.keys_number), p.aes.block_size()));
         h.mtu_bytes = mtu_bytes as u32;
         h.link_type = if self.dev.ethernet { report::LinkType::Ethernet } else { report::LinkType::Ib };
