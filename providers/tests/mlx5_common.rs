@@ -38,7 +38,12 @@ pub fn dev_null() -> SharedFd {
 
 /// The 72-byte GET_CONTEXT driver response the oracle's fake kernel gave libmlx5.
 pub fn golden_uctx_resp() -> Vec<u8> {
-    let log = std::fs::read_to_string(fixture("shim_log.txt")).unwrap();
+    uctx_resp_from_shim_log("shim_log.txt")
+}
+
+/// The GET_CONTEXT driver response recorded in an oracle's shim log (a fixture path).
+pub fn uctx_resp_from_shim_log(name: &str) -> Vec<u8> {
+    let log = std::fs::read_to_string(fixture(name)).unwrap();
     let mut lines = log.lines().skip_while(|l| !l.contains("GET_CONTEXT req"));
     lines.next().unwrap();
     assert!(lines.next().unwrap().contains("resp (80)"));

@@ -37,14 +37,7 @@ fn crypto(name: &str) -> String {
 /// The GET_CONTEXT driver response (72 bytes) the crypto oracle's fake kernel gave libmlx5
 /// (same as the first oracle's except max_sq_desc_sz 1024).
 fn uctx_resp() -> Vec<u8> {
-    let log = std::fs::read_to_string(fixture(&crypto("shim_log_multi_block.txt"))).unwrap();
-    let mut lines = log.lines().skip_while(|l| !l.contains("GET_CONTEXT req"));
-    lines.next().unwrap();
-    assert!(lines.next().unwrap().contains("resp (80)"));
-    let h: String = lines.take(3).map(|l| l.trim()).collect();
-    let b = hex(&h);
-    assert_eq!(b.len(), 80);
-    b[8..].to_vec()
+    uctx_resp_from_shim_log(&crypto("shim_log_multi_block.txt"))
 }
 
 fn stores(ctx: &Mlx5<RecordingUar>) -> Vec<(u64, u64, String)> {

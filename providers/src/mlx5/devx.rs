@@ -427,12 +427,18 @@ impl GeneralCaps {
     }
 }
 
+/// A QUERY_HCA_CAP output: the status checked and the whole capability present.
+fn check_hca_cap_out(what: &str, out: &[u8]) -> Result<()> {
+    check_out(what, out)?;
+    if out.len() < QUERY_HCA_CAP_OUT_LEN {
+        return Err(Error::msg(format!("mlx5 {what}"), format!("output of {} bytes, expected {QUERY_HCA_CAP_OUT_LEN}", out.len())));
+    }
+    Ok(())
+}
+
 /// Decode a QUERY_HCA_CAP (general device) output.
 pub fn parse_general_caps(out: &[u8]) -> Result<GeneralCaps> {
-    check_out("QUERY_HCA_CAP (general device)", out)?;
-    if out.len() < QUERY_HCA_CAP_OUT_LEN {
-        return Err(Error::msg("mlx5 QUERY_HCA_CAP (general device)", format!("output of {} bytes, expected {QUERY_HCA_CAP_OUT_LEN}", out.len())));
-    }
+    check_hca_cap_out("QUERY_HCA_CAP (general device)", out)?;
     let c = off::CAPABILITY;
     Ok(GeneralCaps {
         crypto: get_bits(out, c + off::CAP_CRYPTO, 1) == 1,
@@ -462,10 +468,7 @@ impl CryptoCaps {
 
 /// Decode a QUERY_HCA_CAP (crypto) output.
 pub fn parse_crypto_caps(out: &[u8]) -> Result<CryptoCaps> {
-    check_out("QUERY_HCA_CAP (crypto)", out)?;
-    if out.len() < QUERY_HCA_CAP_OUT_LEN {
-        return Err(Error::msg("mlx5 QUERY_HCA_CAP (crypto)", format!("output of {} bytes, expected {QUERY_HCA_CAP_OUT_LEN}", out.len())));
-    }
+    check_hca_cap_out("QUERY_HCA_CAP (crypto)", out)?;
     let c = off::CAPABILITY;
     Ok(CryptoCaps {
         wrapped_crypto_operational: get_bits(out, c + off::CC_WRAPPED_CRYPTO_OPERATIONAL, 1) == 1,
