@@ -332,8 +332,9 @@ fn open_side(p: &Params, desc: &uverbs::provider::DeviceDesc, user: SideUser<'_>
         return crate::engine::crypto::open_devx(desc, p.aes.credentials_path.as_deref().unwrap_or(""), user)
             .map_err(|m| ToolError::new(1, m))?;
     }
-    providers::open(desc, user)
-        .map_err(|e| ToolError::new(device_fail_code(p.tool), format!(" Couldn't get context for the device\n{e}")))?
+    // perftest: a device it cannot find is exit 7 for read_bw/atomic_bw, but a device it cannot
+    // open (`ctx_open_device`) is FAILURE (1) for every tool.
+    providers::open(desc, user).map_err(|e| ToolError::new(1, format!(" Couldn't get context for the device\n{e}")))?
 }
 
 /// `-z`/`-R`: the control connection over rdma_cm comes first and decides the device (the one
