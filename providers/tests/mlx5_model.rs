@@ -1268,8 +1268,8 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
         let dest = Some(UdDest { ah: ah_num, remote_qpn: 0x101, remote_qkey: 0 });
         let mut srq = p.srq.take().unwrap();
         let rbufs: Vec<Vec<u8>> = (0..7).map(|_| vec![0u8; 64]).collect();
-        let target = vec![0u8; 128]; // the DCT side's registered memory (WRITE/READ/atomics)
-        let local = vec![0u8; 128];
+        let mut target = [0u8; 128]; // the DCT side's registered memory (WRITE/READ/atomics)
+        let mut local = [0u8; 128];
         let src: Vec<u8> = (0..128u32).map(|x| (x * 5 + 3) as u8).collect();
         for m in 0..60u64 {
             let b = (m % 7) as usize;
@@ -1305,17 +1305,17 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
             let wsg = [Sge { addr: src.as_ptr() as u64, length: 64, lkey: 1 }];
             let mut w = SendWr::new(1000 + m, WrOpcode::RdmaWrite, &wsg);
             w.flags = SendFlags::SIGNALED;
-            w.remote.addr = target.as_ptr() as u64 + m % 64;
+            w.remote.addr = target.as_mut_ptr() as u64 + m % 64;
             w.remote.rkey = RKEY;
             w.ud = dest;
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             assert_eq!(poll_all(&mut p, 0, 1)[0].opcode, WcOpcode::RdmaWrite);
             poll_all(&mut p, 1, 0);
             assert_eq!(&target[(m % 64) as usize..][..64], &src[..64]);
-            let lsg = [Sge { addr: local.as_ptr() as u64, length: 64, lkey: 1 }];
+            let lsg = [Sge { addr: local.as_mut_ptr() as u64, length: 64, lkey: 1 }];
             let mut w = SendWr::new(2000 + m, WrOpcode::RdmaRead, &lsg);
             w.flags = SendFlags::SIGNALED;
-            w.remote.addr = target.as_ptr() as u64 + m % 64;
+            w.remote.addr = target.as_mut_ptr() as u64 + m % 64;
             w.remote.rkey = RKEY;
             w.ud = dest;
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
@@ -1324,13 +1324,13 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
             assert_eq!(&local[..64], &src[..64]);
         }
         // Fetch-and-add on the DCT side's memory.
-        let counter = vec![0u8; 8];
-        let result = vec![0u8; 8];
+        let mut counter = [0u8; 8];
+        let mut result = [0u8; 8];
         for k in 0..5u64 {
-            let sg = [Sge { addr: result.as_ptr() as u64, length: 8, lkey: 1 }];
+            let sg = [Sge { addr: result.as_mut_ptr() as u64, length: 8, lkey: 1 }];
             let mut w = SendWr::new(3000 + k, WrOpcode::AtomicFetchAndAdd, &sg);
             w.flags = SendFlags::SIGNALED;
-            w.remote.addr = counter.as_ptr() as u64;
+            w.remote.addr = counter.as_mut_ptr() as u64;
             w.remote.rkey = RKEY;
             w.compare_add = 10;
             w.ud = dest;
@@ -1610,10 +1610,10 @@ fn model_dc_dci_streams_reach_the_device_per_request() {
     let ah = port_ah(&p);
     let dest = Some(UdDest { ah: p.ctx.ah_number(&ah), remote_qpn: 0x101, remote_qkey: 0 });
     let mut srq = p.srq.take().unwrap();
-    let rbuf = vec![0u8; 64];
-    let src = vec![0xa5u8; 16];
+    let mut rbuf = [0u8; 64];
+    let src = [0xa5u8; 16];
     let sg = [Sge { addr: src.as_ptr() as u64, length: 16, lkey: 1 }];
-    let rsg = [Sge { addr: rbuf.as_ptr() as u64, length: 64, lkey: 2 }];
+    let rsg = [Sge { addr: rbuf.as_mut_ptr() as u64, length: 64, lkey: 2 }];
     let mut want = Vec::new();
     for m in 0..6u16 {
         unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: u64::from(m), sgl: &rsg }]) }.unwrap();
@@ -1627,12 +1627,12 @@ fn model_dc_dci_streams_reach_the_device_per_request() {
         assert_eq!(poll_all(&mut p, 1, 1)[0].wr_id, u64::from(m));
     }
     // a post list of three writes on streams 0x0102, 3, 0xffff
-    let target = vec![0u8; 64];
+    let mut target = [0u8; 64];
     let mut ws = Vec::new();
     for (k, st) in [0x0102u16, 3, 0xffff].into_iter().enumerate() {
         let mut w = SendWr::new(100 + k as u64, WrOpcode::RdmaWrite, &sg);
         w.flags = if k == 2 { SendFlags::SIGNALED } else { SendFlags::empty() };
-        w.remote.addr = target.as_ptr() as u64;
+        w.remote.addr = target.as_mut_ptr() as u64;
         w.remote.rkey = RKEY;
         w.ud = dest;
         w.dci_stream = st;
@@ -1657,10 +1657,10 @@ fn model_dc_dct_receives_resolve_under_cqe_version_0() {
     let ah = port_ah(&p);
     let dest = Some(UdDest { ah: p.ctx.ah_number(&ah), remote_qpn: 0x101, remote_qkey: 0 });
     let mut srq = p.srq.take().unwrap();
-    let rbuf = vec![0u8; 64];
+    let mut rbuf = [0u8; 64];
     let src: Vec<u8> = (0..32u8).collect();
     for m in 0..4u64 {
-        let rsg = [Sge { addr: rbuf.as_ptr() as u64, length: 64, lkey: 2 }];
+        let rsg = [Sge { addr: rbuf.as_mut_ptr() as u64, length: 64, lkey: 2 }];
         unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 0x700 + m, sgl: &rsg }]) }.unwrap();
         let sg = [Sge { addr: src.as_ptr() as u64, length: 32, lkey: 1 }];
         let mut w = SendWr::new(m, WrOpcode::Send, &sg);
