@@ -547,6 +547,18 @@ fn create_pair_ex(
     blueflame: bool,
     srq_on_side1: Option<(u32, u32)>,
 ) -> Pair {
+    create_pair_sig(qp_type, caps, cq_entries, blueflame, srq_on_side1, false)
+}
+
+/// As [`create_pair_ex`]; `sq_sig_all`: both QPs signal every send request.
+fn create_pair_sig(
+    qp_type: QpType,
+    caps: QpCaps,
+    cq_entries: u32,
+    blueflame: bool,
+    srq_on_side1: Option<(u32, u32)>,
+    sq_sig_all: bool,
+) -> Pair {
     let ctx = context(blueflame);
     let hca = Arc::new(Mutex::new(Hca::default()));
     let half = ctx.plan.toggle();
@@ -611,7 +623,7 @@ fn create_pair_ex(
         let attr = QpInitAttr {
             qp_type,
             caps,
-            sq_sig_all: false,
+            sq_sig_all,
             uses_srq: i == 1 && srq.is_some(),
         };
         let (prep, ud) = ctx.prepare_qp(&attr).unwrap();
@@ -2052,8 +2064,15 @@ const CRYPTO_MKEY: u32 = 0x0004_5600;
 /// An RC pair (max_inline_data 124: the least a crypto UMR fits in) whose device is the crypto
 /// model in front of the plain one; the context reports single- and multi-block engines.
 fn crypto_pair(blueflame: bool, max_send_wr: u32) -> (Pair, Arc<Mutex<CryptoModel>>) {
-    let caps = QpCaps { max_send_wr, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 124 };
-    let p = create_pair(caps, 15, blueflame);
+    crypto_device(create_pair(crypto_caps(max_send_wr), 15, blueflame))
+}
+
+fn crypto_caps(max_send_wr: u32) -> QpCaps {
+    QpCaps { max_send_wr, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 124 }
+}
+
+/// Put the crypto model in front of `p`'s device.
+fn crypto_device(p: Pair) -> (Pair, Arc<Mutex<CryptoModel>>) {
     let dev = Arc::new(Mutex::new(CryptoModel::default()));
     let (h, d) = (p.hca.clone(), dev.clone());
     let half = p.ctx.plan.toggle();
@@ -2210,7 +2229,7 @@ fn model_crypto_umr_refusals_happen_at_post_and_touch_nothing() {
     assert_eq!(dev.lock().unwrap().umrs, 0);
 
     // Only RC QPs take a UMR.
-    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 124 };
+    let caps = crypto_caps(8);
     let mut ud = create_pair_ex(QpType::Ud, caps, 15, true, None);
     let e = unsafe { ud.ctx.post_crypto_mkey_configure(&mut ud.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
     assert_eq!(e.error.errno, Some(libc::EOPNOTSUPP));
@@ -2255,5 +2274,43 @@ fn model_crypto_umr_wqes_wrap_at_the_sq_end() {
         let d = dev.lock().unwrap();
         assert!(d.umr_wrapped > 0, "the device read a UMR across the SQ end");
         assert_eq!((d.umrs, d.unfenced_after_umr), (3 * sq_cnt as usize, 0));
+    }
+}
+
+#[test]
+fn model_crypto_signaled_umr_completes_as_driver1() {
+    // On a QP that signals every send (sq_sig_all), the UMR asks for a CQE too; libmlx5 reports
+    // it as IBV_WC_DRIVER1 with the QP's wr_id (ours: 0), then the request through the mkey
+    // completes as usual.
+    for blueflame in [true, false] {
+        let (mut p, dev) = crypto_device(create_pair_sig(QpType::Rc, crypto_caps(8), 15, blueflame, None, true));
+        dev.lock().unwrap().mkeys.insert(CRYPTO_MKEY, None);
+        let mut mkey = Mlx5CryptoMkey::detached(CRYPTO_MKEY, 1);
+        let attr = perftest_crypto_attr(512);
+        let plain: Vec<u8> = (0..1024u32).map(|i| (i * 3 + 1) as u8).collect();
+        let mut remote = vec![0u8; 1024];
+        let map = Sge { addr: plain.as_ptr() as u64, length: 1024, lkey: 1 };
+        for round in 0..3u64 {
+            unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &Mlx5Dek::detached(0x40)) }.unwrap();
+            let umr_at = p.qp[0].sq_cur_post() - 4;
+            let sq = p.qp[0].geo.sq_offset as u64 + p.qp[0].addrs().0;
+            let ctrl = rd(sq + ((umr_at & (p.qp[0].geo.sq_wqe_cnt - 1)) as u64) * 64, 16);
+            assert_eq!((ctrl[3], ctrl[11] & 0x08), (umr::OPCODE_UMR, 0x08), "the UMR asks for a CQE");
+            let umr_wc = poll_all(&mut p, 0, 1)[0];
+            assert_eq!(
+                (umr_wc.wr_id, umr_wc.status, umr_wc.opcode, umr_wc.byte_len, umr_wc.qp_num),
+                (0, WcStatus::Success, WcOpcode::Driver1, 0, 0x100),
+                "round {round}"
+            );
+            let sg = [Sge { addr: 0, length: 1024, lkey: CRYPTO_MKEY }];
+            let mut w = SendWr::new(0x600 + round, WrOpcode::RdmaWrite, &sg);
+            w.remote = uverbs::wr::RemoteAddr { addr: remote.as_mut_ptr() as u64, rkey: RKEY };
+            unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+            let wc = poll_all(&mut p, 0, 1)[0];
+            assert_eq!((wc.wr_id, wc.status, wc.opcode), (0x600 + round, WcStatus::Success, WcOpcode::RdmaWrite));
+            assert_eq!(remote, expect_cipher(&attr, 0x40, 0, &plain), "round {round}");
+        }
+        let d = dev.lock().unwrap();
+        assert_eq!((d.umrs, d.crypto_requests, d.unfenced_after_umr), (3, 3, 0));
     }
 }

@@ -391,7 +391,9 @@ pub trait Provider: Sized + Send + Sync + 'static {
         let _ = mkey;
         0
     }
-    /// Post one unsignaled UMR work request that configures `mkey` to map the single range
+    /// Post one UMR work request (unsignaled unless the QP signals every send; then it
+    /// completes as [`WcOpcode::Driver1`](crate::wr::WcOpcode::Driver1) with wr_id 0, as
+    /// libmlx5's does) that configures `mkey` to map the single range
     /// `sge` (the mkey's address 0 is `sge.addr`) with `access` (`AccessFlags` bits) and the
     /// AES-XTS attributes `attr` under `dek`: `mlx5dv_wr_mkey_configure` +
     /// `wr_set_mkey_access_flags` + `wr_set_mkey_layout_list` + `wr_set_mkey_crypto`, rung
