@@ -196,6 +196,22 @@ pub enum QpState {
     Err = 6,
 }
 
+impl QpState {
+    /// The state a kernel answer names (QUERY_QP, rdma_cm INIT_QP_ATTR); a value outside
+    /// `enum ib_qp_state` reads as `Reset`.
+    pub fn from_raw(v: u32) -> QpState {
+        match v {
+            1 => QpState::Init,
+            2 => QpState::Rtr,
+            3 => QpState::Rts,
+            4 => QpState::Sqd,
+            5 => QpState::Sqe,
+            6 => QpState::Err,
+            _ => QpState::Reset,
+        }
+    }
+}
+
 /// A post that stopped part-way: requests before `index` were posted, the one at `index` and
 /// after were not (the meaning of `bad_wr` in verbs).
 #[derive(Debug, Clone, PartialEq, Eq)]
