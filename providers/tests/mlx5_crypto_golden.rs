@@ -24,10 +24,10 @@ mod common;
 
 use common::*;
 use providers::mlx5::crypto::{Mlx5CryptoMkey, Mlx5Dek};
-use providers::mlx5::uar::{RecordingUar, UarEvent};
+use providers::mlx5::uar::RecordingUar;
 use providers::mlx5::{Mlx5, Mlx5Config, Mlx5Cq, Mlx5Qp};
 use serde_json::Value;
-use uverbs::provider::{CqCreated, CryptoAttr, Provider, QpCaps, QpCreated, QpInitAttr, QpType};
+use uverbs::provider::{CryptoAttr, Provider, QpCaps};
 use uverbs::wr::{SendFlags, SendWr, Sge, WcStatus, WorkCompletion, WrOpcode};
 
 fn crypto(name: &str) -> String {
@@ -41,17 +41,7 @@ fn uctx_resp() -> Vec<u8> {
 }
 
 fn stores(ctx: &Mlx5<RecordingUar>) -> Vec<(u64, u64, String)> {
-    let ps = ctx.plan.page_size as u64;
-    ctx.uar()
-        .take()
-        .iter()
-        .filter_map(|e| match e {
-            UarEvent::Store { offset, bytes } => {
-                Some((*offset as u64 / ps, *offset as u64 % ps, to_hex(bytes)))
-            }
-            _ => None,
-        })
-        .collect()
+    uar_stores(ctx, &ctx.uar().take())
 }
 
 /// One `ibv_wr_start..ibv_wr_complete` span of the oracle against what we just posted.
@@ -81,19 +71,7 @@ fn check_span(ctx: &Mlx5<RecordingUar>, qp: &Mlx5Qp, span: &Value, name: &str) {
         span["qp_dbrec"].as_str().unwrap(),
         "{name}: doorbell record"
     );
-    let golden: Vec<(u64, u64, String)> = span["uar_writes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| {
-            (
-                num(&w["uar_page"]),
-                num(&w["offset"]),
-                w["bytes"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(stores(ctx), golden, "{name}: UAR stores");
+    assert_eq!(stores(ctx), golden_stores(&span["uar_writes"]), "{name}: UAR stores");
 }
 
 /// Complete the WQE at `wqe_counter` with a requester CQE (mlx5 opcode `op`) written at the
@@ -145,60 +123,27 @@ fn aes_xts_posts_match_libmlx5_single_block_engine() {
 /// Replay `umr_wqe_<variant>.jsonl` on a context with BlueFlame on or off (MLX5_SHUT_UP_BF).
 /// Returns (records posted and compared, records whose UMR libmlx5 refused and we refused too).
 fn replay(variant: &str, blueflame: bool) -> (usize, usize) {
-    let setup: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture(&crypto(&format!("setup_{variant}.json")))).unwrap(),
-    )
-    .unwrap();
+    let setup = setup_file(&crypto(&format!("setup_{variant}.json")));
     let cfg = Mlx5Config {
         blueflame,
         ..Mlx5Config::default()
     };
     let ctx = Mlx5::<RecordingUar>::with_config(dev_null(), &uctx_resp(), cfg).unwrap();
     ctx.set_crypto_engines(num(&setup["crypto_caps"]["crypto_engines"]) as u8);
-    let offs: Vec<u64> = setup["uar_mmap_offsets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(num)
-        .collect();
-    assert_eq!(ctx.plan.mmap_offsets, offs, "UAR mmap offsets");
+    assert_uar_mmap_offsets(&ctx, &setup);
     let (prep, cqe_arg, _ud) = ctx.prepare_cq(256).unwrap();
-    let mut resp = vec![0u8; 8];
-    resp[..4].copy_from_slice(&(num(&setup["cqn"]) as u32).to_ne_bytes());
-    let mut cq = ctx
-        .finish_cq(
-            prep,
-            &CqCreated {
-                handle: 1,
-                cqe: cqe_arg,
-            },
-            &resp,
-        )
-        .unwrap();
-    assert_eq!(cq.ncqe() as u64, num(&setup["ncqe"]));
+    let mut cq = finish_recorded_cq(&ctx, prep, cqe_arg, &setup);
 
     // perftest 6.06 --aes_xts QP: max_send_wr = 2 * tx_depth (128), one SGE, max_inline_data 512.
-    let attr = QpInitAttr {
-        qp_type: QpType::Rc,
-        caps: QpCaps {
-            max_send_wr: 256,
-            max_recv_wr: 16,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 512,
-        },
-        sq_sig_all: false,
-        uses_srq: false,
-    };
+    let attr = rc_qp_attr(QpCaps {
+        max_send_wr: 256,
+        max_recv_wr: 16,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 512,
+    });
     let (prep, _ud) = ctx.prepare_qp(&attr).unwrap();
-    let mut resp = vec![0u8; 40];
-    resp[..4].copy_from_slice(&(num(&setup["bfreg_index"]) as u32).to_ne_bytes());
-    let core = QpCreated {
-        handle: 2,
-        qpn: num(&setup["qpn"]) as u32,
-        caps: attr.caps,
-    };
-    let mut qp = ctx.finish_qp(prep, &attr, &core, &resp).unwrap();
+    let mut qp = finish_recorded_qp(&ctx, prep, &attr, &setup);
     assert_eq!(
         qp.geo.sq_wqe_cnt as u64,
         num(&setup["sq_wqe_count"]),

@@ -18,7 +18,7 @@ use providers::mlx5::uar::RecordingUar;
 use providers::mlx5::uar::UarEvent;
 use providers::mlx5::{abi, Mlx5, Mlx5Cq, Mlx5Qp};
 use serde_json::Value;
-use uverbs::provider::{CqCreated, Provider, QpCaps, QpCreated, QpInitAttr, QpType};
+use uverbs::provider::{Provider, QpCaps};
 use uverbs::wr::{RecvWr, SendFlags, SendWr, Sge, WorkCompletion, WrOpcode};
 
 const DATA_VA: usize = 0x2_0000_0000;
@@ -89,24 +89,10 @@ struct Rig {
 
 fn setup(variant: &'static str) -> Rig {
     let shut = variant == "shut_up_bf";
-    let setup: Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture(if shut {
-            "setup_shut_up_bf.json"
-        } else {
-            "setup.json"
-        }))
-        .unwrap(),
-    )
-    .unwrap();
+    let setup = setup_file(if shut { "setup_shut_up_bf.json" } else { "setup.json" });
     let ctx = context(!shut);
     // UAR mapping plan = the offsets libmlx5 mmap'd.
-    let offs: Vec<u64> = setup["uar_mmap_offsets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(num)
-        .collect();
-    assert_eq!(ctx.plan.mmap_offsets, offs);
+    assert_uar_mmap_offsets(&ctx, &setup);
     assert_eq!(
         ctx.plan.num_pages as u64,
         num(&setup["num_uar_pages_mapped"])
@@ -119,25 +105,15 @@ fn setup(variant: &'static str) -> Rig {
         u32::from_ne_bytes(ud.req[16..20].try_into().unwrap()) as u64,
         num(&setup["cqe_size"])
     );
-    let mut resp = vec![0u8; 8];
-    resp[..4].copy_from_slice(&(num(&setup["cqn"]) as u32).to_ne_bytes());
-    let cq = ctx
-        .finish_cq(prep, &CqCreated { handle: 1, cqe: 15 }, &resp)
-        .unwrap();
-    assert_eq!(cq.ncqe() as u64, num(&setup["ncqe"]));
+    let cq = finish_recorded_cq(&ctx, prep, 15, &setup);
 
-    let attr = QpInitAttr {
-        qp_type: QpType::Rc,
-        caps: QpCaps {
-            max_send_wr: 16,
-            max_recv_wr: 16,
-            max_send_sge: 2,
-            max_recv_sge: 2,
-            max_inline_data: 64,
-        },
-        sq_sig_all: false,
-        uses_srq: false,
-    };
+    let attr = rc_qp_attr(QpCaps {
+        max_send_wr: 16,
+        max_recv_wr: 16,
+        max_send_sge: 2,
+        max_recv_sge: 2,
+        max_inline_data: 64,
+    });
     let (prep, ud) = ctx.prepare_qp(&attr).unwrap();
     let r = &ud.req;
     let rd = |o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().unwrap()) as u64;
@@ -149,14 +125,7 @@ fn setup(variant: &'static str) -> Rig {
     assert_eq!(num(&setup["qp_create_flags_drv"]), 2);
     assert_eq!(rd(abi::qp_req::FLAGS), 0);
     let caps = &setup["qp_cap_after_create"];
-    let mut resp = vec![0u8; 40];
-    resp[..4].copy_from_slice(&(num(&setup["bfreg_index"]) as u32).to_ne_bytes());
-    let core = QpCreated {
-        handle: 2,
-        qpn: num(&setup["qpn"]) as u32,
-        caps: attr.caps,
-    };
-    let qp = ctx.finish_qp(prep, &attr, &core, &resp).unwrap();
+    let qp = finish_recorded_qp(&ctx, prep, &attr, &setup);
     assert_eq!(qp.geo.sq_max_post as u64, num(&caps["max_send_wr"]));
     assert_eq!(qp.geo.max_inline as u64, num(&caps["max_inline_data"]));
     assert_eq!(qp.geo.sq_offset, 512);
@@ -184,29 +153,7 @@ fn stores(ctx: &Mlx5<RecordingUar>) -> Vec<(u64, u64, String)> {
         Some(&UarEvent::Flush),
         "MMIO stores must end with mmio_flush_writes"
     );
-    let ps = ctx.plan.page_size as u64;
-    ev.iter()
-        .filter_map(|e| match e {
-            UarEvent::Store { offset, bytes } => {
-                Some((*offset as u64 / ps, *offset as u64 % ps, to_hex(bytes)))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-fn golden_stores(v: &Value) -> Vec<(u64, u64, String)> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|w| {
-            (
-                num(&w["uar_page"]),
-                num(&w["offset"]),
-                w["bytes"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+    uar_stores(ctx, &ev)
 }
 
 fn post_send_record(rig: &mut Rig, rec: &Value) {

@@ -94,9 +94,58 @@ struct MSrq {
     consumed: u32,
 }
 
+impl MQp {
+    /// A QP the device learns from its CREATE_QP driver request `req` (buffer, doorbell record,
+    /// SQ size, user index), with no receive queue, no peer and no SRQ until the caller sets them.
+    fn from_req(req: &[u8], qpn: u32, cqn: u32, bf: usize) -> MQp {
+        let g32 = |o: usize| u32::from_ne_bytes(req[o..o + 4].try_into().unwrap());
+        let g64 = |o: usize| u64::from_ne_bytes(req[o..o + 8].try_into().unwrap());
+        MQp {
+            qpn,
+            uidx: g32(abi::qp_req::UIDX),
+            buf: g64(abi::qp_req::BUF_ADDR),
+            db: g64(abi::qp_req::DB_ADDR),
+            sq_cnt: g32(abi::qp_req::SQ_WQE_COUNT),
+            sq_off: 0,
+            rq_cnt: 0,
+            rq_shift: 0,
+            sq_ci: 0,
+            rq_ci: 0,
+            cqn,
+            peer: 0,
+            bf,
+            ud: false,
+            qkey: 0,
+            srq: None,
+        }
+    }
+
+    /// The address of SQ basic block `i` (wrapping at the SQ end).
+    fn sq_slot(&self, i: u32) -> u64 {
+        self.buf + self.sq_off + ((i & (self.sq_cnt - 1)) as u64) * 64
+    }
+
+    /// The WQE starting at basic block `idx`: its `ds * 16` bytes, its size in basic blocks and
+    /// whether it runs past the SQ end.
+    fn wqe(&self, idx: u32) -> (Vec<u8>, u32, bool) {
+        let ds = (be32(&rd(self.sq_slot(idx), 8), 4) & 0x3f) as usize;
+        let nbb = (ds * 16).div_ceil(64) as u32;
+        let wrapped = (idx & (self.sq_cnt - 1)) + nbb > self.sq_cnt;
+        let mut w = Vec::new();
+        for b in 0..nbb {
+            w.extend(rd(self.sq_slot(idx + b), 64));
+        }
+        w.truncate(ds * 16);
+        (w, nbb, wrapped)
+    }
+}
+
 /// The model port's GID (RoCE, IPv4-mapped 192.168.7.1): every AV must name it.
 const PORT_GID: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 7, 1];
 const GRH_LEN: usize = 40;
+
+/// The 8-byte UAR stores of one write-combining bracket, as (offset, bytes).
+type Stores = Vec<(usize, [u8; 8])>;
 
 #[derive(Default)]
 struct Hca {
@@ -105,7 +154,7 @@ struct Hca {
     srqs: HashMap<u32, MSrq>,
     /// UD datagrams dropped (Q_Key mismatch or no receive posted).
     ud_dropped: usize,
-    pending: Vec<(usize, [u8; 8])>,
+    pending: Stores,
     doorbells: usize,
     blueflames: usize,
     arms: usize,
@@ -127,6 +176,14 @@ struct Hca {
 
 impl Hca {
     fn on_event(&mut self, e: &UarEvent, half: usize) {
+        if let Some((qpn, stores)) = self.uar_event(e, half) {
+            self.doorbell(qpn, &stores, |h, ci| h.execute(qpn, ci));
+        }
+    }
+
+    /// Collect one `mmio_wc_start .. mmio_flush_writes` bracket of UAR stores. A CQ arm
+    /// (offset 0x20) is counted; an SQ doorbell returns its QP and stores.
+    fn uar_event(&mut self, e: &UarEvent, half: usize) -> Option<(u32, Stores)> {
         match e {
             UarEvent::WcStart => self.pending.clear(),
             UarEvent::Store { offset, bytes } => self.pending.push((*offset, *bytes)),
@@ -135,7 +192,7 @@ impl Hca {
                 let first = stores[0].0;
                 if first == 0x20 {
                     self.arms += 1;
-                    return;
+                    return None;
                 }
                 let qpn = self
                     .qps
@@ -143,36 +200,45 @@ impl Hca {
                     .find(|q| first == q.bf || first == q.bf + half)
                     .expect("doorbell to a known bfreg")
                     .qpn;
-                self.doorbell(qpn, &stores);
+                return Some((qpn, stores));
             }
         }
+        None
     }
 
-    fn doorbell(&mut self, qpn: u32, stores: &[(usize, [u8; 8])]) {
+    /// An SQ doorbell: run every WQE up to the doorbell record's counter through `exec`
+    /// (which returns the WQE's size in basic blocks), then check the doorbell or BlueFlame
+    /// stores against the last WQE. Returns that WQE's index and whether it came by BlueFlame.
+    fn doorbell(
+        &mut self,
+        qpn: u32,
+        stores: &[(usize, [u8; 8])],
+        mut exec: impl FnMut(&mut Hca, u32) -> u32,
+    ) -> (u32, bool) {
         let q = self.qps[&qpn];
         let pi = be32(&rd(q.db, 8), 4); // the SQ counter in the doorbell record
                                         // The doorbell names the last WQE posted: its first 8 control bytes.
         let mut last_start = None;
         let mut ci = q.sq_ci;
         while (ci & 0xffff) != pi {
-            let n = self.execute(qpn, ci);
+            let n = exec(self, ci);
             last_start = Some(ci);
             ci = ci.wrapping_add(n);
         }
         let start = last_start.expect("doorbell without new WQEs");
-        let slot = |i: u32| q.buf + q.sq_off + ((i & (q.sq_cnt - 1)) as u64) * 64;
         assert_eq!(
             &stores[0].1[..],
-            &rd(slot(start), 8)[..],
+            &rd(q.sq_slot(start), 8)[..],
             "doorbell value = first 8 bytes of the last WQE's ctrl"
         );
-        if stores.len() > 1 {
+        let blueflame = stores.len() > 1;
+        if blueflame {
             self.blueflames += 1;
             // BlueFlame: whole 64-byte blocks of that WQE, wrapping at the SQ end.
             assert_eq!(stores.len() % 8, 0);
             for (k, (off, bytes)) in stores.iter().enumerate() {
                 assert_eq!(*off, stores[0].0 + 8 * k, "ascending 8-byte stores");
-                let blk = slot(start.wrapping_add(k as u32 / 8));
+                let blk = q.sq_slot(start.wrapping_add(k as u32 / 8));
                 assert_eq!(
                     &bytes[..],
                     &rd(blk + (k as u64 % 8) * 8, 8)[..],
@@ -183,13 +249,32 @@ impl Hca {
             self.doorbells += 1;
         }
         self.qps.get_mut(&qpn).unwrap().sq_ci = ci;
+        (start, blueflame)
+    }
+
+    /// Complete the WQE at `idx` of `q` with a requester CQE (send opcode `op`), or a
+    /// requester error CQE with syndrome `synd` (vendor syndrome 0x88).
+    fn req_cqe(&mut self, q: &MQp, idx: u32, op: u8, byte_cnt: u32, synd: Option<u8>) {
+        let mut c = [0u8; 64];
+        c[32..36].copy_from_slice(&q.uidx.to_be_bytes());
+        c[44..48].copy_from_slice(&byte_cnt.to_be_bytes());
+        c[56..60].copy_from_slice(&(((op as u32) << 24) | q.qpn).to_be_bytes());
+        c[60..62].copy_from_slice(&(idx as u16).to_be_bytes());
+        let opcode = match synd {
+            Some(s) => {
+                c[55] = s;
+                c[54] = 0x88;
+                13
+            }
+            None => 0,
+        };
+        self.push_cqe(q.cqn, c, opcode);
     }
 
     /// Execute the WQE at basic block `idx`; returns its size in basic blocks.
     fn execute(&mut self, qpn: u32, idx: u32) -> u32 {
         let q = self.qps[&qpn];
-        let slot = |i: u32| q.buf + q.sq_off + ((i & (q.sq_cnt - 1)) as u64) * 64;
-        let ctrl = rd(slot(idx), 16);
+        let ctrl = rd(q.sq_slot(idx), 16);
         let opmod_idx_op = be32(&ctrl, 0);
         assert_eq!(
             (opmod_idx_op >> 8) & 0xffff,
@@ -199,18 +284,12 @@ impl Hca {
         let op = (opmod_idx_op & 0xff) as u8;
         let qpn_ds = be32(&ctrl, 4);
         assert_eq!(qpn_ds >> 8, qpn);
-        let ds = (qpn_ds & 0x3f) as usize;
         let fm_ce_se = ctrl[11];
         let imm = [ctrl[12], ctrl[13], ctrl[14], ctrl[15]];
-        let nbb = (ds * 16).div_ceil(64) as u32;
-        if (idx & (q.sq_cnt - 1)) + nbb > q.sq_cnt {
+        let (w, nbb, wrapped) = q.wqe(idx);
+        if wrapped {
             self.wrapped_wqes += 1;
         }
-        let mut w = Vec::new();
-        for b in 0..nbb {
-            w.extend(rd(slot(idx + b), 64));
-        }
-        w.truncate(ds * 16);
         let mut pos = 16;
         let mut peer = q.peer;
         let mut ud_qkey = None;
@@ -357,20 +436,7 @@ impl Hca {
             }
         }
         if fm_ce_se & 0x08 != 0 || status_synd.is_some() {
-            let mut c = [0u8; 64];
-            c[32..36].copy_from_slice(&q.uidx.to_be_bytes());
-            c[44..48].copy_from_slice(&byte_cnt.to_be_bytes());
-            c[56..60].copy_from_slice(&(((op as u32) << 24) | qpn).to_be_bytes());
-            c[60..62].copy_from_slice(&(idx as u16).to_be_bytes());
-            let opcode = match status_synd {
-                Some(s) => {
-                    c[55] = s;
-                    c[54] = 0x88;
-                    13
-                }
-                None => 0,
-            };
-            self.push_cqe(q.cqn, c, opcode);
+            self.req_cqe(&q, idx, op, byte_cnt, status_synd);
         }
         nbb
     }
@@ -547,6 +613,18 @@ fn create_pair_ex(
     blueflame: bool,
     srq_on_side1: Option<(u32, u32)>,
 ) -> Pair {
+    create_pair_sig(qp_type, caps, cq_entries, blueflame, srq_on_side1, false)
+}
+
+/// As [`create_pair_ex`]; `sq_sig_all`: both QPs signal every send request.
+fn create_pair_sig(
+    qp_type: QpType,
+    caps: QpCaps,
+    cq_entries: u32,
+    blueflame: bool,
+    srq_on_side1: Option<(u32, u32)>,
+    sq_sig_all: bool,
+) -> Pair {
     let ctx = context(blueflame);
     let hca = Arc::new(Mutex::new(Hca::default()));
     let half = ctx.plan.toggle();
@@ -611,13 +689,12 @@ fn create_pair_ex(
         let attr = QpInitAttr {
             qp_type,
             caps,
-            sq_sig_all: false,
+            sq_sig_all,
             uses_srq: i == 1 && srq.is_some(),
         };
         let (prep, ud) = ctx.prepare_qp(&attr).unwrap();
         let r = &ud.req;
         let g32 = |o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().unwrap());
-        let g64 = |o: usize| u64::from_ne_bytes(r[o..o + 8].try_into().unwrap());
         let (rq_cnt, rq_shift) = (
             g32(abi::qp_req::RQ_WQE_COUNT),
             g32(abi::qp_req::RQ_WQE_SHIFT),
@@ -628,22 +705,14 @@ fn create_pair_ex(
         hca.lock().unwrap().qps.insert(
             qpn,
             MQp {
-                qpn,
-                uidx: g32(abi::qp_req::UIDX),
-                buf: g64(abi::qp_req::BUF_ADDR),
-                db: g64(abi::qp_req::DB_ADDR),
-                sq_cnt: g32(abi::qp_req::SQ_WQE_COUNT),
                 sq_off: (rq_cnt as u64) << rq_shift,
                 rq_cnt,
                 rq_shift,
-                sq_ci: 0,
-                rq_ci: 0,
-                cqn: 0x400 + i,
                 peer: 0x100 + (1 - i),
-                bf,
                 ud: qp_type == QpType::Ud,
                 qkey: QKEY,
                 srq: (i == 1 && srq.is_some()).then_some(0x77),
+                ..MQp::from_req(r, qpn, 0x400 + i, bf)
             },
         );
         let core = QpCreated {
@@ -1203,27 +1272,7 @@ fn create_dc_pair(blueflame: bool, extra_dci_key: Option<u64>) -> (Pair, Option<
             (0, usize::MAX / 2, 0x401) // no doorbell register: matches no UAR store
         };
         let mut h = p.hca.lock().unwrap();
-        h.qps.insert(
-            qpn,
-            MQp {
-                qpn,
-                uidx: g32(abi::qp_req::UIDX),
-                buf: g64(abi::qp_req::BUF_ADDR),
-                db: g64(abi::qp_req::DB_ADDR),
-                sq_cnt: g32(abi::qp_req::SQ_WQE_COUNT),
-                sq_off: 0,
-                rq_cnt: 0,
-                rq_shift: 0,
-                sq_ci: 0,
-                rq_ci: 0,
-                cqn,
-                peer: 0,
-                bf,
-                ud: false,
-                qkey: 0,
-                srq: (qp_type == QpType::Dct).then_some(0x77),
-            },
-        );
+        h.qps.insert(qpn, MQp { srq: (qp_type == QpType::Dct).then_some(0x77), ..MQp::from_req(r, qpn, cqn, bf) });
         if qp_type == QpType::Dci {
             h.dcis.insert(qpn);
         } else {
@@ -1268,8 +1317,8 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
         let dest = Some(UdDest { ah: ah_num, remote_qpn: 0x101, remote_qkey: 0 });
         let mut srq = p.srq.take().unwrap();
         let rbufs: Vec<Vec<u8>> = (0..7).map(|_| vec![0u8; 64]).collect();
-        let target = vec![0u8; 128]; // the DCT side's registered memory (WRITE/READ/atomics)
-        let local = vec![0u8; 128];
+        let mut target = [0u8; 128]; // the DCT side's registered memory (WRITE/READ/atomics)
+        let mut local = [0u8; 128];
         let src: Vec<u8> = (0..128u32).map(|x| (x * 5 + 3) as u8).collect();
         for m in 0..60u64 {
             let b = (m % 7) as usize;
@@ -1305,17 +1354,17 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
             let wsg = [Sge { addr: src.as_ptr() as u64, length: 64, lkey: 1 }];
             let mut w = SendWr::new(1000 + m, WrOpcode::RdmaWrite, &wsg);
             w.flags = SendFlags::SIGNALED;
-            w.remote.addr = target.as_ptr() as u64 + m % 64;
+            w.remote.addr = target.as_mut_ptr() as u64 + m % 64;
             w.remote.rkey = RKEY;
             w.ud = dest;
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             assert_eq!(poll_all(&mut p, 0, 1)[0].opcode, WcOpcode::RdmaWrite);
             poll_all(&mut p, 1, 0);
             assert_eq!(&target[(m % 64) as usize..][..64], &src[..64]);
-            let lsg = [Sge { addr: local.as_ptr() as u64, length: 64, lkey: 1 }];
+            let lsg = [Sge { addr: local.as_mut_ptr() as u64, length: 64, lkey: 1 }];
             let mut w = SendWr::new(2000 + m, WrOpcode::RdmaRead, &lsg);
             w.flags = SendFlags::SIGNALED;
-            w.remote.addr = target.as_ptr() as u64 + m % 64;
+            w.remote.addr = target.as_mut_ptr() as u64 + m % 64;
             w.remote.rkey = RKEY;
             w.ud = dest;
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
@@ -1324,13 +1373,13 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
             assert_eq!(&local[..64], &src[..64]);
         }
         // Fetch-and-add on the DCT side's memory.
-        let counter = vec![0u8; 8];
-        let result = vec![0u8; 8];
+        let mut counter = [0u8; 8];
+        let mut result = [0u8; 8];
         for k in 0..5u64 {
-            let sg = [Sge { addr: result.as_ptr() as u64, length: 8, lkey: 1 }];
+            let sg = [Sge { addr: result.as_mut_ptr() as u64, length: 8, lkey: 1 }];
             let mut w = SendWr::new(3000 + k, WrOpcode::AtomicFetchAndAdd, &sg);
             w.flags = SendFlags::SIGNALED;
-            w.remote.addr = counter.as_ptr() as u64;
+            w.remote.addr = counter.as_mut_ptr() as u64;
             w.remote.rkey = RKEY;
             w.compare_add = 10;
             w.ud = dest;
@@ -1459,34 +1508,13 @@ fn create_xrc(caps: QpCaps, srq_wr: u32, blueflame: bool) -> (Pair, u32) {
     let (prep, ud) = ctx.prepare_qp(&ini_attr).unwrap();
     let r = &ud.req;
     let g32 = |o: usize| u32::from_ne_bytes(r[o..o + 4].try_into().unwrap());
-    let g64 = |o: usize| u64::from_ne_bytes(r[o..o + 8].try_into().unwrap());
     assert_eq!(g32(abi::qp_req::RQ_WQE_COUNT), 0, "an XRC initiator has no receive queue");
     let qpn = 0x100;
     let bfreg = 24;
     let bf = ctx.plan.bfreg_offset(bfreg).unwrap();
     {
         let mut h = hca.lock().unwrap();
-        h.qps.insert(
-            qpn,
-            MQp {
-                qpn,
-                uidx: g32(abi::qp_req::UIDX),
-                buf: g64(abi::qp_req::BUF_ADDR),
-                db: g64(abi::qp_req::DB_ADDR),
-                sq_cnt: g32(abi::qp_req::SQ_WQE_COUNT),
-                sq_off: 0,
-                rq_cnt: 0,
-                rq_shift: 0,
-                sq_ci: 0,
-                rq_ci: 0,
-                cqn: 0x400,
-                peer: XRC_TGT_QPN,
-                bf,
-                ud: false,
-                qkey: 0,
-                srq: None,
-            },
-        );
+        h.qps.insert(qpn, MQp { peer: XRC_TGT_QPN, ..MQp::from_req(r, qpn, 0x400, bf) });
         h.xrc_ini.insert(qpn);
     }
     let ini = ctx.finish_qp(prep, &ini_attr, &QpCreated { handle: 10, qpn, caps }, &bfreg.to_ne_bytes()).unwrap();
@@ -1610,10 +1638,10 @@ fn model_dc_dci_streams_reach_the_device_per_request() {
     let ah = port_ah(&p);
     let dest = Some(UdDest { ah: p.ctx.ah_number(&ah), remote_qpn: 0x101, remote_qkey: 0 });
     let mut srq = p.srq.take().unwrap();
-    let rbuf = vec![0u8; 64];
-    let src = vec![0xa5u8; 16];
+    let mut rbuf = [0u8; 64];
+    let src = [0xa5u8; 16];
     let sg = [Sge { addr: src.as_ptr() as u64, length: 16, lkey: 1 }];
-    let rsg = [Sge { addr: rbuf.as_ptr() as u64, length: 64, lkey: 2 }];
+    let rsg = [Sge { addr: rbuf.as_mut_ptr() as u64, length: 64, lkey: 2 }];
     let mut want = Vec::new();
     for m in 0..6u16 {
         unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: u64::from(m), sgl: &rsg }]) }.unwrap();
@@ -1627,12 +1655,12 @@ fn model_dc_dci_streams_reach_the_device_per_request() {
         assert_eq!(poll_all(&mut p, 1, 1)[0].wr_id, u64::from(m));
     }
     // a post list of three writes on streams 0x0102, 3, 0xffff
-    let target = vec![0u8; 64];
+    let mut target = [0u8; 64];
     let mut ws = Vec::new();
     for (k, st) in [0x0102u16, 3, 0xffff].into_iter().enumerate() {
         let mut w = SendWr::new(100 + k as u64, WrOpcode::RdmaWrite, &sg);
         w.flags = if k == 2 { SendFlags::SIGNALED } else { SendFlags::empty() };
-        w.remote.addr = target.as_ptr() as u64;
+        w.remote.addr = target.as_mut_ptr() as u64;
         w.remote.rkey = RKEY;
         w.ud = dest;
         w.dci_stream = st;
@@ -1657,10 +1685,10 @@ fn model_dc_dct_receives_resolve_under_cqe_version_0() {
     let ah = port_ah(&p);
     let dest = Some(UdDest { ah: p.ctx.ah_number(&ah), remote_qpn: 0x101, remote_qkey: 0 });
     let mut srq = p.srq.take().unwrap();
-    let rbuf = vec![0u8; 64];
+    let mut rbuf = [0u8; 64];
     let src: Vec<u8> = (0..32u8).collect();
     for m in 0..4u64 {
-        let rsg = [Sge { addr: rbuf.as_ptr() as u64, length: 64, lkey: 2 }];
+        let rsg = [Sge { addr: rbuf.as_mut_ptr() as u64, length: 64, lkey: 2 }];
         unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 0x700 + m, sgl: &rsg }]) }.unwrap();
         let sg = [Sge { addr: src.as_ptr() as u64, length: 32, lkey: 1 }];
         let mut w = SendWr::new(m, WrOpcode::Send, &sg);
@@ -1713,7 +1741,6 @@ struct CMkey {
 struct CryptoModel {
     /// Crypto mkeys that exist, by key: `None` until a UMR configures them.
     mkeys: HashMap<u32, Option<CMkey>>,
-    pending: Vec<(usize, [u8; 8])>,
     umrs: usize,
     umr_wrapped: usize,
     umr_blueflame: usize,
@@ -1789,32 +1816,17 @@ impl CMkey {
 
 impl CryptoModel {
     fn on_event(&mut self, hca: &mut Hca, e: &UarEvent, half: usize) {
-        match e {
-            UarEvent::WcStart => self.pending.clear(),
-            UarEvent::Store { offset, bytes } => self.pending.push((*offset, *bytes)),
-            UarEvent::Flush => {
-                let stores = std::mem::take(&mut self.pending);
-                let first = stores[0].0;
-                if first == 0x20 {
-                    hca.arms += 1;
-                    return;
-                }
-                let qpn = hca.qps.values().find(|q| first == q.bf || first == q.bf + half).expect("doorbell to a known bfreg").qpn;
-                self.doorbell(hca, qpn, &stores);
-            }
+        if let Some((qpn, stores)) = hca.uar_event(e, half) {
+            self.doorbell(hca, qpn, &stores);
         }
     }
 
-    /// As `Hca::doorbell`, dispatching UMR WQEs and requests through crypto mkeys here and
-    /// everything else to `Hca::execute`.
+    /// As `Hca::on_event`'s doorbell, dispatching UMR WQEs and requests through crypto mkeys
+    /// here and everything else to `Hca::execute`.
     fn doorbell(&mut self, hca: &mut Hca, qpn: u32, stores: &[(usize, [u8; 8])]) {
-        let q = hca.qps[&qpn];
-        let pi = be32(&rd(q.db, 8), 4);
-        let slot = |i: u32| q.buf + q.sq_off + ((i & (q.sq_cnt - 1)) as u64) * 64;
-        let mut last_start = None;
-        let mut ci = q.sq_ci;
-        while (ci & 0xffff) != pi {
-            let ctrl = rd(slot(ci), 16);
+        let (start, blueflame) = hca.doorbell(qpn, stores, |hca, ci| {
+            let q = hca.qps[&qpn];
+            let ctrl = rd(q.sq_slot(ci), 16);
             let op = ctrl[3];
             if self.after_umr.get(&qpn).copied().unwrap_or(false) && ctrl[11] & 0xa0 == 0 {
                 self.unfenced_after_umr += 1;
@@ -1827,39 +1839,11 @@ impl CryptoModel {
                 hca.execute(qpn, ci)
             };
             self.after_umr.insert(qpn, op == umr::OPCODE_UMR);
-            last_start = Some(ci);
-            ci = ci.wrapping_add(n);
+            n
+        });
+        if blueflame && rd(hca.qps[&qpn].sq_slot(start), 4)[3] == umr::OPCODE_UMR {
+            self.umr_blueflame += 1;
         }
-        let start = last_start.expect("doorbell without new WQEs");
-        assert_eq!(&stores[0].1[..], &rd(slot(start), 8)[..], "doorbell value = first 8 bytes of the last WQE's ctrl");
-        if stores.len() > 1 {
-            hca.blueflames += 1;
-            if rd(slot(start), 4)[3] == umr::OPCODE_UMR {
-                self.umr_blueflame += 1;
-            }
-            assert_eq!(stores.len() % 8, 0);
-            for (k, (off, bytes)) in stores.iter().enumerate() {
-                assert_eq!(*off, stores[0].0 + 8 * k, "ascending 8-byte stores");
-                let blk = slot(start.wrapping_add(k as u32 / 8));
-                assert_eq!(&bytes[..], &rd(blk + (k as u64 % 8) * 8, 8)[..], "BlueFlame bytes = SQ bytes");
-            }
-        } else {
-            hca.doorbells += 1;
-        }
-        hca.qps.get_mut(&qpn).unwrap().sq_ci = ci;
-    }
-
-    fn wqe(q: &MQp, idx: u32) -> (Vec<u8>, u32, bool) {
-        let slot = |i: u32| q.buf + q.sq_off + ((i & (q.sq_cnt - 1)) as u64) * 64;
-        let ds = (be32(&rd(slot(idx), 8), 4) & 0x3f) as usize;
-        let nbb = (ds * 16).div_ceil(64) as u32;
-        let wrapped = (idx & (q.sq_cnt - 1)) + nbb > q.sq_cnt;
-        let mut w = Vec::new();
-        for b in 0..nbb {
-            w.extend(rd(slot(idx + b), 64));
-        }
-        w.truncate(ds * 16);
-        (w, nbb, wrapped)
     }
 
     /// The RC request's local data segments (none for inline payloads).
@@ -1879,30 +1863,13 @@ impl CryptoModel {
     }
 
     fn names_crypto_mkey(&self, q: &MQp, idx: u32) -> bool {
-        let (w, _, _) = Self::wqe(q, idx);
+        let (w, _, _) = q.wqe(idx);
         Self::local_segs(&w).iter().any(|s| self.mkeys.contains_key(&s.1))
-    }
-
-    fn cqe(hca: &mut Hca, q: &MQp, idx: u32, op: u8, byte_cnt: u32, synd: Option<u8>) {
-        let mut c = [0u8; 64];
-        c[32..36].copy_from_slice(&q.uidx.to_be_bytes());
-        c[44..48].copy_from_slice(&byte_cnt.to_be_bytes());
-        c[56..60].copy_from_slice(&(((op as u32) << 24) | q.qpn).to_be_bytes());
-        c[60..62].copy_from_slice(&(idx as u16).to_be_bytes());
-        let opcode = match synd {
-            Some(s) => {
-                c[55] = s;
-                c[54] = 0x88;
-                13
-            }
-            None => 0,
-        };
-        hca.push_cqe(q.cqn, c, opcode);
     }
 
     fn umr(&mut self, hca: &mut Hca, qpn: u32, idx: u32) -> u32 {
         let q = hca.qps[&qpn];
-        let (w, nbb, wrapped) = Self::wqe(&q, idx);
+        let (w, nbb, wrapped) = q.wqe(idx);
         assert_eq!(w[3], umr::OPCODE_UMR);
         let key = be32(&w, 12);
         assert!(self.mkeys.contains_key(&key), "model: UMR on an mkey that does not exist ({key:#x})");
@@ -1962,14 +1929,14 @@ impl CryptoModel {
             self.umr_wrapped += 1;
         }
         if w[11] & 0x08 != 0 {
-            Self::cqe(hca, &q, idx, umr::OPCODE_UMR, 0, None);
+            hca.req_cqe(&q, idx, umr::OPCODE_UMR, 0, None);
         }
         nbb
     }
 
     fn crypto_request(&mut self, hca: &mut Hca, qpn: u32, idx: u32) -> u32 {
         let q = hca.qps[&qpn];
-        let (w, nbb, _) = Self::wqe(&q, idx);
+        let (w, nbb, _) = q.wqe(idx);
         let op = w[3];
         let (raddr, rkey) = (be64(&w, 16), be32(&w, 24));
         let segs = Self::local_segs(&w);
@@ -2041,7 +2008,7 @@ impl CryptoModel {
             }
         }
         if w[11] & 0x08 != 0 || synd.is_some() {
-            Self::cqe(hca, &q, idx, op, byte_cnt, synd);
+            hca.req_cqe(&q, idx, op, byte_cnt, synd);
         }
         nbb
     }
@@ -2052,8 +2019,15 @@ const CRYPTO_MKEY: u32 = 0x0004_5600;
 /// An RC pair (max_inline_data 124: the least a crypto UMR fits in) whose device is the crypto
 /// model in front of the plain one; the context reports single- and multi-block engines.
 fn crypto_pair(blueflame: bool, max_send_wr: u32) -> (Pair, Arc<Mutex<CryptoModel>>) {
-    let caps = QpCaps { max_send_wr, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 124 };
-    let p = create_pair(caps, 15, blueflame);
+    crypto_device(create_pair(crypto_caps(max_send_wr), 15, blueflame))
+}
+
+fn crypto_caps(max_send_wr: u32) -> QpCaps {
+    QpCaps { max_send_wr, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 124 }
+}
+
+/// Put the crypto model in front of `p`'s device.
+fn crypto_device(p: Pair) -> (Pair, Arc<Mutex<CryptoModel>>) {
     let dev = Arc::new(Mutex::new(CryptoModel::default()));
     let (h, d) = (p.hca.clone(), dev.clone());
     let half = p.ctx.plan.toggle();
@@ -2210,7 +2184,7 @@ fn model_crypto_umr_refusals_happen_at_post_and_touch_nothing() {
     assert_eq!(dev.lock().unwrap().umrs, 0);
 
     // Only RC QPs take a UMR.
-    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 4, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 124 };
+    let caps = crypto_caps(8);
     let mut ud = create_pair_ex(QpType::Ud, caps, 15, true, None);
     let e = unsafe { ud.ctx.post_crypto_mkey_configure(&mut ud.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
     assert_eq!(e.error.errno, Some(libc::EOPNOTSUPP));
@@ -2255,5 +2229,43 @@ fn model_crypto_umr_wqes_wrap_at_the_sq_end() {
         let d = dev.lock().unwrap();
         assert!(d.umr_wrapped > 0, "the device read a UMR across the SQ end");
         assert_eq!((d.umrs, d.unfenced_after_umr), (3 * sq_cnt as usize, 0));
+    }
+}
+
+#[test]
+fn model_crypto_signaled_umr_completes_as_driver1() {
+    // On a QP that signals every send (sq_sig_all), the UMR asks for a CQE too; libmlx5 reports
+    // it as IBV_WC_DRIVER1 with the QP's wr_id (ours: 0), then the request through the mkey
+    // completes as usual.
+    for blueflame in [true, false] {
+        let (mut p, dev) = crypto_device(create_pair_sig(QpType::Rc, crypto_caps(8), 15, blueflame, None, true));
+        dev.lock().unwrap().mkeys.insert(CRYPTO_MKEY, None);
+        let mut mkey = Mlx5CryptoMkey::detached(CRYPTO_MKEY, 1);
+        let attr = perftest_crypto_attr(512);
+        let plain: Vec<u8> = (0..1024u32).map(|i| (i * 3 + 1) as u8).collect();
+        let mut remote = vec![0u8; 1024];
+        let map = Sge { addr: plain.as_ptr() as u64, length: 1024, lkey: 1 };
+        for round in 0..3u64 {
+            unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &Mlx5Dek::detached(0x40)) }.unwrap();
+            let umr_at = p.qp[0].sq_cur_post() - 4;
+            let sq = p.qp[0].geo.sq_offset as u64 + p.qp[0].addrs().0;
+            let ctrl = rd(sq + ((umr_at & (p.qp[0].geo.sq_wqe_cnt - 1)) as u64) * 64, 16);
+            assert_eq!((ctrl[3], ctrl[11] & 0x08), (umr::OPCODE_UMR, 0x08), "the UMR asks for a CQE");
+            let umr_wc = poll_all(&mut p, 0, 1)[0];
+            assert_eq!(
+                (umr_wc.wr_id, umr_wc.status, umr_wc.opcode, umr_wc.byte_len, umr_wc.qp_num),
+                (0, WcStatus::Success, WcOpcode::Driver1, 0, 0x100),
+                "round {round}"
+            );
+            let sg = [Sge { addr: 0, length: 1024, lkey: CRYPTO_MKEY }];
+            let mut w = SendWr::new(0x600 + round, WrOpcode::RdmaWrite, &sg);
+            w.remote = uverbs::wr::RemoteAddr { addr: remote.as_mut_ptr() as u64, rkey: RKEY };
+            unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
+            let wc = poll_all(&mut p, 0, 1)[0];
+            assert_eq!((wc.wr_id, wc.status, wc.opcode), (0x600 + round, WcStatus::Success, WcOpcode::RdmaWrite));
+            assert_eq!(remote, expect_cipher(&attr, 0x40, 0, &plain), "round {round}");
+        }
+        let d = dev.lock().unwrap();
+        assert_eq!((d.umrs, d.crypto_requests, d.unfenced_after_umr), (3, 3, 0));
     }
 }

@@ -1022,18 +1022,6 @@ impl Default for QpAttr {
     }
 }
 
-fn qp_state_from_raw(v: u8) -> QpState {
-    match v {
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        4 => QpState::Sqd,
-        5 => QpState::Sqe,
-        6 => QpState::Err,
-        _ => QpState::Reset,
-    }
-}
-
 /// An address vector as the kernel's `ib_uverbs_qp_dest`.
 pub fn qp_dest(ah: &AhAttr) -> sys::QpDest {
     sys::QpDest {
@@ -1073,6 +1061,23 @@ pub fn uverbs_ah_attr(ah: &AhAttr) -> sys::AhAttr {
     }
 }
 
+/// An address vector from the kernel's `ib_uverbs_ah_attr` (rdma_cm INIT_QP_ATTR answers and
+/// UD event parameters); the inverse of [`uverbs_ah_attr`] for the fields [`AhAttr`] carries.
+pub fn ah_from_uverbs(a: &sys::AhAttr) -> AhAttr {
+    AhAttr {
+        dgid: a.grh.dgid,
+        flow_label: a.grh.flow_label,
+        sgid_index: a.grh.sgid_index,
+        hop_limit: a.grh.hop_limit,
+        traffic_class: a.grh.traffic_class,
+        is_global: a.is_global != 0,
+        dlid: a.dlid,
+        sl: a.sl,
+        port_num: a.port_num,
+        static_rate: a.static_rate,
+    }
+}
+
 /// The attributes and capacities a QUERY_QP response reports.
 pub fn query_attr(r: &sys::QueryQpResp) -> (QpAttr, QpCaps) {
     let ah = |d: &sys::QpDest| AhAttr {
@@ -1088,8 +1093,8 @@ pub fn query_attr(r: &sys::QueryQpResp) -> (QpAttr, QpCaps) {
         static_rate: d.static_rate,
     };
     let attr = QpAttr {
-        qp_state: qp_state_from_raw(r.qp_state),
-        cur_qp_state: qp_state_from_raw(r.cur_qp_state),
+        qp_state: QpState::from_raw(r.qp_state.into()),
+        cur_qp_state: QpState::from_raw(r.cur_qp_state.into()),
         path_mtu: r.path_mtu,
         path_mig_state: r.path_mig_state,
         qkey: r.qkey,
@@ -1647,6 +1652,32 @@ impl<P: Provider> Drop for Ah<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn qp_states_and_address_vectors_decode_as_encoded() {
+        for v in 0..=6u32 {
+            assert_eq!(QpState::from_raw(v) as u32, v);
+        }
+        // Outside enum ib_qp_state (also a u32 whose low byte is a valid state): Reset.
+        for v in [7, 0xff, 0x101, u32::MAX] {
+            assert_eq!(QpState::from_raw(v), QpState::Reset);
+        }
+        let ah = AhAttr {
+            dgid: std::array::from_fn(|i| i as u8 + 1),
+            flow_label: 0x000a_bcde,
+            sgid_index: 3,
+            hop_limit: 64,
+            traffic_class: 0x28,
+            is_global: true,
+            dlid: 0x1234,
+            sl: 5,
+            port_num: 2,
+            static_rate: 7,
+        };
+        assert_eq!(ah_from_uverbs(&uverbs_ah_attr(&ah)), ah);
+        let local = AhAttr { is_global: false, ..ah };
+        assert_eq!(ah_from_uverbs(&uverbs_ah_attr(&local)), local);
+    }
 
     const RC_INIT: u32 = 0x39;
     const RC_RTR: u32 = 0x129181;

@@ -196,6 +196,22 @@ pub enum QpState {
     Err = 6,
 }
 
+impl QpState {
+    /// The state a kernel answer names (QUERY_QP, rdma_cm INIT_QP_ATTR); a value outside
+    /// `enum ib_qp_state` reads as `Reset`.
+    pub fn from_raw(v: u32) -> QpState {
+        match v {
+            1 => QpState::Init,
+            2 => QpState::Rtr,
+            3 => QpState::Rts,
+            4 => QpState::Sqd,
+            5 => QpState::Sqe,
+            6 => QpState::Err,
+            _ => QpState::Reset,
+        }
+    }
+}
+
 /// A post that stopped part-way: requests before `index` were posted, the one at `index` and
 /// after were not (the meaning of `bad_wr` in verbs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -391,7 +407,9 @@ pub trait Provider: Sized + Send + Sync + 'static {
         let _ = mkey;
         0
     }
-    /// Post one unsignaled UMR work request that configures `mkey` to map the single range
+    /// Post one UMR work request (unsignaled unless the QP signals every send; then it
+    /// completes as [`WcOpcode::Driver1`](crate::wr::WcOpcode::Driver1) with wr_id 0, as
+    /// libmlx5's does) that configures `mkey` to map the single range
     /// `sge` (the mkey's address 0 is `sge.addr`) with `access` (`AccessFlags` bits) and the
     /// AES-XTS attributes `attr` under `dek`: `mlx5dv_wr_mkey_configure` +
     /// `wr_set_mkey_access_flags` + `wr_set_mkey_layout_list` + `wr_set_mkey_crypto`, rung

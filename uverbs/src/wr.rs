@@ -304,6 +304,9 @@ pub enum WcOpcode {
     FetchAdd,
     Recv,
     RecvRdmaWithImm,
+    /// `IBV_WC_DRIVER1` (135): a provider opcode outside the kernel's `ib_uverbs_wc_opcode`.
+    /// libmlx5 reports it for a signaled UMR that `mlx5dv_wr_mkey_configure` posted.
+    Driver1,
     Unknown(u32),
 }
 
@@ -317,6 +320,7 @@ impl WcOpcode {
             4 => WcOpcode::FetchAdd,
             0x80 => WcOpcode::Recv,
             0x81 => WcOpcode::RecvRdmaWithImm,
+            0x87 => WcOpcode::Driver1,
             other => WcOpcode::Unknown(other),
         }
     }
@@ -329,6 +333,7 @@ impl WcOpcode {
             WcOpcode::FetchAdd => 4,
             WcOpcode::Recv => 0x80,
             WcOpcode::RecvRdmaWithImm => 0x81,
+            WcOpcode::Driver1 => 0x87,
             WcOpcode::Unknown(v) => v,
         }
     }
@@ -413,6 +418,28 @@ mod tests {
         assert_eq!(WcOpcode::for_send(WrOpcode::RdmaWriteWithImm), WcOpcode::RdmaWrite);
         assert_eq!(WcOpcode::for_send(WrOpcode::AtomicFetchAndAdd).raw(), 4);
         assert_eq!(WcOpcode::from_raw(0x81), WcOpcode::RecvRdmaWithImm);
+    }
+
+    #[test]
+    fn wc_opcode_raw_values_follow_ibv_wc_opcode() {
+        // IBV_WC_RECV = 1 << 7, then RECV_RDMA_WITH_IMM, TM_ADD, TM_DEL, TM_SYNC, TM_RECV,
+        // TM_NO_TAG, DRIVER1 (verbs.h, rdma-core 44).
+        let known = [
+            (0, WcOpcode::Send),
+            (1, WcOpcode::RdmaWrite),
+            (2, WcOpcode::RdmaRead),
+            (3, WcOpcode::CompSwap),
+            (4, WcOpcode::FetchAdd),
+            (128, WcOpcode::Recv),
+            (129, WcOpcode::RecvRdmaWithImm),
+            (135, WcOpcode::Driver1),
+        ];
+        for (v, o) in known {
+            assert_eq!((WcOpcode::from_raw(v), o.raw()), (o, v));
+        }
+        for v in (0..=300u32).filter(|v| !known.iter().any(|(k, _)| k == v)) {
+            assert_eq!(WcOpcode::from_raw(v), WcOpcode::Unknown(v));
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use uverbs::wr::{wc_flags, WcOpcode, WcStatus, WorkCompletion};
 
+use super::umr::OPCODE_UMR;
 use super::wqe::opcode as sop;
 
 /// Size of the CQEs we create (64-byte CQEs; 128-byte CQEs are not used).
@@ -161,6 +162,10 @@ fn req_opcode(send_op: u8) -> (WcOpcode, u32) {
         sop::RDMA_READ => (WcOpcode::RdmaRead, 0),
         sop::ATOMIC_CS => (WcOpcode::CompSwap, 0),
         sop::ATOMIC_FA => (WcOpcode::FetchAdd, 0),
+        // libmlx5 reports a UMR with the opcode it kept for the WQE; our only UMR is the crypto
+        // mkey configure, which `mlx5dv_wr_mkey_configure` posts as IBV_WR_DRIVER1 and which so
+        // completes as IBV_WC_DRIVER1.
+        OPCODE_UMR => (WcOpcode::Driver1, 0),
         other => (WcOpcode::Unknown(other as u32), 0),
     }
 }
@@ -301,5 +306,22 @@ mod tests {
         assert_eq!(parse(&b), Err(CqeError::Compressed));
         b[63] = 0x50;
         assert_eq!(parse(&b), Err(CqeError::Opcode(5)));
+    }
+
+    #[test]
+    fn a_umr_completes_as_driver1() {
+        // A requester CQE (opcode 0, owner 0) for send opcode UMR on QPN 0x123, WQE counter 9.
+        let mut b = [0u8; 64];
+        b[off::SOP_DROP_QPN..][..4].copy_from_slice(&0x2500_0123u32.to_be_bytes());
+        b[off::WQE_COUNTER..][..2].copy_from_slice(&9u16.to_be_bytes());
+        b[off::BYTE_CNT..][..4].copy_from_slice(&0xffffu32.to_be_bytes());
+        let c = parse(&b).unwrap();
+        assert_eq!((c.queue, c.qpn, c.wqe_counter), (Queue::Send, 0x123, 9));
+        assert_eq!((c.wc.status, c.wc.opcode, c.wc.byte_len, c.wc.wc_flags), (WcStatus::Success, WcOpcode::Driver1, 0, 0));
+        // The same UMR failing (requester error CQE) keeps the opcode.
+        b[off::OP_OWN] = op::REQ_ERR << 4;
+        b[off::SYNDROME] = syndrome::LOCAL_PROT;
+        let c = parse(&b).unwrap();
+        assert_eq!((c.wc.status, c.wc.opcode), (WcStatus::LocProtErr, WcOpcode::Driver1));
     }
 }

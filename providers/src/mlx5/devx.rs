@@ -481,8 +481,8 @@ pub fn parse_crypto_caps(out: &[u8]) -> Result<CryptoCaps> {
 
 // ---- ioctl calls -------------------------------------------------------------------------------
 
-/// The outcome of a DEVX call: the kernel's errno (if it failed) and the command output, which
-/// the kernel fills even when the device refused (`EREMOTEIO`).
+/// The error of a failed DEVX call: the device's status and syndrome when the kernel copied a
+/// device refusal into the command output (`EREMOTEIO`), else the kernel's errno.
 fn devx_error(command: &str, errno: i32, out: &[u8]) -> Error {
     // A device refusal: name the status and syndrome.
     if let Err(e) = check_out(command, out) {
@@ -497,6 +497,18 @@ fn devx_error(command: &str, errno: i32, out: &[u8]) -> Error {
     e
 }
 
+/// Run a DEVX driver method that carries one command mailbox and return the new object handle
+/// (when the method creates one) and the command output. A failed call becomes
+/// [`devx_error`]; the output's own status is left to the caller.
+fn devx_call(fd: &SharedFd, command: &str, m: &DriverMethod<'_>) -> Result<(Option<u32>, Vec<u8>)> {
+    let r = cmd::driver_method(fd.as_fd(), DRIVER_ID, m)?;
+    let out = r.outs.into_iter().next().unwrap_or_default();
+    match r.errno {
+        Some(errno) => Err(devx_error(command, errno, &out)),
+        None => Ok((r.handle, out)),
+    }
+}
+
 /// MLX5_IB_METHOD_DEVX_OTHER: run a general command (QUERY_HCA_CAP...) and return its checked
 /// output.
 pub fn general_cmd(fd: &SharedFd, command: &str, cmd_in: &[u8], out_len: usize) -> Result<Vec<u8>> {
@@ -508,11 +520,7 @@ pub fn general_cmd(fd: &SharedFd, command: &str, cmd_in: &[u8], out_len: usize) 
         outs: vec![(ATTR_DEVX_OTHER_CMD_OUT, out_len)],
         ..Default::default()
     };
-    let r = cmd::driver_method(fd.as_fd(), DRIVER_ID, &m)?;
-    let out = r.outs.into_iter().next().unwrap_or_default();
-    if let Some(errno) = r.errno {
-        return Err(devx_error(command, errno, &out));
-    }
+    let (_, out) = devx_call(fd, command, &m)?;
     check_out(command, &out)?;
     Ok(out)
 }
@@ -524,23 +532,23 @@ pub struct Created {
     pub out: Vec<u8>,
 }
 
-/// MLX5_IB_METHOD_DEVX_OBJ_CREATE.
-pub fn obj_create(fd: &SharedFd, command: &str, cmd_in: &[u8], out_len: usize) -> Result<Created> {
-    let m = DriverMethod {
-        name: command,
+/// The MLX5_IB_METHOD_DEVX_OBJ_CREATE method for one command mailbox.
+fn obj_create_method<'a>(name: &'a str, cmd_in: &'a [u8], out_len: usize) -> DriverMethod<'a> {
+    DriverMethod {
+        name,
         object: OBJECT_DEVX_OBJ,
         method: METHOD_DEVX_OBJ_CREATE,
         idr_new: Some(ATTR_DEVX_OBJ_CREATE_HANDLE),
         ins: vec![(ATTR_DEVX_OBJ_CREATE_CMD_IN, cmd_in)],
         outs: vec![(ATTR_DEVX_OBJ_CREATE_CMD_OUT, out_len)],
         ..Default::default()
-    };
-    let r = cmd::driver_method(fd.as_fd(), DRIVER_ID, &m)?;
-    let out = r.outs.into_iter().next().unwrap_or_default();
-    if let Some(errno) = r.errno {
-        return Err(devx_error(command, errno, &out));
     }
-    let handle = r.handle.ok_or_else(|| Error::msg(format!("mlx5 {command} (DEVX)"), "the kernel returned no object handle"))?;
+}
+
+/// MLX5_IB_METHOD_DEVX_OBJ_CREATE.
+pub fn obj_create(fd: &SharedFd, command: &str, cmd_in: &[u8], out_len: usize) -> Result<Created> {
+    let (handle, out) = devx_call(fd, command, &obj_create_method(command, cmd_in, out_len))?;
+    let handle = handle.ok_or_else(|| Error::msg(format!("mlx5 {command} (DEVX)"), "the kernel returned no object handle"))?;
     if let Err(e) = check_out(command, &out) {
         // Success with a failed status should not happen; do not leak the object.
         let _ = obj_destroy(fd, handle);
@@ -567,16 +575,7 @@ pub fn obj_destroy(fd: &SharedFd, handle: u32) -> Result<()> {
 
 /// The ioctl bytes of a DEVX_OBJ_CREATE with explicit buffer addresses (for byte comparisons).
 pub fn encode_obj_create(cmd_in: &[u8], cmd_in_ptr: u64, cmd_out_ptr: u64, out_len: usize) -> Result<Vec<u8>> {
-    let m = DriverMethod {
-        name: "DEVX_OBJ_CREATE",
-        object: OBJECT_DEVX_OBJ,
-        method: METHOD_DEVX_OBJ_CREATE,
-        idr_new: Some(ATTR_DEVX_OBJ_CREATE_HANDLE),
-        ins: vec![(ATTR_DEVX_OBJ_CREATE_CMD_IN, cmd_in)],
-        outs: vec![(ATTR_DEVX_OBJ_CREATE_CMD_OUT, out_len)],
-        ..Default::default()
-    };
-    cmd::encode_driver_method(DRIVER_ID, &m, &[cmd_in_ptr], &[cmd_out_ptr])
+    cmd::encode_driver_method(DRIVER_ID, &obj_create_method("DEVX_OBJ_CREATE", cmd_in, out_len), &[cmd_in_ptr], &[cmd_out_ptr])
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use super::sys;
 use crate::error::{Error, Result};
-use crate::objects::{AccessFlags, QpAttr, QpAttrMask};
+use crate::objects::{ah_from_uverbs, AccessFlags, QpAttr, QpAttrMask};
 use crate::provider::{AhAttr, QpState, QpType};
 
 // ================================================================================================
@@ -466,7 +466,7 @@ impl CmEvent {
     pub fn ud(&self) -> EventUdParam {
         let u = sys::UdParam::read_from_bytes(&self.raw_param[..]).unwrap_or_default();
         let n = (u.private_data_len as usize).min(sys::RDMA_MAX_PRIVATE_DATA);
-        EventUdParam { qp_num: u.qp_num, qkey: u.qkey, ah: ah_from_sys(&u.ah_attr), private_data: u.private_data[..n].to_vec() }
+        EventUdParam { qp_num: u.qp_num, qkey: u.qkey, ah: ah_from_uverbs(&u.ah_attr), private_data: u.private_data[..n].to_vec() }
     }
     pub fn private_data(&self) -> &[u8] {
         &self.conn.private_data
@@ -670,33 +670,6 @@ pub fn decode_query_route(b: &[u8]) -> Result<RouteInfo> {
 // INIT_QP_ATTR → QpAttr
 // ================================================================================================
 
-fn qp_state(v: u32) -> QpState {
-    match v {
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        4 => QpState::Sqd,
-        5 => QpState::Sqe,
-        6 => QpState::Err,
-        _ => QpState::Reset,
-    }
-}
-
-fn ah_from_sys(a: &crate::sys::AhAttr) -> AhAttr {
-    AhAttr {
-        dgid: a.grh.dgid,
-        flow_label: a.grh.flow_label,
-        sgid_index: a.grh.sgid_index,
-        hop_limit: a.grh.hop_limit,
-        traffic_class: a.grh.traffic_class,
-        is_global: a.is_global != 0,
-        dlid: a.dlid,
-        sl: a.sl,
-        port_num: a.port_num,
-        static_rate: a.static_rate,
-    }
-}
-
 /// The verbs-layer attributes and mask from INIT_QP_ATTR's answer, ready for `Qp::modify`.
 ///
 /// Mask bits beyond the standard ones (21+: rate limit and other extended attributes, which the
@@ -706,8 +679,8 @@ fn ah_from_sys(a: &crate::sys::AhAttr) -> AhAttr {
 pub fn qp_attr_from_kernel(r: &sys::QpAttrResp) -> (QpAttr, QpAttrMask) {
     let mask = QpAttrMask::from_bits_truncate(r.qp_attr_mask & crate::sys::qp_attr::ALL_STANDARD);
     let a = QpAttr {
-        qp_state: qp_state(r.qp_state),
-        cur_qp_state: qp_state(r.cur_qp_state),
+        qp_state: QpState::from_raw(r.qp_state),
+        cur_qp_state: QpState::from_raw(r.cur_qp_state),
         path_mtu: r.path_mtu as u8,
         path_mig_state: r.path_mig_state as u8,
         qkey: r.qkey,
@@ -727,8 +700,8 @@ pub fn qp_attr_from_kernel(r: &sys::QpAttrResp) -> (QpAttr, QpAttrMask) {
         rnr_retry: r.rnr_retry,
         alt_port_num: r.alt_port_num,
         alt_timeout: r.alt_timeout,
-        ah_attr: ah_from_sys(&r.ah_attr),
-        alt_ah_attr: ah_from_sys(&r.alt_ah_attr),
+        ah_attr: ah_from_uverbs(&r.ah_attr),
+        alt_ah_attr: ah_from_uverbs(&r.alt_ah_attr),
     };
     (a, mask)
 }

@@ -312,3 +312,15 @@ fn kernel_refusals_name_the_device_status_when_the_kernel_copied_it() {
     // Nothing at all (a short or empty output) is still an error, not a panic.
     assert_eq!(devx_error("X", libc::EPERM, &[]).errno, Some(libc::EPERM));
 }
+
+#[test]
+fn kernel_refusals_of_both_devx_methods_name_the_command() {
+    // /dev/null is no uverbs device: the DEVX ioctl fails with ENOTTY and leaves the output
+    // zeroed, so both methods report the kernel's errno under the command's name.
+    let fd: SharedFd = std::sync::Arc::new(std::fs::File::open("/dev/null").unwrap().into());
+    let e = general_cmd(&fd, "QUERY_HCA_CAP (crypto)", &query_hca_cap_in(OP_MOD_CRYPTO_CUR), QUERY_HCA_CAP_OUT_LEN).unwrap_err();
+    assert_eq!((e.what.as_str(), e.errno), ("mlx5 QUERY_HCA_CAP (crypto) (DEVX)", Some(libc::ENOTTY)), "{e}");
+    let e = obj_create(&fd, "CREATE_MKEY (crypto)", &create_mkey_in(5, 1, true), CREATE_MKEY_OUT_LEN).err().unwrap();
+    assert_eq!((e.what.as_str(), e.errno), ("mlx5 CREATE_MKEY (crypto) (DEVX)", Some(libc::ENOTTY)), "{e}");
+    assert!(obj_destroy(&fd, 1).unwrap_err().to_string().starts_with("mlx5 DEVX_OBJ_DESTROY failed"));
+}
