@@ -21,12 +21,7 @@ RAW=$D/raw.tsv
 [ -s "$RAW" ] || { echo "no $RAW" >&2; exit 1; }
 
 awk -F'\t' -v startup="$D/startup.tsv" '
-function median(key,   n, i, j, t, a, s) {
-    s = V[key]; if (s == "") return ""
-    n = split(substr(s, 2), a, " ")
-    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-    return (n % 2) ? a[(n + 1) / 2] + 0 : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+function median(key,   a, n) { n = load(key, a); return n ? med(a, n) : "" }
 # only finite numbers count ("-", "inf", "-nan" are skipped)
 function finite(v) { return v ~ /^[0-9]+(\.[0-9]*)?$/ }
 function add(key, v) { if (finite(v)) { V[key] = V[key] " " v; C[key]++ } }
