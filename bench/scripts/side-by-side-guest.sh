@@ -8,12 +8,13 @@
 #   SBS_RUNS      runs per implementation and point (default 5)
 #   SBS_BW_N      "-n" for BW points, as SIZE=N,... (default 2=10000,64=10000,4096=3000,65536=500)
 #   SBS_LAT_N     "-n" for latency points (default 2000); atomics run once at their fixed 8 bytes
-#   SBS_TOOLS_BW / SBS_TOOLS_LAT   which tools (default all four of each)
+#   SBS_TOOLS_BW / SBS_TOOLS_LAT   which tools (default all four of each; "" = none)
 #   SBS_URING     points that also run ours with RPERFTEST_RXE_DOORBELL=uring and uring-sqpoll,
 #                 as TOOL:SIZE,... (default ib_write_bw:2,ib_write_bw:64,ib_read_lat:2,ib_write_lat:2);
 #                 "" = none. Only the client's doorbell changes; the server keeps write().
 #   SBS_IMPLS     implementations at every point (default "c ours"; also: ours-mono = ours
-#                 with RPERFTEST_CLOCK=monotonic, ours-uring, ours-sqpoll)
+#                 with RPERFTEST_CLOCK=monotonic, ours-uring, ours-sqpoll; alt = the second
+#                 binary rperftest-alt, see RPERFTEST_ALT_BIN in side-by-side.sh)
 #   SBS_STARTUP   runs of the startup measurement per implementation (default 3; 0 = skip)
 #
 # Raw rows (tab separated):
@@ -26,8 +27,8 @@ OUT=${SBS_OUT:-/mnt/share}
 RUNS=${SBS_RUNS:-5}
 BW_N=${SBS_BW_N:-2=10000,64=10000,4096=3000,65536=500}
 LAT_N=${SBS_LAT_N:-2000}
-TOOLS_BW=${SBS_TOOLS_BW:-ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw}
-TOOLS_LAT=${SBS_TOOLS_LAT:-ib_write_lat ib_read_lat ib_send_lat ib_atomic_lat}
+TOOLS_BW=${SBS_TOOLS_BW-ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw}
+TOOLS_LAT=${SBS_TOOLS_LAT-ib_write_lat ib_read_lat ib_send_lat ib_atomic_lat}
 URING=${SBS_URING-ib_write_bw:2,ib_write_bw:64,ib_read_lat:2,ib_write_lat:2}
 STARTUP=${SBS_STARTUP:-3}
 IMPLS=${SBS_IMPLS:-c ours}
@@ -50,6 +51,7 @@ set_bin() {
         ours-uring) BIN=(rperftest "$2"); ENVS=(RPERFTEST_RXE_DOORBELL=uring) ;;
         ours-sqpoll) BIN=(rperftest "$2"); ENVS=(RPERFTEST_RXE_DOORBELL=uring-sqpoll) ;;
         ours-mono) BIN=(rperftest "$2"); ENVS=(RPERFTEST_RXE_DOORBELL=write RPERFTEST_CLOCK=monotonic) ;;
+        alt) BIN=(rperftest-alt "$2"); ENVS=(RPERFTEST_RXE_DOORBELL=write) ;;
     esac
     # The doorbell experiment varies the CLIENT's doorbell only; the server keeps write()
     # (the write_bw and read_lat servers never post anyway).

@@ -9,7 +9,9 @@
 # rows (bench/scripts/side-by-side-table.sh). OUT_DIR defaults to
 # ${CARGO_TARGET_DIR:-target}/side-by-side/<date>. Guest knobs (SBS_RUNS, SBS_BW_N, SBS_LAT_N,
 # SBS_TOOLS_BW, SBS_TOOLS_LAT, SBS_URING, SBS_IMPLS, SBS_STARTUP) are passed through; see the guest script.
-# SBS_TIMEOUT (default 1800 s) bounds the VM. RPERFTEST_BIN skips the build.
+# SBS_TIMEOUT (default 1800 s) bounds the VM. RPERFTEST_BIN skips the build. RPERFTEST_ALT_BIN
+# names a second rperftest (an A/B of a hot-path change): it runs as implementation "alt", so
+# add it to SBS_IMPLS, e.g. SBS_IMPLS="c ours alt".
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -26,6 +28,9 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/bin"
 cp "$BIN" "$STAGE/bin/rperftest"
+if [ -n "${RPERFTEST_ALT_BIN:-}" ]; then
+    cp "$RPERFTEST_ALT_BIN" "$STAGE/bin/rperftest-alt"
+fi
 cp bench/scripts/side-by-side-guest.sh "$STAGE/side-by-side-guest.sh"
 cp tests/vm/guest/tcp-listening.bash "$STAGE/tcp-listening.bash"
 
@@ -41,6 +46,7 @@ done
     echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
     echo "host load before: $(uptime)"
     echo "rperftest: $BIN ($(stat -c %s "$BIN") bytes), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+dirty')"
+    [ -z "${RPERFTEST_ALT_BIN:-}" ] || echo "alt: $RPERFTEST_ALT_BIN ($(stat -c %s "$RPERFTEST_ALT_BIN") bytes)"
 } >"$OUT/meta.txt"
 
 # Sample the host load every 30 s while the VM runs (other work on the machine distorts figures).
