@@ -1,0 +1,63 @@
+#!/bin/bash
+# Where a latency round trip goes, C perftest next to rperftest: in ONE VM of the test bed (full
+# mode), each client run is traced with the kernel's raw_syscalls events on write(2), and every
+# iteration is split into the time inside the rxe doorbell write() and the time between two
+# doorbells. A benchmark instrument, not a test: nothing asserts a speed.
+#
+#   bench/scripts/round-trip-split.sh [OUT_DIR]
+#
+# Builds the static rperftest (tests/vm/build-static.sh) unless RPERFTEST_BIN names one;
+# RPERFTEST_ALT_BIN adds a second one as implementation "alt" (put it in RTS_IMPLS). Guest knobs
+# RTS_RUNS, RTS_N, RTS_SIZE, RTS_TOOLS, RTS_IMPLS are passed through (see
+# round-trip-split-guest.sh); RTS_GUEST_ENV="NAME=VALUE ..." is exported in the guest for every
+# run (e.g. a knob only the alt binary reads); RTS_TIMEOUT (default 1200 s) bounds the VM. Writes OUT_DIR/table.md
+# (bench/scripts/round-trip-split-table.sh) from the traces; OUT_DIR defaults to
+# ${CARGO_TARGET_DIR:-target}/round-trip-split/<date>.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+say() { echo "[round-trip-split] $*" >&2; }
+TD=${CARGO_TARGET_DIR:-$ROOT/target}
+OUT=${1:-$TD/round-trip-split/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+BIN=${RPERFTEST_BIN:-$(tests/vm/build-static.sh)}
+tests/vm/build-image.sh >/dev/null
+
+STAGE=$(mktemp -d)
+trap 'rm -rf "$STAGE"' EXIT
+mkdir -p "$STAGE/bin"
+cp "$BIN" "$STAGE/bin/rperftest"
+[ -z "${RPERFTEST_ALT_BIN:-}" ] || cp "$RPERFTEST_ALT_BIN" "$STAGE/bin/rperftest-alt"
+cp bench/scripts/round-trip-split-guest.sh "$STAGE/round-trip-split-guest.sh"
+cp tests/vm/guest/tcp-listening.bash "$STAGE/tcp-listening.bash"
+
+ENV_ARGS=()
+for v in RTS_RUNS RTS_N RTS_SIZE RTS_TOOLS RTS_IMPLS; do
+    [ -n "${!v+x}" ] && ENV_ARGS+=(-e "$v=${!v}")
+done
+for kv in ${RTS_GUEST_ENV:-}; do
+    ENV_ARGS+=(-e "$kv")
+done
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "command: $0 $*"
+    echo "env: ${ENV_ARGS[*]:-}"
+    echo "host load before: $(uptime)"
+    echo "rperftest: $BIN ($(stat -c %s "$BIN") bytes), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+dirty')"
+    [ -z "${RPERFTEST_ALT_BIN:-}" ] || echo "alt: $RPERFTEST_ALT_BIN ($(stat -c %s "$RPERFTEST_ALT_BIN") bytes)"
+} >"$OUT/meta.txt"
+
+say "booting the VM (results in $OUT)"
+rc=0
+tests/vm/run-in-vm.sh -q --mode full --timeout "${RTS_TIMEOUT:-1200}" --share "$OUT" "${ENV_ARGS[@]}" \
+    "$STAGE/bin" "$STAGE/round-trip-split-guest.sh" "$STAGE/tcp-listening.bash" \
+    -- bash -c 'export PATH=/mnt/host/bin:$PATH; exec bash /mnt/host/round-trip-split-guest.sh' \
+    >"$OUT/guest.log" 2>&1 || rc=$?
+echo "host load after: $(uptime)" >>"$OUT/meta.txt"
+say "VM exit $rc (guest log: $OUT/guest.log)"
+bench/scripts/round-trip-split-table.sh "$OUT" >"$OUT/table.md"
+cat "$OUT/table.md"
+say "table: $OUT/table.md"
+exit "$rc"
