@@ -82,9 +82,15 @@ fn calibrate() -> Option<Tsc> {
         return None;
     }
     let (n0, c0) = pair()?;
+    // Sleep through the window rather than spin on the clock: where clock_gettime is a
+    // syscall (the qemu bed), spinning made thousands of them at every start.
     let until = n0 + Duration::from_millis(50).as_nanos() as u64;
-    while mono_ns() < until {
-        std::hint::spin_loop();
+    loop {
+        let now = mono_ns();
+        if now >= until {
+            break;
+        }
+        std::thread::sleep(Duration::from_nanos(until - now));
     }
     let (n1, c1) = pair()?;
     if c1 <= c0 || n1 <= n0 {
@@ -128,6 +134,49 @@ pub fn now() -> u64 {
     mono_ns()
 }
 
+/// Time stamps for a measured loop, taken raw and converted after it.
+///
+/// [`now`] converts every reading (a multiply, a shift and a thread-local clamp); a latency
+/// loop that stamps each iteration needs only the reading itself, as perftest's `get_cycles`.
+/// `read` is one `rdtsc` where [`now`] uses the TSC (else the monotonic clock in ns), and
+/// [`RawStamps::to_ns`] turns a slice of readings into what [`now`] would have returned.
+#[derive(Clone, Copy, Debug)]
+pub struct RawStamps {
+    tsc: Option<Tsc>,
+}
+
+impl RawStamps {
+    /// The clock [`now`] uses (calibrating it on the first call, as [`now`] does).
+    pub fn get() -> Self {
+        RawStamps { tsc: tsc() }
+    }
+
+    /// One raw reading: TSC ticks, or ns where the TSC is not used.
+    #[inline(always)]
+    pub fn read(&self) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if self.tsc.is_some() {
+            return rdtsc();
+        }
+        mono_ns()
+    }
+
+    /// Convert readings from [`RawStamps::read`], in the order taken, to [`now`]'s ns in
+    /// place, never going backwards within the slice. (Not clamped against [`now`]'s own last
+    /// value: the loop may read [`now`] between stamps, later than the stamps themselves.)
+    pub fn to_ns(&self, raw: &mut [u64]) {
+        let mut last = 0;
+        for v in raw.iter_mut() {
+            let ns = match self.tsc {
+                Some(t) => t.ns(*v),
+                None => *v,
+            };
+            last = last.max(ns);
+            *v = last;
+        }
+    }
+}
+
 /// Which clock [`now`] reads (for diagnostics).
 pub fn source() -> &'static str {
     if tsc().is_some() {
@@ -164,6 +213,32 @@ mod tests {
         // A day of ticks does not overflow.
         let day = 2_500_000_000u64 * 86_400;
         assert!((t.ns(1000 + day) as i128 - (86_400_000_000_000i128 + 7)).abs() < 1_000);
+    }
+
+    #[test]
+    fn raw_stamps_convert_to_what_now_reads() {
+        let r = RawStamps::get();
+        let before = now();
+        let mut v: Vec<u64> = (0..1000).map(|_| r.read()).collect();
+        std::thread::sleep(Duration::from_millis(20));
+        v.push(r.read());
+        r.to_ns(&mut v);
+        let after = now();
+        assert!(v.windows(2).all(|w| w[1] >= w[0]), "converted stamps go backwards");
+        assert!(v[0] >= before && *v.last().unwrap() <= after, "{before} {:?} {after}", (v[0], v.last()));
+        // The sleep shows up in the converted span (at least 20 ms, well under a second).
+        let span = v[1000] - v[999];
+        assert!((20_000_000..1_000_000_000).contains(&span), "span {span} ns ({})", source());
+    }
+
+    #[test]
+    fn raw_stamps_conversion_clamps_like_now() {
+        let r = RawStamps { tsc: Some(Tsc { tsc0: 1000, ns0: 0, mult: 1u64 << MULT_SHIFT }) };
+        // A reading behind an earlier one (a migration between CPUs whose TSCs disagree)
+        // converts to the earlier value, as `now` clamps.
+        let mut v = [3000, 6000, 4000, 10_000];
+        r.to_ns(&mut v);
+        assert_eq!(v, [2000, 5000, 5000, 9000]);
     }
 
     #[test]

@@ -84,6 +84,7 @@ fn spin_until<E: Endpoint>(
         spins += 1;
         if spins >= CLOCK_CHECK_EVERY {
             spins = 0;
+            crate::signal::watch_tick();
             if stop.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
@@ -101,6 +102,10 @@ fn spin_until<E: Endpoint>(
 /// Wait for exactly one completion on `which` CQ and check it; `None` when this side's own
 /// `deadline` (duration mode) passed first — in `-D` each side stops on its own clock, so a
 /// message the peer never sent must not hold this side past its end.
+///
+/// Inlined into each loop, so that the busy poll that ends the round trip is not a call away;
+/// the event-mode wait (`-e`) stays out of line.
+#[inline(always)]
 fn wait_one<E: Endpoint>(
     ep: &mut E,
     which: CqKind,
@@ -110,28 +115,10 @@ fn wait_one<E: Endpoint>(
     side: &'static str,
     what: &str,
 ) -> Result<Option<WorkCompletion>, EngineError> {
-    let mut wc = [WorkCompletion::default(); 1];
     if cfg.wait == WaitMode::Event {
-        loop {
-            let n = match which {
-                CqKind::Send => ep.poll_send(&mut wc)?,
-                CqKind::Recv => ep.poll_recv(&mut wc)?,
-            };
-            if n == 1 {
-                check_wc(&wc[0], side)?;
-                return Ok(Some(wc[0]));
-            }
-            if stop.load(Ordering::Relaxed) {
-                return Err(EngineError::Interrupted);
-            }
-            if deadline.is_some_and(|d| clock::now() >= d) {
-                return Ok(None);
-            }
-            if !wait_event(ep, which, cfg.stall_timeout, stop)? {
-                return Err(EngineError::Stalled { waiting_for: what.to_string(), seconds: cfg.stall_timeout.as_secs() });
-            }
-        }
+        return wait_one_event(ep, which, cfg, stop, deadline, side, what);
     }
+    let mut wc = [WorkCompletion::default(); 1];
     let got = spin_until(ep, stop, cfg.stall_timeout, deadline, || what.to_string(), |ep| {
         let n = match which {
             CqKind::Send => ep.poll_send(&mut wc)?,
@@ -144,6 +131,39 @@ fn wait_one<E: Endpoint>(
     }
     check_wc(&wc[0], side)?;
     Ok(Some(wc[0]))
+}
+
+/// [`wait_one`] with `-e`: sleep on the completion channel between polls.
+#[inline(never)]
+fn wait_one_event<E: Endpoint>(
+    ep: &mut E,
+    which: CqKind,
+    cfg: &LatConfig,
+    stop: &AtomicBool,
+    deadline: Option<u64>,
+    side: &'static str,
+    what: &str,
+) -> Result<Option<WorkCompletion>, EngineError> {
+    let mut wc = [WorkCompletion::default(); 1];
+    loop {
+        let n = match which {
+            CqKind::Send => ep.poll_send(&mut wc)?,
+            CqKind::Recv => ep.poll_recv(&mut wc)?,
+        };
+        if n == 1 {
+            check_wc(&wc[0], side)?;
+            return Ok(Some(wc[0]));
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Err(EngineError::Interrupted);
+        }
+        if deadline.is_some_and(|d| clock::now() >= d) {
+            return Ok(None);
+        }
+        if !wait_event(ep, which, cfg.stall_timeout, stop)? {
+            return Err(EngineError::Stalled { waiting_for: what.to_string(), seconds: cfg.stall_timeout.as_secs() });
+        }
+    }
 }
 
 struct Window {
@@ -174,6 +194,7 @@ fn gap_wait(gap: Duration, stop: &AtomicBool) -> Result<(), EngineError> {
         spins += 1;
         if spins >= CLOCK_CHECK_EVERY {
             spins = 0;
+            crate::signal::watch_tick();
             if stop.load(Ordering::Relaxed) {
                 return Err(EngineError::Interrupted);
             }
@@ -220,6 +241,20 @@ impl Window {
         }
         ok
     }
+    /// Stamp iteration `i` before its post; true when the run is over. With a fixed count
+    /// the stamp is a raw clock reading into `tposted` (converted by [`finish`]: no arithmetic
+    /// inside the measured round trip, as perftest's `get_cycles`); in `-D` the window's
+    /// state machine needs the time in ticks, and nothing is stored.
+    #[inline(always)]
+    fn stamp(&mut self, raw: &clock::RawStamps, tposted: &mut [u64], i: u64) -> bool {
+        if self.plan.is_none() {
+            if let Some(slot) = tposted.get_mut(i as usize) {
+                *slot = raw.read();
+            }
+            return false;
+        }
+        self.tick(clock::now())
+    }
     /// Returns true when the run is over.
     fn tick(&mut self, stamp: u64) -> bool {
         if let Some((a, b)) = self.sample {
@@ -239,10 +274,13 @@ impl Window {
     }
 }
 
-fn finish(tposted: Vec<u64>, iters: u64, w: Window) -> LatSamples {
+fn finish(mut tposted: Vec<u64>, iters: u64, w: Window, raw: &clock::RawStamps) -> LatSamples {
     match w.sample {
         Some(s) => LatSamples { tposted: Vec::new(), iters: w.count, window: Some(s), cpu: w.cpu },
-        None => LatSamples { tposted, iters, window: None, cpu: [None, None] },
+        None => {
+            raw.to_ns(&mut tposted);
+            LatSamples { tposted, iters, window: None, cpu: [None, None] }
+        }
     }
 }
 
@@ -266,6 +304,7 @@ pub fn run_write_lat<E: Endpoint>(
     let size = cfg.size.max(1) as usize;
     let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
     let mut tposted = if cfg.duration.is_some() { Vec::new() } else { super::stamp_array(iters as usize) };
+    let raw = clock::RawStamps::get();
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
     let side = if role == Role::Client { "client" } else { "server" };
@@ -312,11 +351,7 @@ pub fn run_write_lat<E: Endpoint>(
             break;
         }
         r?;
-        let now = clock::now();
-        if let Some(slot) = tposted.get_mut(scnt as usize) {
-            *slot = now;
-        }
-        if w.tick(now) {
+        if w.stamp(&raw, &mut tposted, scnt) {
             last_write = true;
             break;
         }
@@ -345,7 +380,7 @@ pub fn run_write_lat<E: Endpoint>(
             })?;
         }
     }
-    Ok(finish(tposted, iters, w))
+    Ok(finish(tposted, iters, w, &raw))
 }
 
 /// ib_send_lat: the client sends first; each side alternates "wait for a receive, re-post it"
@@ -364,6 +399,7 @@ pub fn run_send_lat<E: Endpoint>(
 ) -> Result<LatSamples, EngineError> {
     let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
     let mut tposted = if cfg.duration.is_some() { Vec::new() } else { super::stamp_array(iters as usize) };
+    let raw = clock::RawStamps::get();
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let rsge = Sge { addr: target.recv_addr, length: cfg.recv_len, lkey: target.lkey };
     let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
@@ -385,11 +421,7 @@ pub fn run_send_lat<E: Endpoint>(
             }
         }
         gap_wait(cfg.gap, stop)?;
-        let now = clock::now();
-        if let Some(slot) = tposted.get_mut(scnt as usize) {
-            *slot = now;
-        }
-        if w.tick(now) {
+        if w.stamp(&raw, &mut tposted, scnt) {
             break;
         }
         scnt += 1;
@@ -410,7 +442,7 @@ pub fn run_send_lat<E: Endpoint>(
     if role == Role::Client && cfg.duration.is_none() {
         wait_one(ep, CqKind::Recv, cfg, stop, None, side, "the peer's last message")?;
     }
-    Ok(finish(tposted, iters, w))
+    Ok(finish(tposted, iters, w, &raw))
 }
 
 /// Post the receives a send_lat side needs before the start barrier (`cfg.rx_depth` of them).
@@ -432,16 +464,13 @@ pub fn run_read_lat<E: Endpoint>(
 ) -> Result<LatSamples, EngineError> {
     let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
     let mut tposted = if cfg.duration.is_some() { Vec::new() } else { super::stamp_array(iters as usize) };
+    let raw = clock::RawStamps::get();
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let mut w = Window::new(cfg.duration, cfg.margin, cfg.cpu_probe);
     let mut scnt = 0u64;
     while scnt < iters {
         gap_wait(cfg.gap, stop)?;
-        let now = clock::now();
-        if let Some(slot) = tposted.get_mut(scnt as usize) {
-            *slot = now;
-        }
-        if w.tick(now) {
+        if w.stamp(&raw, &mut tposted, scnt) {
             break;
         }
         scnt += 1;
@@ -459,7 +488,7 @@ pub fn run_read_lat<E: Endpoint>(
             break;
         }
     }
-    Ok(finish(tposted, iters, w))
+    Ok(finish(tposted, iters, w, &raw))
 }
 
 #[cfg(test)]
