@@ -2,26 +2,23 @@
 //! half-built and the peer left waiting.
 //!
 //! The handler only stores into atomics (async-signal-safe). Everything that waits checks
-//! [`requested`]: the engine loops through their `stop` flag (a watcher thread copies it in),
-//! the out-of-band reads and the accept loop (both wait in short slices). The tool then unwinds
+//! [`requested`]: the engine loops directly and through [`watch_tick`] (which also notices a
+//! peer that hung up), the out-of-band reads and the accept loop (both wait in short slices). The tool then unwinds
 //! normally, so every verbs object and socket is released by `Drop`, prints one line and exits
 //! with 128 + the signal number, like a shell reports a killed command.
 //!
 //! A second signal while the first is being handled exits at once (`_exit`), in case something
 //! does not stop.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
+
+use crate::engine::clock;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNO: AtomicI32 = AtomicI32::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
-/// Write end / read end of a self-pipe: the handler writes one byte, so a thread can sleep in
-/// poll(2) until a signal arrives instead of waking up periodically to look at [`STOP`]. The
-/// byte is never read back: once stopped, the pipe stays readable for every waiter. -1 until
-/// [`install`] ran (or if pipe2 failed; then waiters fall back to their own timeouts).
-static WAKE_WR: AtomicI32 = AtomicI32::new(-1);
-static WAKE_RD: AtomicI32 = AtomicI32::new(-1);
 
 /// How often waits look at the stop flag (an OOB read or an accept wakes this often).
 pub const POLL_SLICE: Duration = Duration::from_millis(200);
@@ -33,13 +30,6 @@ extern "C" fn on_signal(signo: libc::c_int) {
         unsafe { libc::_exit(128 + signo) };
     }
     SIGNO.store(signo, Ordering::SeqCst);
-    let fd = WAKE_WR.load(Ordering::SeqCst);
-    if fd >= 0 {
-        let b = 1u8;
-        // SAFETY: write(2) is async-signal-safe; one byte from a local; a full or closed pipe
-        // only makes the write fail, which is fine (the pipe is already readable then).
-        unsafe { libc::write(fd, (&b as *const u8).cast(), 1) };
-    }
 }
 
 /// Install the handler for SIGINT, SIGTERM and SIGHUP (once per process; later calls do
@@ -47,12 +37,6 @@ extern "C" fn on_signal(signo: libc::c_int) {
 pub fn install() {
     if INSTALLED.swap(true, Ordering::SeqCst) {
         return;
-    }
-    let mut fds = [-1 as libc::c_int; 2];
-    // SAFETY: pipe2 writes two fds into the local array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } == 0 {
-        WAKE_RD.store(fds[0], Ordering::SeqCst);
-        WAKE_WR.store(fds[1], Ordering::SeqCst);
     }
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler is an
@@ -68,7 +52,7 @@ pub fn install() {
     }
 }
 
-/// True once SIGINT/SIGTERM/SIGHUP arrived (or [`request_stop`] was called).
+/// True once SIGINT/SIGTERM/SIGHUP arrived.
 #[inline]
 pub fn requested() -> bool {
     STOP.load(Ordering::Relaxed)
@@ -79,98 +63,68 @@ pub fn signal_number() -> i32 {
     SIGNO.load(Ordering::Relaxed)
 }
 
-/// Ask every wait to stop, as a signal would (tests; a fatal error on another thread).
-pub fn request_stop() {
-    STOP.store(true, Ordering::SeqCst);
-    let fd = WAKE_WR.load(Ordering::SeqCst);
-    if fd >= 0 {
-        let b = 1u8;
-        // SAFETY: one byte from a local into our own pipe.
-        unsafe { libc::write(fd, (&b as *const u8).cast(), 1) };
+/// How often [`watch_tick`] asks the kernel whether the peer hung up (one poll(2)).
+pub const WATCH_POLL_EVERY: Duration = Duration::from_millis(50);
+
+/// The watch registered by [`watch`] on this thread.
+#[derive(Clone, Copy)]
+struct Watch {
+    sock: Option<std::os::fd::RawFd>,
+    stop: *const AtomicBool,
+    peer_gone: *const AtomicBool,
+    /// [`clock::now`] ticks of the next poll(2).
+    next_poll: u64,
+}
+
+thread_local! {
+    static WATCH: Cell<Option<Watch>> = const { Cell::new(None) };
+}
+
+/// Run `f` (an engine loop) under a watch: while it runs, [`watch_tick`] on this thread sets
+/// `stop` when a stop signal has arrived or the peer closed `sock` (then `peer_gone` as well),
+/// so a survivor ends within a fraction of a second instead of at the stall timeout.
+///
+/// No watcher thread: a second thread makes the file table shared, and then the kernel takes
+/// and drops a reference on the uverbs file at every system call (`fdget`), so every doorbell
+/// `write()` of the measured loop paid two atomic operations more than perftest's (measured in
+/// docs/benchmarks.md §10). The loops call [`watch_tick`] where they already look at the clock
+/// while waiting; a loop that is making progress does not need to know the peer is gone.
+pub fn watch<R>(stop: &AtomicBool, peer_gone: &AtomicBool, sock: Option<std::os::fd::RawFd>, f: impl FnOnce() -> R) -> R {
+    /// Puts back the watch that was registered before (nested watches), on every exit path.
+    struct Restore(Option<Watch>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WATCH.with(|w| w.set(self.0.take()));
+        }
     }
+    let mine = Watch { sock, stop, peer_gone, next_poll: 0 };
+    let _restore = Restore(WATCH.with(|w| w.replace(Some(mine))));
+    f()
 }
 
-/// A fd that becomes readable (and stays so) once a stop was requested, for poll(2); None if
-/// [`install`] has not run.
-pub fn wake_fd() -> Option<std::os::fd::RawFd> {
-    let fd = WAKE_RD.load(Ordering::SeqCst);
-    (fd >= 0).then_some(fd)
-}
-
-/// A pipe that tells a watcher its watched work finished: [`DonePipe::notify`] makes
-/// [`DonePipe::fd`] readable. Both ends close on drop.
-pub struct DonePipe {
-    rd: std::os::fd::OwnedFd,
-    wr: std::os::fd::OwnedFd,
-}
-
-impl DonePipe {
-    pub fn new() -> std::io::Result<DonePipe> {
-        use std::os::fd::FromRawFd;
-        let mut fds = [-1 as libc::c_int; 2];
-        // SAFETY: pipe2 writes two fds into the local array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
-        let (rd, wr) = unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
-        Ok(DonePipe { rd, wr })
+/// For waiting loops, now and then (each call costs a thread-local read and a clock read, and
+/// at most every [`WATCH_POLL_EVERY`] one poll(2)): under a [`watch`] on this thread, set its
+/// `stop` flag when a stop signal arrived or the peer hung up. Outside a watch it does nothing.
+pub fn watch_tick() {
+    let Some(mut w) = WATCH.with(|c| c.get()) else { return };
+    // SAFETY: `watch` registers these pointers from references that outlive its call to `f`,
+    // and its `Restore` guard removes them before returning or unwinding; only this thread
+    // reads the registration, and only from inside `f`.
+    let (stop, peer_gone) = unsafe { (&*w.stop, &*w.peer_gone) };
+    if requested() {
+        stop.store(true, Ordering::Release);
+        return;
     }
-    /// The end to poll for readability.
-    pub fn fd(&self) -> std::os::fd::RawFd {
-        use std::os::fd::AsRawFd;
-        self.rd.as_raw_fd()
+    let Some(fd) = w.sock else { return };
+    let now = clock::now();
+    if now < w.next_poll {
+        return;
     }
-    /// Make [`DonePipe::fd`] readable.
-    pub fn notify(&self) {
-        use std::os::fd::AsRawFd;
-        let b = 1u8;
-        // SAFETY: one byte from a local into our own pipe's write end.
-        unsafe { libc::write(self.wr.as_raw_fd(), (&b as *const u8).cast(), 1) };
-    }
-}
-
-/// What ended a [`wait_for_stop_or_hangup`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wake {
-    /// A stop signal (or [`request_stop`]).
-    Stop,
-    /// The peer closed `sock`.
-    HungUp,
-    /// `done` became readable: the watched work finished.
-    Done,
-}
-
-/// Sleep in the kernel until a stop is requested, the peer closes `sock` (POLLRDHUP; data
-/// waiting to be read is not a close), or `done` becomes readable — with no periodic wake-ups,
-/// which matter on a machine where every CPU is busy-polling (a watcher that wakes every few
-/// milliseconds preempts a spinning test loop and shows up as latency outliers).
-pub fn wait_for_stop_or_hangup(sock: Option<std::os::fd::RawFd>, done: std::os::fd::RawFd) -> Wake {
-    loop {
-        if requested() {
-            return Wake::Stop;
-        }
-        let mut pfd = [
-            libc::pollfd { fd: done, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: wake_fd().unwrap_or(-1), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: sock.unwrap_or(-1), events: libc::POLLRDHUP, revents: 0 },
-        ];
-        // Without the self-pipe (install not run), look at the flag once a second.
-        let timeout = if wake_fd().is_some() { -1 } else { 1000 };
-        // SAFETY: three valid pollfds on the stack (fd -1 entries are ignored by poll).
-        let n = unsafe { libc::poll(pfd.as_mut_ptr(), 3, timeout) };
-        if n <= 0 {
-            continue; // EINTR (a signal: checked at the top) or the fallback timeout
-        }
-        if pfd[0].revents != 0 {
-            return Wake::Done;
-        }
-        if requested() {
-            return Wake::Stop;
-        }
-        if pfd[2].revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
-            return Wake::HungUp;
-        }
+    w.next_poll = now + WATCH_POLL_EVERY.as_nanos() as u64;
+    WATCH.with(|c| c.set(Some(w)));
+    if peer_hung_up(fd, Duration::ZERO) {
+        peer_gone.store(true, Ordering::Release);
+        stop.store(true, Ordering::Release);
     }
 }
 
@@ -216,22 +170,48 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     #[test]
-    fn watcher_wakes_on_done_and_on_hangup_without_polling() {
+    fn watch_tick_sees_a_hang_up_and_only_inside_the_watch() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let (stop, gone) = (AtomicBool::new(false), AtomicBool::new(false));
+        // Data from the peer is not a hang-up.
+        c.write_all(b"x").unwrap();
+        watch(&stop, &gone, Some(s.as_raw_fd()), || watch_tick());
+        assert!(!stop.load(Ordering::Acquire) && !gone.load(Ordering::Acquire));
+        drop(c);
+        std::thread::sleep(Duration::from_millis(50));
+        // Outside a watch a tick does nothing.
+        watch_tick();
+        assert!(!stop.load(Ordering::Acquire));
+        // Inside, the first tick polls and sees the close; both flags are set.
+        let r = watch(&stop, &gone, Some(s.as_raw_fd()), || {
+            watch_tick();
+            stop.load(Ordering::Acquire)
+        });
+        assert!(r && gone.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn watch_ticks_poll_at_most_every_interval_and_nest() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (s, _) = l.accept().unwrap();
-        // Data from the peer is not a hang-up; `done` ends the wait.
-        (&c).write_all(b"x").unwrap();
-        let done = DonePipe::new().unwrap();
-        let (fd, dfd) = (s.as_raw_fd(), done.fd());
-        let t = std::thread::spawn(move || wait_for_stop_or_hangup(Some(fd), dfd));
-        std::thread::sleep(Duration::from_millis(50));
-        done.notify();
-        assert_eq!(t.join().unwrap(), Wake::Done);
-        // The peer closes: HungUp.
-        drop(c);
-        let done2 = DonePipe::new().unwrap();
-        assert_eq!(wait_for_stop_or_hangup(Some(s.as_raw_fd()), done2.fd()), Wake::HungUp);
+        let (stop, gone) = (AtomicBool::new(false), AtomicBool::new(false));
+        let (stop2, gone2) = (AtomicBool::new(false), AtomicBool::new(false));
+        watch(&stop, &gone, Some(s.as_raw_fd()), || {
+            watch_tick(); // polls now: the peer is there
+            drop(c);
+            std::thread::sleep(Duration::from_millis(5));
+            watch_tick(); // within the interval: no poll, so the close is not seen yet
+            assert!(!stop.load(Ordering::Acquire));
+            // A nested watch (no socket) takes over, then hands back.
+            watch(&stop2, &gone2, None, watch_tick);
+            std::thread::sleep(WATCH_POLL_EVERY);
+            watch_tick();
+            assert!(stop.load(Ordering::Acquire) && gone.load(Ordering::Acquire));
+        });
+        assert!(!stop2.load(Ordering::Acquire) && !gone2.load(Ordering::Acquire));
     }
 
     #[test]

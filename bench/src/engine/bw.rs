@@ -286,7 +286,7 @@ fn sender_loop<E: Endpoint>(
     let mut bursts = cfg.rate_limit.map(Bursts::new);
 
     loop {
-        if stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) || crate::signal::requested() {
             return Err(EngineError::Interrupted);
         }
         // Duration mode: drive the START → SAMPLE → STOP_SAMPLE → END states from the clock.
@@ -391,6 +391,7 @@ fn sender_loop<E: Endpoint>(
             }
             if idle_polls >= POLLS_PER_CLOCK_CHECK {
                 idle_polls = 0;
+                crate::signal::watch_tick();
                 let now = clock::now();
                 if gap_only {
                     // Waiting for the rate limiter is not a stall.
@@ -486,7 +487,7 @@ pub fn run_receiver<E: Endpoint>(
     let mut sampled = 0u64;
 
     while tot < total {
-        if stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) || crate::signal::requested() {
             return Err(EngineError::Interrupted);
         }
         if let (Some(d), Some(t0)) = (cfg.duration, first) {
@@ -509,6 +510,7 @@ pub fn run_receiver<E: Endpoint>(
             }
             if idle_polls >= POLLS_PER_CLOCK_CHECK {
                 idle_polls = 0;
+                crate::signal::watch_tick();
                 // Before the first message the client may still be setting up: same bound.
                 if clock::now().saturating_sub(last_progress) > stall_ticks {
                     return Err(stalled("messages", tot, total, cfg.stall_timeout));
@@ -601,7 +603,7 @@ pub fn run_duplex_send<E: Endpoint>(
     };
     let mut sampled = 0u64;
     while duration.is_some() || tot_c < total || tot_r < total {
-        if stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) || crate::signal::requested() {
             return Err(EngineError::Interrupted);
         }
         if let Some(ph) = phases.as_mut() {
@@ -701,6 +703,7 @@ pub fn run_duplex_send<E: Endpoint>(
             }
             if idle >= POLLS_PER_CLOCK_CHECK {
                 idle = 0;
+                crate::signal::watch_tick();
                 if clock::now().saturating_sub(last_progress) > stall_ticks {
                     return Err(stalled("sends and receives", tot_c + tot_r, 2 * total, cfg.stall_timeout));
                 }

@@ -169,6 +169,7 @@ pub(crate) fn wait_event<E: Endpoint>(
     const SLICE: Duration = Duration::from_millis(250);
     let deadline = std::time::Instant::now() + timeout;
     loop {
+        crate::signal::watch_tick();
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(EngineError::Interrupted);
         }

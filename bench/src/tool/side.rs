@@ -4,34 +4,12 @@
 use super::*;
 use crate::engine::hw_rate;
 
-/// Run `f` (an engine loop) while a watcher thread sets `stop` when a stop signal arrives or the
-/// peer closes the out-of-band connection (`peer_gone` says which), so a survivor ends within a
-/// fraction of a second instead of at the stall timeout.
+/// Run `f` (an engine loop) under [`crate::signal::watch`]: `stop` is set when a stop signal
+/// arrives or the peer closes the out-of-band connection (`peer_gone` says which), so a
+/// survivor ends within a fraction of a second instead of at the stall timeout.
 pub(super) fn watched<R>(stop: &AtomicBool, peer_gone: &AtomicBool, sock: Option<&std::net::TcpStream>, f: impl FnOnce() -> R) -> R {
-    use crate::signal::{wait_for_stop_or_hangup, Wake};
     use std::os::fd::AsRawFd;
-    use std::sync::atomic::Ordering;
-    // The watcher sleeps in poll(2) until something happens: periodic wake-ups would preempt
-    // the busy-polling loop and show up as latency outliers. `done` tells it the loop ended.
-    let Ok(done) = crate::signal::DonePipe::new() else {
-        // No pipe (fd limit): run unwatched; a dead peer still ends at the stall timeout.
-        return f();
-    };
-    let sock_fd = sock.map(|s| s.as_raw_fd());
-    let done_fd = done.fd();
-    std::thread::scope(|s| {
-        s.spawn(move || match wait_for_stop_or_hangup(sock_fd, done_fd) {
-            Wake::Stop => stop.store(true, Ordering::Release),
-            Wake::HungUp => {
-                peer_gone.store(true, Ordering::Release);
-                stop.store(true, Ordering::Release);
-            }
-            Wake::Done => {}
-        });
-        let r = f();
-        done.notify();
-        r
-    })
+    crate::signal::watch(stop, peer_gone, sock.map(|s| s.as_raw_fd()), f)
 }
 
 pub(super) fn run_with_context<P: Provider>(
