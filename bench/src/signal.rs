@@ -177,7 +177,7 @@ mod tests {
         let (stop, gone) = (AtomicBool::new(false), AtomicBool::new(false));
         // Data from the peer is not a hang-up.
         c.write_all(b"x").unwrap();
-        watch(&stop, &gone, Some(s.as_raw_fd()), || watch_tick());
+        watch(&stop, &gone, Some(s.as_raw_fd()), watch_tick);
         assert!(!stop.load(Ordering::Acquire) && !gone.load(Ordering::Acquire));
         drop(c);
         std::thread::sleep(Duration::from_millis(50));
