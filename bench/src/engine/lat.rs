@@ -713,7 +713,7 @@ mod tests {
         assert_eq!(e, EngineError::Interrupted);
     }
 
-    /// write_lat -D: the peer stops writing after 50 messages and hangs up (the watcher sets
+    /// write_lat -D: the peer stops writing after 50 messages and hangs up (the watch tick sets
     /// `peer_gone` and `stop`) `after` the start.
     fn write_lat_peer_hangs_up(duration: Duration, margin: Duration, after: Duration) -> Result<LatSamples, EngineError> {
         let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: false }, 1);
