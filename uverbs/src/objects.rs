@@ -816,7 +816,7 @@ impl<P: Provider> Cq<P> {
     }
 
     /// Fill `out` with up to `out.len()` completions; returns how many.
-    #[inline]
+    #[inline(always)]
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> Result<usize> {
         let (p, state) = self.parts();
         p.poll_cq(state, out)
@@ -1552,7 +1552,7 @@ impl<P: Provider> Qp<P> {
     /// # Safety
     /// The contract of [`Provider::post_send`]: each SGE's memory is valid for reads (and for
     /// writes with READ/atomics), in a live MR under its lkey, until the request completes.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn post_send(&mut self, wrs: &[SendWr<'_>]) -> std::result::Result<(), PostError> {
         // SAFETY: forwarded contract.
         unsafe { self.ctx.provider.post_send(&mut self.state, wrs) }

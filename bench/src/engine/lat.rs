@@ -62,7 +62,10 @@ const CLOCK_CHECK_EVERY: u32 = 4096;
 /// Spin until `ready()` holds (true), or the run's own `deadline` (duration mode: this side's
 /// end time, in ticks) passes (false). Re-checks the clock now and then: past `timeout` without
 /// progress the peer is declared stalled.
-#[inline]
+///
+/// Inlined, with the periodic check out of line: the spin is the end of every measured round
+/// trip, and a call's return is an indirect jump (cheap on hardware, a lookup under emulation).
+#[inline(always)]
 fn spin_until<E: Endpoint>(
     ep: &mut E,
     stop: &AtomicBool,
@@ -76,7 +79,6 @@ fn spin_until<E: Endpoint>(
     // before that, and each clock read is time taken from the measured round trip (perftest
     // reads the clock once per iteration).
     let mut start = None;
-    let limit = timeout.as_nanos() as u64;
     loop {
         if ready(ep)? {
             return Ok(true);
@@ -84,19 +86,35 @@ fn spin_until<E: Endpoint>(
         spins += 1;
         if spins >= CLOCK_CHECK_EVERY {
             spins = 0;
-            crate::signal::watch_tick();
-            if stop.load(Ordering::Relaxed) {
-                return Err(EngineError::Interrupted);
-            }
-            let now = clock::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return Ok(false);
-            }
-            if now.saturating_sub(*start.get_or_insert(now)) > limit {
-                return Err(EngineError::Stalled { waiting_for: what(), seconds: timeout.as_secs() });
+            if let Some(r) = spin_check(stop, timeout, deadline, &mut start, &what) {
+                return r;
             }
         }
     }
+}
+
+/// The now-and-then part of [`spin_until`]: `Some` ends the spin with that result.
+#[cold]
+#[inline(never)]
+fn spin_check(
+    stop: &AtomicBool,
+    timeout: Duration,
+    deadline: Option<u64>,
+    start: &mut Option<u64>,
+    what: &dyn Fn() -> String,
+) -> Option<Result<bool, EngineError>> {
+    crate::signal::watch_tick();
+    if stop.load(Ordering::Relaxed) {
+        return Some(Err(EngineError::Interrupted));
+    }
+    let now = clock::now();
+    if deadline.is_some_and(|d| now >= d) {
+        return Some(Ok(false));
+    }
+    if now.saturating_sub(*start.get_or_insert(now)) > timeout.as_nanos() as u64 {
+        return Some(Err(EngineError::Stalled { waiting_for: what(), seconds: timeout.as_secs() }));
+    }
+    None
 }
 
 /// Wait for exactly one completion on `which` CQ and check it; `None` when this side's own
@@ -183,11 +201,18 @@ struct Window {
 pub const PEER_END_GRACE: Duration = Duration::from_secs(1);
 
 /// `--latency_gap`: spin until `gap` has passed (perftest busy-waits on its cycle counter).
-/// Checks `stop` now and then, so a long gap still ends on Ctrl-C.
+/// Checks `stop` now and then, so a long gap still ends on Ctrl-C. Without a gap (the default)
+/// this is one test in the loop, not a call.
+#[inline(always)]
 fn gap_wait(gap: Duration, stop: &AtomicBool) -> Result<(), EngineError> {
     if gap.is_zero() {
         return Ok(());
     }
+    gap_spin(gap, stop)
+}
+
+#[inline(never)]
+fn gap_spin(gap: Duration, stop: &AtomicBool) -> Result<(), EngineError> {
     let end = clock::now() + gap.as_nanos() as u64;
     let mut spins = 0u32;
     while clock::now() < end {

@@ -516,6 +516,7 @@ impl<P: Provider> VerbsEndpoint<P> {
         Ok(())
     }
 
+    #[inline(always)]
     fn check_sges(&self, sgl: &[Sge]) -> Result<(), EngineError> {
         let base = self.mr.addr();
         let end = base + self.mr.len() as u64;
@@ -610,6 +611,27 @@ impl<P: Provider> VerbsEndpoint<P> {
         k
     }
 
+    /// [`Endpoint::post_send`] with encryption or DCI streams (SGEs already checked).
+    #[inline(never)]
+    fn post_send_special(&mut self, qi: usize, wrs: &[SendWr<'_>]) -> Result<(), EngineError> {
+        if self.encrypt {
+            return self.post_send_encrypted(qi, wrs);
+        }
+        let q = self.qps.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("no QP #{qi}")))?;
+        let streamed: Vec<SendWr<'_>>;
+        let wrs = match self.dci_streams.get_mut(qi).filter(|c| c.active()) {
+            // -c DC with DCI streams: each request on the next stream, as perftest's post_send.
+            Some(c) => {
+                streamed = super::dc::on_streams(c, wrs);
+                &streamed[..]
+            }
+            None => wrs,
+        };
+        // SAFETY: as in post_send: the caller checked every SGE inside our MR, which outlives
+        // the QPs.
+        unsafe { q.post_send(wrs) }.map_err(EngineError::from)
+    }
+
     fn area_ptr(&self, off: u64) -> Option<*mut u8> {
         if off < self.mr.len() as u64 {
             // In bounds of the mapping: the offset is below the MR length.
@@ -625,25 +647,18 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
         self.xrc.map_or(self.qps.len(), |x| x.lanes())
     }
 
-    #[inline]
+    /// Inlined into the loops (the common case: checked SGEs, one QP, no DCI streams, no
+    /// encryption); the other cases stay out of line.
+    #[inline(always)]
     fn post_send(&mut self, qp: usize, wrs: &[SendWr<'_>]) -> Result<(), EngineError> {
         for w in wrs {
             self.check_sges(w.sgl)?;
         }
         let qi = self.send_qp(qp);
-        if self.encrypt {
-            return self.post_send_encrypted(qi, wrs);
+        if self.encrypt || self.dci_streams.get(qi).is_some_and(|c| c.active()) {
+            return self.post_send_special(qi, wrs);
         }
         let q = self.qps.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("no QP #{qp}")))?;
-        let streamed: Vec<SendWr<'_>>;
-        let wrs = match self.dci_streams.get_mut(qi).filter(|c| c.active()) {
-            // -c DC with DCI streams: each request on the next stream, as perftest's post_send.
-            Some(c) => {
-                streamed = super::dc::on_streams(c, wrs);
-                &streamed[..]
-            }
-            None => wrs,
-        };
         // SAFETY: every SGE was just checked to lie inside `self.mr` under its lkey; the MR is
         // owned by this endpoint and is dropped after the QPs (field order), so the memory stays
         // registered and mapped until the device is done with it.
@@ -664,7 +679,7 @@ impl<P: Provider> Endpoint for VerbsEndpoint<P> {
         unsafe { q.post_recv(wrs) }.map_err(EngineError::from)
     }
 
-    #[inline]
+    #[inline(always)]
     fn poll_send(&mut self, out: &mut [WorkCompletion]) -> Result<usize, EngineError> {
         let n = self.send_cq.poll(out).map_err(|e| verr("poll CQ failed", e))?;
         if self.encrypt {

@@ -326,7 +326,7 @@ impl<M: RingMem> Consumer<M> {
 
     /// Hand up to `max` completions, oldest first, to `f` (the first 48 bytes of each slot),
     /// then release them to the producer with one store. Returns how many.
-    #[inline]
+    #[inline(always)]
     pub fn poll_with(&mut self, max: usize, mut f: impl FnMut(&[u8; WC_SIZE])) -> Result<usize> {
         // Acquire: pairs with the kernel's release store of producer_index, so the CQE bytes it
         // wrote before that store are visible to the reads below.

@@ -69,7 +69,7 @@ impl<M: RingMem> RxeCq<M> {
     }
 
     /// Fill `out` with up to `out.len()` completions; one release store for the whole batch.
-    #[inline]
+    #[inline(always)]
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> Result<usize> {
         let mut k = 0;
         let n = self.ring.poll_with(out.len(), |b| {
@@ -170,7 +170,7 @@ impl<M: RingMem> RxeQp<M> {
     /// stops the batch there; the ones before it are still published and rung. If the
     /// doorbell itself fails, the index is the number of requests written (`wrs.len()` when all
     /// were): they sit in the ring and run at the next successful doorbell.
-    #[inline]
+    #[inline(always)]
     pub fn post_send_with(
         &mut self,
         wrs: &[SendWr<'_>],
@@ -439,7 +439,7 @@ impl Provider for Rxe {
         qp.set_state(state);
     }
 
-    #[inline]
+    #[inline(always)]
     unsafe fn post_send(&self, qp: &mut RxeQp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         let fd = self.fd.as_fd();
         // SAFETY: the caller guarantees every SGE is readable for its length (post_send's
@@ -466,7 +466,7 @@ impl Provider for Rxe {
         srq.post_recv(wrs)
     }
 
-    #[inline]
+    #[inline(always)]
     fn poll_cq(&self, cq: &mut RxeCq, out: &mut [WorkCompletion]) -> Result<usize> {
         cq.poll(out)
     }
