@@ -357,6 +357,11 @@ pub fn run_write_lat<E: Endpoint>(
     // that count moves on); not when the end came while a write was outstanding.
     let mut last_write = false;
     while scnt < iters {
+        // A stop signal, also when no wait is long enough to reach the periodic check (one
+        // relaxed load of a static per iteration).
+        if crate::signal::requested() {
+            return Err(EngineError::Interrupted);
+        }
         if !(role == Role::Server && scnt == 0) {
             rcnt += 1;
             let want = rcnt as u8;
@@ -432,6 +437,11 @@ pub fn run_send_lat<E: Endpoint>(
     let mut w = Window::deferred(cfg.duration, cfg.margin, cfg.cpu_probe);
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     while scnt < iters {
+        // A stop signal, also when no wait is long enough to reach the periodic check (one
+        // relaxed load of a static per iteration).
+        if crate::signal::requested() {
+            return Err(EngineError::Interrupted);
+        }
         if !(role == Role::Client && scnt == 0) {
             if wait_one(ep, CqKind::Recv, cfg, stop, w.end, side, "the peer's message")?.is_none() {
                 break;
@@ -494,6 +504,11 @@ pub fn run_read_lat<E: Endpoint>(
     let mut w = Window::new(cfg.duration, cfg.margin, cfg.cpu_probe);
     let mut scnt = 0u64;
     while scnt < iters {
+        // A stop signal, also when no wait is long enough to reach the periodic check (one
+        // relaxed load of a static per iteration).
+        if crate::signal::requested() {
+            return Err(EngineError::Interrupted);
+        }
         gap_wait(cfg.gap, stop)?;
         if w.stamp(&raw, &mut tposted, scnt) {
             break;
