@@ -3,9 +3,10 @@
 //!
 //! The handler only stores into atomics (async-signal-safe). Everything that waits checks
 //! [`requested`]: the engine loops directly and through [`watch_tick`] (which also notices a
-//! peer that hung up), the out-of-band reads and the accept loop (both wait in short slices). The tool then unwinds
-//! normally, so every verbs object and socket is released by `Drop`, prints one line and exits
-//! with 128 + the signal number, like a shell reports a killed command.
+//! peer that hung up), the out-of-band reads and the accept loop (both wait in short slices).
+//! The tool then unwinds normally, so every verbs object and socket is released by `Drop`,
+//! prints one line and exits with 128 + the signal number, like a shell reports a killed
+//! command.
 //!
 //! A second signal while the first is being handled exits at once (`_exit`), in case something
 //! does not stop.

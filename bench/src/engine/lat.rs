@@ -137,18 +137,22 @@ fn wait_one<E: Endpoint>(
         return wait_one_event(ep, which, cfg, stop, deadline, side, what);
     }
     let mut wc = [WorkCompletion::default(); 1];
-    let got = spin_until(ep, stop, cfg.stall_timeout, deadline, || what.to_string(), |ep| {
-        let n = match which {
-            CqKind::Send => ep.poll_send(&mut wc)?,
-            CqKind::Recv => ep.poll_recv(&mut wc)?,
-        };
-        Ok(n == 1)
-    })?;
+    let got = spin_until(ep, stop, cfg.stall_timeout, deadline, || what.to_string(), |ep| poll_one(ep, which, &mut wc))?;
     if !got {
         return Ok(None);
     }
     check_wc(&wc[0], side)?;
     Ok(Some(wc[0]))
+}
+
+/// Poll `which` CQ for one completion into `wc`; true when one came.
+#[inline(always)]
+fn poll_one<E: Endpoint>(ep: &mut E, which: CqKind, wc: &mut [WorkCompletion; 1]) -> Result<bool, EngineError> {
+    let n = match which {
+        CqKind::Send => ep.poll_send(wc)?,
+        CqKind::Recv => ep.poll_recv(wc)?,
+    };
+    Ok(n == 1)
 }
 
 /// [`wait_one`] with `-e`: sleep on the completion channel between polls.
@@ -164,11 +168,7 @@ fn wait_one_event<E: Endpoint>(
 ) -> Result<Option<WorkCompletion>, EngineError> {
     let mut wc = [WorkCompletion::default(); 1];
     loop {
-        let n = match which {
-            CqKind::Send => ep.poll_send(&mut wc)?,
-            CqKind::Recv => ep.poll_recv(&mut wc)?,
-        };
-        if n == 1 {
+        if poll_one(ep, which, &mut wc)? {
             check_wc(&wc[0], side)?;
             return Ok(Some(wc[0]));
         }
@@ -199,6 +199,16 @@ struct Window {
 /// write_lat -D has no close handshake: each side exits at its own end. A peer that hangs up
 /// this close to our own end (or after our sample window) has simply finished first.
 pub const PEER_END_GRACE: Duration = Duration::from_secs(1);
+
+/// A stop signal ends the loop at the next iteration, also when no wait is long enough to
+/// reach the periodic check (one relaxed load of a static).
+#[inline(always)]
+fn stop_on_signal() -> Result<(), EngineError> {
+    if crate::signal::requested() {
+        return Err(EngineError::Interrupted);
+    }
+    Ok(())
+}
 
 /// `--latency_gap`: spin until `gap` has passed (perftest busy-waits on its cycle counter).
 /// Checks `stop` now and then, so a long gap still ends on Ctrl-C. Without a gap (the default)
@@ -357,11 +367,7 @@ pub fn run_write_lat<E: Endpoint>(
     // that count moves on); not when the end came while a write was outstanding.
     let mut last_write = false;
     while scnt < iters {
-        // A stop signal, also when no wait is long enough to reach the periodic check (one
-        // relaxed load of a static per iteration).
-        if crate::signal::requested() {
-            return Err(EngineError::Interrupted);
-        }
+        stop_on_signal()?;
         if !(role == Role::Server && scnt == 0) {
             rcnt += 1;
             let want = rcnt as u8;
@@ -437,11 +443,7 @@ pub fn run_send_lat<E: Endpoint>(
     let mut w = Window::deferred(cfg.duration, cfg.margin, cfg.cpu_probe);
     let (mut scnt, mut rcnt) = (0u64, 0u64);
     while scnt < iters {
-        // A stop signal, also when no wait is long enough to reach the periodic check (one
-        // relaxed load of a static per iteration).
-        if crate::signal::requested() {
-            return Err(EngineError::Interrupted);
-        }
+        stop_on_signal()?;
         if !(role == Role::Client && scnt == 0) {
             if wait_one(ep, CqKind::Recv, cfg, stop, w.end, side, "the peer's message")?.is_none() {
                 break;
@@ -504,11 +506,7 @@ pub fn run_read_lat<E: Endpoint>(
     let mut w = Window::new(cfg.duration, cfg.margin, cfg.cpu_probe);
     let mut scnt = 0u64;
     while scnt < iters {
-        // A stop signal, also when no wait is long enough to reach the periodic check (one
-        // relaxed load of a static per iteration).
-        if crate::signal::requested() {
-            return Err(EngineError::Interrupted);
-        }
+        stop_on_signal()?;
         gap_wait(cfg.gap, stop)?;
         if w.stamp(&raw, &mut tposted, scnt) {
             break;

@@ -262,7 +262,7 @@ pub(super) struct SideRun<'a, P: Provider> {
     peer_report: Option<BwReport>,
     posted: Vec<u64>,
     stop: AtomicBool,
-    /// Set by the watch tick (`signal::watch_tick`) when the peer closed the OOB connection during a run.
+    /// Set by `signal::watch_tick` when the peer closed the OOB connection during a run.
     peer_gone: AtomicBool,
     /// A second handle on the OOB socket, watched for a hang-up while the engine runs.
     peer_sock: Option<std::net::TcpStream>,
