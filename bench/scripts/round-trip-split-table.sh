@@ -73,15 +73,19 @@ echo "then the median of those over the runs. ours/C: lower is better."
 echo
 echo "| test | impl | runs | in write() median | p10 | between median | p10 | t_typical [µs] |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|"
+# col TOOL IMPL COL: column COL of the runs of TOOL/IMPL into $W/col; false when there are none
+col() {
+    awk -F'\t' -v t="$1" -v m="$2" -v c="$3" '$1 == t && $2 == m { print $c }' "$W/runs" >"$W/col"
+    [ -s "$W/col" ]
+}
 # stat TOOL IMPL COL: "median [min–max]" of column COL over the runs
 stat() {
-    awk -F'\t' -v t="$1" -v m="$2" -v c="$3" '$1 == t && $2 == m { print $c }' "$W/runs" >"$W/col"
-    [ -s "$W/col" ] || { echo "–"; return; }
+    col "$@" || { echo "–"; return; }
     echo "$(q "$W/col" 0.5) [$(q "$W/col" 0)–$(q "$W/col" 1)]"
 }
+# med TOOL IMPL COL: the median of column COL over the runs (empty when there are none)
 med() {
-    awk -F'\t' -v t="$1" -v m="$2" -v c="$3" '$1 == t && $2 == m { print $c }' "$W/runs" >"$W/col"
-    [ -s "$W/col" ] && q "$W/col" 0.5 || true
+    if col "$@"; then q "$W/col" 0.5; fi
 }
 ttyp() {
     # results.tsv: tool impl run rc, then perftest's columns (bytes iters t_min t_max t_typical ...)

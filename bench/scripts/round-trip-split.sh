@@ -10,28 +10,14 @@
 # RPERFTEST_ALT_BIN adds a second one as implementation "alt" (put it in RTS_IMPLS). Guest knobs
 # RTS_RUNS, RTS_N, RTS_SIZE, RTS_TOOLS, RTS_IMPLS are passed through (see
 # round-trip-split-guest.sh); RTS_GUEST_ENV="NAME=VALUE ..." is exported in the guest for every
-# run (e.g. a knob only the alt binary reads); RTS_TIMEOUT (default 1200 s) bounds the VM. Writes OUT_DIR/table.md
-# (bench/scripts/round-trip-split-table.sh) from the traces; OUT_DIR defaults to
+# run (e.g. a knob only the alt binary reads); RTS_TIMEOUT (default 1200 s) bounds the VM.
+# Writes OUT_DIR/table.md (bench/scripts/round-trip-split-table.sh) from the traces; OUT_DIR defaults to
 # ${CARGO_TARGET_DIR:-target}/round-trip-split/<date>.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
+. "$(dirname "${BASH_SOURCE[0]}")/vm-bench.bash"
 say() { echo "[round-trip-split] $*" >&2; }
-TD=${CARGO_TARGET_DIR:-$ROOT/target}
-OUT=${1:-$TD/round-trip-split/$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-
-BIN=${RPERFTEST_BIN:-$(tests/vm/build-static.sh)}
-tests/vm/build-image.sh >/dev/null
-
-STAGE=$(mktemp -d)
-trap 'rm -rf "$STAGE"' EXIT
-mkdir -p "$STAGE/bin"
-cp "$BIN" "$STAGE/bin/rperftest"
-[ -z "${RPERFTEST_ALT_BIN:-}" ] || cp "$RPERFTEST_ALT_BIN" "$STAGE/bin/rperftest-alt"
+vmb_setup round-trip-split "${1:-}"
 cp bench/scripts/round-trip-split-guest.sh "$STAGE/round-trip-split-guest.sh"
-cp tests/vm/guest/tcp-listening.bash "$STAGE/tcp-listening.bash"
 
 ENV_ARGS=()
 for v in RTS_RUNS RTS_N RTS_SIZE RTS_TOOLS RTS_IMPLS; do
@@ -40,14 +26,7 @@ done
 for kv in ${RTS_GUEST_ENV:-}; do
     ENV_ARGS+=(-e "$kv")
 done
-{
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "command: $0 $*"
-    echo "env: ${ENV_ARGS[*]:-}"
-    echo "host load before: $(uptime)"
-    echo "rperftest: $BIN ($(stat -c %s "$BIN") bytes), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+dirty')"
-    [ -z "${RPERFTEST_ALT_BIN:-}" ] || echo "alt: $RPERFTEST_ALT_BIN ($(stat -c %s "$RPERFTEST_ALT_BIN") bytes)"
-} >"$OUT/meta.txt"
+vmb_meta "$*" "${ENV_ARGS[*]:-}" >"$OUT/meta.txt"
 
 say "booting the VM (results in $OUT)"
 rc=0

@@ -13,41 +13,17 @@
 # names a second rperftest (an A/B of a hot-path change): it runs as implementation "alt", so
 # add it to SBS_IMPLS, e.g. SBS_IMPLS="c ours alt".
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
+. "$(dirname "${BASH_SOURCE[0]}")/vm-bench.bash"
 say() { echo "[side-by-side] $*" >&2; }
-TD=${CARGO_TARGET_DIR:-$ROOT/target}
-OUT=${1:-$TD/side-by-side/$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-
-BIN=${RPERFTEST_BIN:-$(tests/vm/build-static.sh)}
-tests/vm/build-image.sh >/dev/null
-
-STAGE=$(mktemp -d)
-trap 'rm -rf "$STAGE"' EXIT
-mkdir -p "$STAGE/bin"
-cp "$BIN" "$STAGE/bin/rperftest"
-if [ -n "${RPERFTEST_ALT_BIN:-}" ]; then
-    cp "$RPERFTEST_ALT_BIN" "$STAGE/bin/rperftest-alt"
-fi
+vmb_setup side-by-side "${1:-}"
 cp bench/scripts/side-by-side-guest.sh "$STAGE/side-by-side-guest.sh"
-cp tests/vm/guest/tcp-listening.bash "$STAGE/tcp-listening.bash"
 
 ENV_ARGS=()
 for v in SBS_RUNS SBS_BW_N SBS_LAT_N SBS_TOOLS_BW SBS_TOOLS_LAT SBS_URING SBS_STARTUP SBS_IMPLS; do
     [ -n "${!v+x}" ] && ENV_ARGS+=(-e "$v=${!v}")
 done
 
-{
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "command: $0 $*"
-    echo "env: ${ENV_ARGS[*]:-}"
-    echo "host: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
-    echo "host load before: $(uptime)"
-    echo "rperftest: $BIN ($(stat -c %s "$BIN") bytes), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+dirty')"
-    [ -z "${RPERFTEST_ALT_BIN:-}" ] || echo "alt: $RPERFTEST_ALT_BIN ($(stat -c %s "$RPERFTEST_ALT_BIN") bytes)"
-} >"$OUT/meta.txt"
+vmb_meta "$*" "${ENV_ARGS[*]:-}" >"$OUT/meta.txt"
 
 # Sample the host load every 30 s while the VM runs (other work on the machine distorts figures).
 ( while sleep 30; do echo "$(date -u +%H:%M:%S) $(cat /proc/loadavg)"; done ) >"$OUT/host-load.txt" 2>/dev/null &
