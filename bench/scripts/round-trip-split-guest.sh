@@ -11,8 +11,12 @@
 #   RTS_SIZE    "-s" for non-atomic tools (default 2)
 #   RTS_TOOLS   (default "ib_atomic_lat ib_read_lat")
 #   RTS_IMPLS   c = C perftest, ours = rperftest, alt = rperftest-alt (default "c ours")
-# Output: RTS_OUT/trace.TOOL.IMPL.RUN.txt (the trace), RTS_OUT/results.tsv
-#   (tool impl run, then perftest's result columns), RTS_OUT/tsc.txt (the guest's TSC rate).
+#   RTS_EVENTS  more tracepoints to record, as SUBSYSTEM/EVENT (default none; e.g.
+#               "sched/sched_switch irq_vectors/local_timer_entry" to see what hit the slow
+#               iterations); ones this kernel lacks are skipped with a note
+# Output: RTS_OUT/trace.TOOL.IMPL.RUN.txt (the trace), RTS_OUT/server.TOOL.IMPL.RUN (the server's
+#   pid: in a ping-pong both processes ring doorbells), RTS_OUT/results.tsv (tool impl run, then
+#   perftest's result columns), RTS_OUT/tsc.txt (the guest's TSC rate).
 set -u
 OUT=${RTS_OUT:-/mnt/share}
 RUNS=${RTS_RUNS:-9}
@@ -44,6 +48,9 @@ X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
 echo 0 >$T/tracing_on
 echo 1 >$T/events/raw_syscalls/sys_enter/enable
 echo 1 >$T/events/raw_syscalls/sys_exit/enable
+for ev in ${RTS_EVENTS:-}; do
+    if [ -e "$T/events/$ev/enable" ]; then echo 1 >"$T/events/$ev/enable"; else say "no event $ev: skipped"; fi
+done
 for tool in $TOOLS; do
     S=(-s "$SIZE"); case $tool in *atomic*) S=() ;; esac
     say "$tool ${S[*]} -n $N: $IMPLS × $RUNS"
@@ -57,6 +64,7 @@ for tool in $TOOLS; do
             esac
             "${BIN[@]}" "${X[@]}" "${S[@]}" -n "$N" >/tmp/srv 2>&1 &
             srv=$!
+            echo "$srv" >"$OUT/server.$tool.$impl.$r"
             i=0
             until tcp_listening 18515; do
                 sleep 0.05; i=$((i + 1))

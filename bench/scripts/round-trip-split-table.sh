@@ -14,7 +14,9 @@
 # completion that is already there, plus the syscall's entry and exit. For ib_read_lat the
 # responder runs deferred, so "between" also holds the wait for the completion; its 10th
 # percentile is the iterations where the completion was ready on return.
-# Only the doorbells are counted: 32-byte write()s of the process that made the most of them.
+# Only the doorbells are counted: 32-byte write()s of the process that made the most of them,
+# not counting the server (its pid in server.TOOL.IMPL.RUN, when the guest wrote one): in a
+# ping-pong both sides ring as many doorbells, and the client is the side that measures.
 set -euo pipefail
 D=${1:?usage: round-trip-split-table.sh RESULT_DIR}
 [ -s "$D/tsc.txt" ] || { echo "no $D/tsc.txt" >&2; exit 1; }
@@ -30,8 +32,15 @@ for f in "$D"/trace.*.txt; do
     [ -e "$f" ] || continue
     b=$(basename "$f" .txt); b=${b#trace.}
     tool=${b%%.*}; rest=${b#*.}; impl=${rest%%.*}; run=${rest#*.}
+    srv=$(cat "$D/server.$b" 2>/dev/null || true)
     # per iteration: "k u" in ns (u is empty for the first doorbell)
-    awk -v mhz="$MHZ" -v kf="$W/k" -v uf="$W/u" '
+    awk -v mhz="$MHZ" -v kf="$W/k" -v uf="$W/u" -v srv="$srv" '
+        # the longest run of doorbells of pid p with no other write() in between: LO..HI
+        function loop_of(p,   i, s) {
+            LO = 1; HI = 0; s = 1
+            for (i = 1; i <= N[p]; i++)
+                if ((p, i) in BRK || i == N[p]) { if (i - s > HI - LO) { LO = s; HI = i }; s = i + 1 }
+        }
         {
             cpu = 0; ev = 0
             for (i = 1; i <= NF; i++) {
@@ -43,20 +52,23 @@ for f in "$D"/trace.*.txt; do
             ts = $(ev - 1); sub(/:$/, "", ts)
             if ($ev == "sys_enter:") {
                 cnt = $(ev + 5); sub(/,$/, "", cnt)
-                if (cnt != "20") next              # 0x20 bytes: a POST_SEND doorbell
+                # 0x20 bytes: a POST_SEND doorbell, or a set-up command of that size; any
+                # other write() marks a break, and the longest unbroken run is the loop
+                if (cnt != "20") { BRK[pid, N[pid] + 0] = 1; next }
                 N[pid]++; E[pid, N[pid]] = ts; OPEN[pid] = 1
             } else if (OPEN[pid]) {
                 X[pid, N[pid]] = ts; OPEN[pid] = 0
             }
         }
         END {
-            best = ""; for (p in N) if (best == "" || N[p] > N[best]) best = p
+            best = ""; for (p in N) if (p != srv && (best == "" || N[p] > N[best])) best = p
             if (best == "") exit
             printf "" > kf; printf "" > uf
-            for (i = 1; i <= N[best]; i++) {
+            loop_of(best)
+            for (i = LO; i <= HI; i++) {
                 if (!((best, i) in X)) continue
                 printf "%.0f\n", (X[best, i] - E[best, i]) * 1000 / mhz > kf
-                if (i > 1 && ((best, i - 1) in X)) printf "%.0f\n", (E[best, i] - X[best, i - 1]) * 1000 / mhz > uf
+                if (i > LO && ((best, i - 1) in X)) printf "%.0f\n", (E[best, i] - X[best, i - 1]) * 1000 / mhz > uf
             }
         }' "$f"
     [ -s "$W/k" ] || continue

@@ -8,7 +8,7 @@
 #
 # Builds the static rperftest (tests/vm/build-static.sh) unless RPERFTEST_BIN names one;
 # RPERFTEST_ALT_BIN adds a second one as implementation "alt" (put it in RTS_IMPLS). Guest knobs
-# RTS_RUNS, RTS_N, RTS_SIZE, RTS_TOOLS, RTS_IMPLS are passed through (see
+# RTS_RUNS, RTS_N, RTS_SIZE, RTS_TOOLS, RTS_IMPLS, RTS_EVENTS are passed through (see
 # round-trip-split-guest.sh); RTS_GUEST_ENV="NAME=VALUE ..." is exported in the guest for every
 # run (e.g. a knob only the alt binary reads); RTS_TIMEOUT (default 1200 s) bounds the VM.
 # Writes OUT_DIR/table.md (bench/scripts/round-trip-split-table.sh) from the traces; OUT_DIR defaults to
@@ -20,7 +20,7 @@ vmb_setup round-trip-split "${1:-}"
 cp bench/scripts/round-trip-split-guest.sh "$STAGE/round-trip-split-guest.sh"
 
 ENV_ARGS=()
-for v in RTS_RUNS RTS_N RTS_SIZE RTS_TOOLS RTS_IMPLS; do
+for v in RTS_RUNS RTS_N RTS_SIZE RTS_TOOLS RTS_IMPLS RTS_EVENTS; do
     [ -n "${!v+x}" ] && ENV_ARGS+=(-e "$v=${!v}")
 done
 for kv in ${RTS_GUEST_ENV:-}; do
