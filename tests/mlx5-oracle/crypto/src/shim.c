@@ -114,6 +114,16 @@ int ioctl(int fd, unsigned long req, ...)
 }
 
 /* ---------- mmap of UAR pages ---------- */
+/* SHIM_PLAIN_UAR=1 (set and not "0"): UAR pages stay ordinary read-write anonymous shared memory
+ * for the whole run: shim_trap_enable() neither installs the fault / single-step handlers nor
+ * protects the pages, so nothing is recorded and libmlx5's doorbell and BlueFlame stores run at
+ * memory speed (the hot-path benchmark, tests/mlx5-oracle/hotpath/). Unset: unchanged. */
+static int plain_uar(void)
+{
+	static int v = -1;
+	if (v < 0) { const char *e = getenv("SHIM_PLAIN_UAR"); v = e && *e && strcmp(e, "0") != 0; }
+	return v;
+}
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	if (fd >= 0 && fd == S.fake_fd) {
@@ -127,8 +137,8 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		void *p = (void *)syscall(SYS_mmap, addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) return p;
 		S.uar[S.nuar++] = (struct shim_uar){ p, len, (uint64_t)off, cmd, index };
-		if (S.trap_enabled) mprotect(p, len, PROT_NONE);
-		shim_log("  -> %p (uar #%d)\n", p, S.nuar - 1);
+		if (S.trap_enabled && !plain_uar()) mprotect(p, len, PROT_NONE);
+		shim_log("  -> %p (uar #%d)%s\n", p, S.nuar - 1, plain_uar() ? " plain" : "");
 		return p;
 	}
 	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
@@ -179,6 +189,7 @@ static void on_trap(int sig, siginfo_t *si, void *uc_)
 void shim_trap_enable(int on)
 {
 	static int inst;
+	if (plain_uar()) { S.trap_enabled = 0; return; } /* SHIM_PLAIN_UAR: never trap, never record */
 	if (!inst) {
 		struct sigaction sa = {0}; sa.sa_flags = SA_SIGINFO;
 		sa.sa_sigaction = on_segv; sigaction(SIGSEGV, &sa, NULL);
