@@ -148,6 +148,16 @@ impl DmaBuf {
         u32::from_be(unsafe { std::ptr::read_volatile(self.ptr.as_ptr().add(off).cast::<u32>()) })
     }
 
+    /// Eight native-endian 64-bit words at `off` (one bounds check for the block: the
+    /// BlueFlame copy reads a whole 64-byte basic block per post).
+    #[inline]
+    pub fn read_u64x8(&self, off: usize) -> [u64; 8] {
+        self.check(off, 64);
+        // SAFETY: `off..off + 64` is inside the buffer (checked above); unaligned read of plain
+        // bytes into an array of integers (every bit pattern is valid).
+        unsafe { std::ptr::read_unaligned(self.ptr.as_ptr().add(off).cast::<[u64; 8]>()) }
+    }
+
     /// An 8-byte native-order load at an 8-aligned offset (the BlueFlame source words).
     #[inline]
     pub fn read_u64(&self, off: usize) -> u64 {

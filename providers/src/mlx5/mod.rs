@@ -335,10 +335,7 @@ impl<U: UarWriter> Mlx5<U> {
             for blk in 0..bytes.div_ceil(WQEBB) {
                 let slot = (last_start.wrapping_add(blk as u32) & mask) as usize;
                 let base = qp.geo.sq_offset + slot * WQEBB;
-                let mut words = [0u64; 8];
-                for (i, w) in words.iter_mut().enumerate() {
-                    *w = qp.buf.read_u64(base + 8 * i);
-                }
+                let words = qp.buf.read_u64x8(base);
                 self.uar.bf_copy(dst + blk * WQEBB, &words);
             }
         } else {
