@@ -10,11 +10,14 @@
 //! signaled, poll batches of 16) and `lat` (every WR signaled, polled with a 1-entry poll right
 //! after). Prints ns per post; under valgrind it gives instructions per post:
 //!
-//!   CARGO_PROFILE_RELEASE_DEBUG=true cargo build --release -p providers --example mlx5_hotpath
+//!   cargo build --release -p providers --example mlx5_hotpath
 //!   target/release/examples/mlx5_hotpath bw 2000000
 //!   valgrind --tool=callgrind --toggle-collect='*hot_loop_bw*' --callgrind-out-file=cg.out \
 //!       target/release/examples/mlx5_hotpath bw 200000
 //!   callgrind_annotate cg.out | head -40
+//!
+//! (The release profile keeps symbols but strips line tables: for per-line figures build with
+//! `--profile profiling` and run `target/profiling/examples/mlx5_hotpath` the same way.)
 //!
 //! `tests/mlx5-oracle/hotpath/run.sh` runs both sides and prints the comparison table.
 
