@@ -13,7 +13,7 @@
 use uverbs::fuzzing::Bytes;
 use uverbs::provider::QpType;
 use uverbs::wr::{
-    wc_flags, RecvWr, RemoteAddr, SendFlags, SendWr, Sge, UdDest, WcOpcode, WcStatus, WrOpcode,
+    wc_flags, RecvWr, RemoteAddr, SendFlags, SendWr, Sge, UdDest, WcOpcode, WcStatus, WorkCompletion, WrOpcode,
 };
 
 use crate::mlx5::{abi, cqe as mcqe};
@@ -628,6 +628,34 @@ pub fn mlx5_cqe(data: &[u8]) {
     let n = data.len().min(64);
     b[..n].copy_from_slice(&data[..n]);
     let res = mcqe::parse(&b);
+    // The in-place decoder (what poll_cq uses) agrees with `parse` and, on success, overwrites
+    // every field of a completion that held garbage.
+    let mut dirty = WorkCompletion {
+        wr_id: u64::MAX,
+        status: WcStatus::GeneralErr,
+        opcode: WcOpcode::Unknown(0xdead),
+        vendor_err: !0,
+        byte_len: !0,
+        imm_data: !0,
+        qp_num: !0,
+        src_qp: !0,
+        wc_flags: !0,
+        pkey_index: !0,
+        slid: !0,
+        sl: !0,
+        dlid_path_bits: !0,
+    };
+    match (mcqe::parse_into(&b, &mut dirty), &res) {
+        (Ok(i), Ok(c)) => {
+            assert_eq!(dirty, c.wc, "parse_into left a field of the completion unwritten");
+            assert_eq!(
+                (i.queue, i.wqe_counter, i.qpn, i.srqn_uidx, i.inline_scatter_32),
+                (c.queue, c.wqe_counter, c.qpn, c.srqn_uidx, c.inline_scatter_32)
+            );
+        }
+        (Err(e), Err(f)) => assert_eq!(e, *f),
+        (a, b) => panic!("parse_into {a:?} vs parse {b:?}"),
+    }
     let op_own = b[mcqe::off::OP_OWN];
     let opcode = op_own >> 4;
     let format = (op_own >> 2) & 3;

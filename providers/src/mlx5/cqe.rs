@@ -170,12 +170,43 @@ fn req_opcode(send_op: u8) -> (WcOpcode, u32) {
     }
 }
 
+/// What a CQE says besides the completion itself: which queue and WQE it completes and whose
+/// it is. Small enough to come back in registers ([`parse_into`] writes the completion in place).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqeInfo {
+    pub queue: Queue,
+    pub wqe_counter: u16,
+    /// QPN from `sop_drop_qpn` (24 bits).
+    pub qpn: u32,
+    /// `srqn_uidx` (24 bits).
+    pub srqn_uidx: u32,
+    /// See [`Cqe::inline_scatter_32`].
+    pub inline_scatter_32: bool,
+}
+
 /// Decode one CQE that software owns (see [`sw_owned`]). Never panics.
 ///
 /// Fields libmlx5 leaves unwritten are set to 0 here, except: error completions carry the
 /// opcode of the failed send (from the error CQE) or `Recv`, since a defined value is more
 /// useful than a stale one.
 pub fn parse(b: &[u8; 64]) -> Result<Cqe, CqeError> {
+    let mut wc = WorkCompletion::default();
+    let i = parse_into(b, &mut wc)?;
+    Ok(Cqe {
+        queue: i.queue,
+        wqe_counter: i.wqe_counter,
+        qpn: i.qpn,
+        srqn_uidx: i.srqn_uidx,
+        inline_scatter_32: i.inline_scatter_32,
+        wc,
+    })
+}
+
+/// [`parse`] without moving the completion around: every field of `wc` is overwritten (the
+/// `wr_id` with 0) when this returns `Ok`; on `Err`, `wc` holds unspecified (but initialised)
+/// values. The poll loop decodes straight into the caller's array with this. Never panics.
+#[inline(always)]
+pub fn parse_into(b: &[u8; 64], wc: &mut WorkCompletion) -> Result<CqeInfo, CqeError> {
     let op_own = b[off::OP_OWN];
     let opcode = op_own >> 4;
     let format = (op_own >> 2) & 3;
@@ -184,17 +215,16 @@ pub fn parse(b: &[u8; 64]) -> Result<Cqe, CqeError> {
     }
     let sop_drop_qpn = be32(b, off::SOP_DROP_QPN);
     let qpn = sop_drop_qpn & 0xff_ffff;
-    let mut wc = WorkCompletion {
+    *wc = WorkCompletion {
         qp_num: qpn,
         ..WorkCompletion::default()
     };
-    let mut cqe = Cqe {
+    let mut info = CqeInfo {
         queue: Queue::Send,
         wqe_counter: be16(b, off::WQE_COUNTER),
         qpn,
         srqn_uidx: be32(b, off::SRQN_UIDX) & 0xff_ffff,
         inline_scatter_32: false,
-        wc,
     };
     match opcode {
         op::REQ => {
@@ -206,9 +236,14 @@ pub fn parse(b: &[u8; 64]) -> Result<Cqe, CqeError> {
                 WcOpcode::CompSwap | WcOpcode::FetchAdd => 8,
                 _ => 0,
             };
+            if format == FORMAT_INLINE_32 {
+                // READ/atomic responses scattered into the CQE only happen with SCATTER_CQE on
+                // an all-signaled QP; we never request it.
+                info.inline_scatter_32 = true;
+            }
         }
         op::RESP_WR_IMM | op::RESP_SEND | op::RESP_SEND_IMM | op::RESP_SEND_INV => {
-            cqe.queue = Queue::Recv;
+            info.queue = Queue::Recv;
             let iip = be32(b, off::IMM_INVAL_PKEY);
             wc.byte_len = be32(b, off::BYTE_CNT);
             match opcode {
@@ -239,7 +274,7 @@ pub fn parse(b: &[u8; 64]) -> Result<Cqe, CqeError> {
             }
             wc.pkey_index = (iip & 0xffff) as u16;
             match format {
-                FORMAT_INLINE_32 => cqe.inline_scatter_32 = true,
+                FORMAT_INLINE_32 => info.inline_scatter_32 = true,
                 FORMAT_INLINE_64 => return Err(CqeError::InlineScatter64),
                 _ => {}
             }
@@ -250,19 +285,13 @@ pub fn parse(b: &[u8; 64]) -> Result<Cqe, CqeError> {
             if opcode == op::REQ_ERR {
                 wc.opcode = req_opcode((sop_drop_qpn >> 24) as u8).0;
             } else {
-                cqe.queue = Queue::Recv;
+                info.queue = Queue::Recv;
                 wc.opcode = WcOpcode::Recv;
             }
         }
         other => return Err(CqeError::Opcode(other)),
     }
-    if opcode == op::REQ && format == FORMAT_INLINE_32 {
-        // READ/atomic responses scattered into the CQE only happen with SCATTER_CQE on an
-        // all-signaled QP; we never request it.
-        cqe.inline_scatter_32 = true;
-    }
-    cqe.wc = wc;
-    Ok(cqe)
+    Ok(info)
 }
 
 #[cfg(test)]

@@ -166,6 +166,21 @@ impl DmaBuf {
         u64::from_ne_bytes(b)
     }
 
+    /// Shared view of the `N` bytes at `off` (a software-owned CQE, decoded in place instead of
+    /// copied out first).
+    ///
+    /// # Safety
+    /// Nobody, CPU or device, may write that range for the lifetime of the reference. For a CQE:
+    /// once its owner bit says software owns it, the device writes that slot again only after the
+    /// consumer index moved past it, and the poller (`&mut` CQ) moves it only after the last use.
+    #[inline]
+    pub unsafe fn array_ref<const N: usize>(&self, off: usize) -> &[u8; N] {
+        self.check(off, N);
+        // SAFETY: `off..off + N` is inside the buffer (checked above); `[u8; N]` has alignment 1
+        // and every bit pattern is valid; no writer during the borrow is the caller's contract.
+        unsafe { &*self.ptr.as_ptr().add(off).cast::<[u8; N]>() }
+    }
+
     /// Exclusive byte view of `off..off+len`.
     ///
     /// # Safety

@@ -348,27 +348,32 @@ impl<U: UarWriter> Mlx5<U> {
         *toggle ^= self.plan.toggle();
     }
 
-    fn resolve(&self, cq: &mut Mlx5Cq, c: &cqe::Cqe) -> Option<Arc<QpShared>> {
+    /// The QP a CQE names, borrowed from the CQ's one-entry cache (`last`): no reference-count
+    /// traffic when consecutive CQEs name the same QP. The key is the CQE's 24-bit user index
+    /// (CQE version 1) or QPN, both already masked by `cqe::parse_into`; the registry bounds-checks
+    /// it on a cache miss.
+    fn resolve<'a>(
+        &self,
+        last: &'a mut Option<(u32, Arc<QpShared>)>,
+        c: &cqe::CqeInfo,
+    ) -> Option<&'a QpShared> {
         let v1 = self.resp.cqe_version == 1;
         let key = if v1 { c.srqn_uidx } else { c.qpn };
-        if let Some((k, q)) = &cq.last {
-            if *k == key {
-                return Some(q.clone());
-            }
+        if !matches!(last, Some((k, _)) if *k == key) {
+            let q = if v1 {
+                self.registry.by_uidx(key)
+            } else {
+                self.registry.by_qpn(key)
+            }?;
+            *last = Some((key, q));
         }
-        let q = if v1 {
-            self.registry.by_uidx(key)
-        } else {
-            self.registry.by_qpn(key)
-        }?;
-        cq.last = Some((key, q.clone()));
-        Some(q)
+        last.as_ref().map(|(_, q)| &**q)
     }
 
     /// The XRC SRQ a responder CQE belongs to, if it is an XRC receive: under CQE version 1
     /// the CQE's user index names the SRQ itself; under version 0 the QPN is an XRC target's
     /// (unknown here) and the SRQ number names the SRQ (libmlx5's mlx5_parse_cqe does the same).
-    fn xrc_srq_of(&self, c: &cqe::Cqe) -> Option<Arc<SrqShared>> {
+    fn xrc_srq_of(&self, c: &cqe::CqeInfo) -> Option<Arc<SrqShared>> {
         if c.queue != Queue::Recv {
             return None;
         }
@@ -383,18 +388,33 @@ impl<U: UarWriter> Mlx5<U> {
 
     /// A receive completed from an XRC SRQ: the work request id from the SRQ's entry, which
     /// returns to the free list.
-    fn complete_xrc_recv(&self, srq: &SrqShared, c: &cqe::Cqe, raw: &[u8; 64]) -> WorkCompletion {
-        let mut wc = c.wc;
-        srq.complete_recv(c, raw, &mut wc);
-        wc
+    fn complete_xrc_recv(
+        &self,
+        srq: &SrqShared,
+        c: &cqe::CqeInfo,
+        raw: &[u8; 64],
+        wc: &mut WorkCompletion,
+    ) {
+        srq.complete_recv(c, raw, wc);
     }
 
-    /// Turn one decoded CQE into a completion using the QP bookkeeping.
-    fn complete(&self, cq: &mut Mlx5Cq, c: &cqe::Cqe, raw: &[u8; 64]) -> Result<WorkCompletion> {
-        if let Some(srq) = self.xrc_srq_of(c) {
-            return Ok(self.complete_xrc_recv(&srq, c, raw));
+    /// Finish one decoded CQE's completion (`wc`, as `cqe::parse_into` left it) using the QP
+    /// bookkeeping: the `wr_id`, the queue's tail, inline-scattered payload.
+    #[inline(always)]
+    fn complete(
+        &self,
+        last: &mut Option<(u32, Arc<QpShared>)>,
+        c: &cqe::CqeInfo,
+        raw: &[u8; 64],
+        wc: &mut WorkCompletion,
+    ) -> Result<()> {
+        if c.queue == Queue::Recv {
+            if let Some(srq) = self.xrc_srq_of(c) {
+                self.complete_xrc_recv(&srq, c, raw, wc);
+                return Ok(());
+            }
         }
-        let qp = self.resolve(cq, c).ok_or_else(|| {
+        let qp = self.resolve(last, c).ok_or_else(|| {
             Error::msg(
                 "mlx5 poll_cq",
                 format!(
@@ -403,7 +423,6 @@ impl<U: UarWriter> Mlx5<U> {
                 ),
             )
         })?;
-        let mut wc = c.wc;
         match c.queue {
             Queue::Send => {
                 if qp.sq_wrid.is_empty() {
@@ -438,7 +457,7 @@ impl<U: UarWriter> Mlx5<U> {
                     None
                 };
                 if let Some(srq) = srq {
-                    srq.complete_recv(c, raw, &mut wc);
+                    srq.complete_recv(c, raw, wc);
                 } else {
                     if qp.rq_wrid.is_empty() {
                         return Err(Error::msg(
@@ -464,8 +483,15 @@ impl<U: UarWriter> Mlx5<U> {
                 }
             }
         }
-        Ok(wc)
+        Ok(())
     }
+}
+
+/// The poll error for a CQE `cqe::parse_into` refused (out of line: the hot loop only branches).
+#[cold]
+#[inline(never)]
+fn cqe_error(e: cqe::CqeError) -> Error {
+    Error::msg("mlx5 poll_cq", e.to_string())
 }
 
 /// Copy up to 32 bytes of payload carried in the CQE into the receive buffers named by the
@@ -622,7 +648,7 @@ impl SrqShared {
     /// A receive completed from this SRQ (basic or XRC): the work request id from the entry the
     /// CQE's WQE counter names (masked: the counter comes from the device), the payload the
     /// device scattered into the CQE copied out, and the entry back on the free list.
-    fn complete_recv(&self, c: &cqe::Cqe, raw: &[u8; 64], wc: &mut WorkCompletion) {
+    fn complete_recv(&self, c: &cqe::CqeInfo, raw: &[u8; 64], wc: &mut WorkCompletion) {
         let idx = c.wqe_counter as u32 & (self.cnt - 1);
         wc.wr_id = self.wrid[idx as usize].load(Ordering::Relaxed);
         if c.inline_scatter_32 && wc.status == WcStatus::Success {
@@ -1384,7 +1410,6 @@ impl<U: UarMap> Provider for Mlx5<U> {
     fn poll_cq(&self, cq: &mut Mlx5Cq, out: &mut [WorkCompletion]) -> Result<usize> {
         let mask = cq.ncqe - 1;
         let mut n = 0;
-        let mut result = Ok(());
         while n < out.len() {
             let slot = (cq.ci & mask) as usize * cqe::CQE_SIZE;
             // The device writes op_own last; one volatile byte load decides ownership.
@@ -1395,31 +1420,36 @@ impl<U: UarMap> Provider for Mlx5<U> {
             // udma_from_device_barrier (lfence): no load of the CQE body may be satisfied before
             // the owner check above.
             uar::lfence();
-            let mut raw = [0u8; 64];
-            cq.buf.read(slot, &mut raw);
+            // SAFETY: software owns this CQE (owner check above): the device writes the slot
+            // again only after the consumer index we publish below has moved past it, and we
+            // publish it only after the last use of `raw` (end of this iteration). `&mut cq`
+            // makes us the only poller. The bytes are still untrusted: parse_into masks every
+            // index and QPN it returns.
+            let raw: &[u8; 64] = unsafe { cq.buf.array_ref::<64>(slot) };
             cq.ci = cq.ci.wrapping_add(1);
-            match cqe::parse(&raw)
-                .map_err(|e| Error::msg("mlx5 poll_cq", e.to_string()))
-                .and_then(|c| self.complete(cq, &c, &raw))
-            {
-                Ok(wc) => {
-                    out[n] = wc;
-                    n += 1;
-                }
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
+            // Decoded straight into the caller's entry (no intermediate completion to copy);
+            // on an error that entry is left with unspecified values and not counted.
+            let wc = &mut out[n];
+            let r = match cqe::parse_into(raw, wc) {
+                Ok(c) => self.complete(&mut cq.last, &c, raw, wc),
+                Err(e) => Err(cqe_error(e)),
+            };
+            if let Err(e) = r {
+                // The bad CQE is consumed (as before): publish the consumer index, then fail.
+                fence(Ordering::Release);
+                cq.db.write_be32_volatile(CQ_SET_CI, cq.ci & 0xff_ffff);
+                return Err(e);
             }
+            n += 1;
         }
-        if n > 0 || result.is_err() {
+        if n > 0 {
             // Our reads of the consumed CQEs must not be reordered after the store that lets
             // the device overwrite them (compiler barrier on x86-64, where loads are not
             // reordered with later stores).
             fence(Ordering::Release);
             cq.db.write_be32_volatile(CQ_SET_CI, cq.ci & 0xff_ffff);
         }
-        result.map(|()| n)
+        Ok(n)
     }
 
     fn arm_cq(&self, cq: &mut Mlx5Cq, solicited_only: bool) -> Result<()> {
