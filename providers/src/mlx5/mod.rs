@@ -22,7 +22,7 @@ pub mod uar;
 pub mod umr;
 pub mod wqe;
 
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use uverbs::error::{Error, Result};
@@ -218,8 +218,77 @@ impl Drop for UidxReservation {
 /// Per-bfreg state: the BlueFlame half toggle, under a lock because medium-latency bfregs may be
 /// shared by QPs driven from different threads (the lock also keeps one doorbell's stores and
 /// its flush together).
+///
+/// The lock is a test-and-set spin lock rather than a `std::sync::Mutex`: the critical section
+/// is a handful of stores and two `sfence`s and never blocks, so there is no reason to sleep,
+/// and the toggle is a single word that is valid at every instant, so there is nothing to poison
+/// (the guard still unlocks if a bug assertion inside unwinds); uncontended it costs one
+/// `lock cmpxchg` and one plain store (the `Mutex` added an unlock RMW and two
+/// `thread::panicking()` poison checks per ring).
+/// Memory ordering:
+/// - taking the lock is an `Acquire` compare-exchange, releasing it a `Release` store; they
+///   synchronise, so the `offset` toggle (accessed `Relaxed`, only while holding the lock) that
+///   one holder stored is the value the next holder loads, whichever thread either runs on;
+/// - the MMIO stores of the previous holder were pushed out of the write-combining buffer by its
+///   `flush()` (`sfence`) before its `Release` unlock store, which our `Acquire` observed: its
+///   doorbell / BlueFlame block reaches the register before ours (what libmlx5's bf lock gives);
+/// - the critical section's volatile stores and fences cannot move out of it: nothing after an
+///   `Acquire` load moves before it, nothing before a `Release` store moves after it.
 struct BfReg {
-    offset: Mutex<usize>,
+    locked: AtomicBool,
+    /// Offset of the half the next doorbell uses (0 or `bf_reg_size / 2`); only touched while
+    /// holding `locked`.
+    offset: AtomicUsize,
+}
+
+impl BfReg {
+    #[inline(always)]
+    fn lock(&self) -> BfGuard<'_> {
+        if self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.lock_contended();
+        }
+        BfGuard(self)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_contended(&self) {
+        let mut spins = 0u32;
+        loop {
+            // Test before test-and-set: spin on a plain load so the line stays shared.
+            while self.locked.load(Ordering::Relaxed) {
+                spins = spins.wrapping_add(1);
+                if spins % 64 == 0 {
+                    // The holder may have been preempted: let it run.
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            if self
+                .locked
+                .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+}
+
+/// Holds a [`BfReg`]'s lock; dropping it releases the lock (`Release` store).
+struct BfGuard<'a>(&'a BfReg);
+
+impl Drop for BfGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.locked.store(false, Ordering::Release);
+    }
 }
 
 /// An open mlx5 context. `U` is the MMIO layer: [`MmapUar`] on hardware, a recording one in tests.
@@ -258,7 +327,8 @@ impl<U: UarMap> Mlx5<U> {
         let nbf = plan.num_pages * plan.uars_per_page * uar::BFREGS_PER_UAR;
         let bfregs = (0..nbf)
             .map(|_| BfReg {
-                offset: Mutex::new(0),
+                locked: AtomicBool::new(false),
+                offset: AtomicUsize::new(0),
             })
             .collect();
         Ok(Mlx5 {
@@ -315,11 +385,12 @@ impl<U: UarWriter> Mlx5<U> {
         qp.db.write_be32_volatile(SND_DBR, qp.cur_post & 0xffff);
 
         let bf = &self.bfregs[qp.bfreg as usize];
-        let mut toggle = bf.offset.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = bf.lock();
+        let toggle = bf.offset.load(Ordering::Relaxed);
         // mmio_wc_start: the doorbell-record store (write-back memory) must be globally visible
         // before the MMIO stores below, which go through the write-combining buffer (sfence).
         self.uar.wc_start();
-        let dst = qp.bf_base + *toggle;
+        let dst = qp.bf_base + toggle;
         let bytes = last.ds as usize * 16;
         let half = self.plan.bf_half();
         if nreq == 1
@@ -345,7 +416,8 @@ impl<U: UarWriter> Mlx5<U> {
         // mmio_flush_writes: push the WC buffer out while we still hold the bfreg, so another
         // thread's doorbell on the same register cannot overtake ours.
         self.uar.flush();
-        *toggle ^= self.plan.toggle();
+        bf.offset.store(toggle ^ self.plan.toggle(), Ordering::Relaxed);
+        drop(guard);
     }
 
     /// The QP a CQE names, borrowed from the CQ's one-entry cache (`last`): no reference-count
