@@ -424,6 +424,36 @@ impl<U: UarWriter> Mlx5<U> {
     /// traffic when consecutive CQEs name the same QP. The key is the CQE's 24-bit user index
     /// (CQE version 1) or QPN, both already masked by `cqe::parse_into`; the registry bounds-checks
     /// it on a cache miss.
+    /// `post_send` of a single request that `wqe::build_send_fast` encodes (RC, one SGE, not
+    /// inline), straight-line: the same flow-control check, bookkeeping and ring as the general
+    /// loop. `false` (nothing written, nothing changed) when the request or the QP's state is
+    /// anything else (no SQ, queue full, a pending UMR fence): the general path then posts it
+    /// or reports the error.
+    #[inline(always)]
+    fn post_one_fast(&self, qp: &mut Mlx5Qp, wr: &SendWr<'_>) -> bool {
+        if qp.geo.sq_wqe_cnt == 0 || qp.fm_cache != 0 {
+            return false;
+        }
+        let tail = qp.shared.sq_tail.load(Ordering::Acquire);
+        if qp.sq_head.wrapping_sub(tail) >= qp.geo.sq_max_post {
+            return false;
+        }
+        let sq_len = qp.geo.sq_wqe_cnt as usize * WQEBB;
+        // SAFETY: as in post_send: the SQ region is written only by the `&mut Mlx5Qp` poster;
+        // the device only reads it; CQ polling reads only the RQ region.
+        let sq = unsafe { qp.buf.slice_mut(qp.geo.sq_offset, sq_len) };
+        let Some(b) = wqe::build_send_fast(sq, qp.cur_post, &qp.params, wr) else {
+            return false;
+        };
+        let idx = (qp.cur_post & (qp.geo.sq_wqe_cnt - 1)) as usize;
+        qp.shared.sq_wrid[idx].store(wr.wr_id, Ordering::Relaxed);
+        qp.shared.sq_wqe_head[idx].store(qp.sq_head, Ordering::Relaxed);
+        let start = qp.cur_post;
+        qp.cur_post = qp.cur_post.wrapping_add(b.wqebbs);
+        self.ring_sq(qp, 1, b, start);
+        true
+    }
+
     fn resolve<'a>(
         &self,
         last: &'a mut Option<(u32, Arc<QpShared>)>,
@@ -1301,6 +1331,11 @@ impl<U: UarMap> Provider for Mlx5<U> {
     }
 
     unsafe fn post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        if let [wr] = wrs {
+            if self.post_one_fast(qp, wr) {
+                return Ok(());
+            }
+        }
         if wrs.is_empty() {
             return Ok(());
         }

@@ -300,7 +300,7 @@ fn fm_ce_se_of(p: &SqParams, wr: &SendWr<'_>) -> u8 {
 /// - the ring wrap: the WQE starts on a 64-byte basic block and takes at most 48 bytes of it, so
 ///   it never reaches the end of the ring (a whole number of basic blocks).
 #[inline(always)]
-fn build_send_fast(sq: &mut [u8], cur_post: u32, p: &SqParams, wr: &SendWr<'_>) -> Option<Built> {
+pub(crate) fn build_send_fast(sq: &mut [u8], cur_post: u32, p: &SqParams, wr: &SendWr<'_>) -> Option<Built> {
     if p.qp_type != QpType::Rc || p.max_send_sge == 0 || wr.flags.contains(SendFlags::INLINE) {
         return None;
     }
