@@ -392,13 +392,13 @@ impl<U: UarWriter> Mlx5<U> {
         self.uar.wc_start();
         let dst = qp.bf_base + toggle;
         let bytes = last.ds as usize * 16;
-        let half = self.plan.bf_half();
+        // `bf_limit` is the BlueFlame half when BlueFlame is on and the bfreg is not 0, else 0,
+        // which `bytes` (at least 32 here) always exceeds: the same test as
+        // `half != 0 && bfreg != 0 && bytes <= half`, with the constants folded at QP creation.
         if nreq == 1
-            && half != 0
-            && qp.bfreg != 0
             && (last.inline || self.config.prefer_bf)
             && last.ds > 1
-            && bytes <= half
+            && bytes <= qp.bf_limit
         {
             // BlueFlame: the whole WQE, rounded up to 64 bytes, as ascending 8-byte stores; the
             // source wraps at the SQ end per 64-byte block.
@@ -416,7 +416,7 @@ impl<U: UarWriter> Mlx5<U> {
         // mmio_flush_writes: push the WC buffer out while we still hold the bfreg, so another
         // thread's doorbell on the same register cannot overtake ours.
         self.uar.flush();
-        bf.offset.store(toggle ^ self.plan.toggle(), Ordering::Relaxed);
+        bf.offset.store(toggle ^ qp.bf_toggle, Ordering::Relaxed);
         drop(guard);
     }
 
@@ -679,6 +679,10 @@ pub struct Mlx5Qp {
     rq_head: u32,
     bfreg: u32,
     bf_base: usize,
+    /// BlueFlame size limit: `plan.bf_half()` if BlueFlame is on and `bfreg != 0`, else 0.
+    bf_limit: usize,
+    /// `plan.toggle()`: what flips the bfreg's half after each doorbell.
+    bf_toggle: usize,
     registry: Arc<Registry>,
     /// The fence the next WQE carries unless it asks for a full one (libmlx5's `fm_cache`:
     /// the initiator small fence after a UMR).
@@ -1090,6 +1094,8 @@ impl<U: UarMap> Provider for Mlx5<U> {
             rq_head: 0,
             bfreg,
             bf_base,
+            bf_limit: if bfreg != 0 { self.plan.bf_half() } else { 0 },
+            bf_toggle: self.plan.toggle(),
             registry: self.registry.clone(),
             fm_cache: 0,
         })
