@@ -262,7 +262,7 @@ impl BfReg {
             // Test before test-and-set: spin on a plain load so the line stays shared.
             while self.locked.load(Ordering::Relaxed) {
                 spins = spins.wrapping_add(1);
-                if spins % 64 == 0 {
+                if spins.is_multiple_of(64) {
                     // The holder may have been preempted: let it run.
                     std::thread::yield_now();
                 } else {
