@@ -376,7 +376,15 @@ impl<U: UarWriter> Mlx5<U> {
         *qp.shared.srq.write().unwrap_or_else(|e| e.into_inner()) = Some(srq.shared.clone());
     }
 
-    fn ring_sq(&self, qp: &mut Mlx5Qp, nreq: u32, last: wqe::Built, last_start: u32) {
+    /// `bf_block`: the last WQE's basic block as written, when the caller has it in hand (one
+    /// 64-byte WQE): BlueFlame copies it from there instead of reading the ring back.
+    fn ring_sq(&self, qp: &mut Mlx5Qp, nreq: u32, last: wqe::Built, last_start: u32, bf_block: Option<&[u64; 8]>) {
+        self.ring_sq_inline(qp, nreq, last, last_start, bf_block)
+    }
+
+    /// [`Self::ring_sq`], inlined into the single-request fast path.
+    #[inline(always)]
+    fn ring_sq_inline(&self, qp: &mut Mlx5Qp, nreq: u32, last: wqe::Built, last_start: u32, bf_block: Option<&[u64; 8]>) {
         qp.sq_head = qp.sq_head.wrapping_add(nreq);
         // udma_to_device_barrier: every WQE byte above must be visible to the device before the
         // doorbell record says they exist. x86-64 stores are not reordered with each other, so
@@ -403,7 +411,14 @@ impl<U: UarWriter> Mlx5<U> {
             // BlueFlame: the whole WQE, rounded up to 64 bytes, as ascending 8-byte stores; the
             // source wraps at the SQ end per 64-byte block.
             let mask = qp.geo.sq_wqe_cnt - 1;
-            for blk in 0..bytes.div_ceil(WQEBB) {
+            let from_ring = match bf_block {
+                Some(words) if bytes <= WQEBB => {
+                    self.uar.bf_copy(dst, words);
+                    0
+                }
+                _ => bytes.div_ceil(WQEBB),
+            };
+            for blk in 0..from_ring {
                 let slot = (last_start.wrapping_add(blk as u32) & mask) as usize;
                 let base = qp.geo.sq_offset + slot * WQEBB;
                 let words = qp.buf.read_u64x8(base);
@@ -442,7 +457,7 @@ impl<U: UarWriter> Mlx5<U> {
         // SAFETY: as in post_send: the SQ region is written only by the `&mut Mlx5Qp` poster;
         // the device only reads it; CQ polling reads only the RQ region.
         let sq = unsafe { qp.buf.slice_mut(qp.geo.sq_offset, sq_len) };
-        let Some(b) = wqe::build_send_fast(sq, qp.cur_post, &qp.params, wr) else {
+        let Some((b, words)) = wqe::build_send_fast_block(sq, qp.cur_post, &qp.params, wr) else {
             return false;
         };
         let idx = (qp.cur_post & (qp.geo.sq_wqe_cnt - 1)) as usize;
@@ -450,7 +465,7 @@ impl<U: UarWriter> Mlx5<U> {
         qp.shared.sq_wqe_head[idx].store(qp.sq_head, Ordering::Relaxed);
         let start = qp.cur_post;
         qp.cur_post = qp.cur_post.wrapping_add(b.wqebbs);
-        self.ring_sq(qp, 1, b, start);
+        self.ring_sq_inline(qp, 1, b, start, Some(&words));
         true
     }
 
@@ -1332,7 +1347,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
         qp.fm_cache = umr::INITIATOR_SMALL_FENCE;
         // ring_sq orders the WQE stores before the doorbell record and the record before the
         // MMIO doorbell / BlueFlame copy (see its comments).
-        self.ring_sq(qp, 1, b, start);
+        self.ring_sq(qp, 1, b, start, None);
         Ok(())
     }
 
@@ -1410,7 +1425,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
         }
         drop(avs);
         if let Some((b, start)) = last {
-            self.ring_sq(qp, nreq, b, start);
+            self.ring_sq(qp, nreq, b, start, None);
         }
         match err {
             Some(e) => Err(e),

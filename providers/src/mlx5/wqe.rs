@@ -301,6 +301,20 @@ fn fm_ce_se_of(p: &SqParams, wr: &SendWr<'_>) -> u8 {
 ///   it never reaches the end of the ring (a whole number of basic blocks).
 #[inline(always)]
 pub(crate) fn build_send_fast(sq: &mut [u8], cur_post: u32, p: &SqParams, wr: &SendWr<'_>) -> Option<Built> {
+    build_send_fast_block(sq, cur_post, p, wr).map(|(b, _)| b)
+}
+
+/// [`build_send_fast`], also returning the WQE's whole 64-byte basic block as the eight
+/// native-order words now in the ring (the segments just written, then the block's stale tail
+/// as it was): the BlueFlame source, handed over in registers instead of read back from the
+/// ring.
+#[inline(always)]
+pub(crate) fn build_send_fast_block(
+    sq: &mut [u8],
+    cur_post: u32,
+    p: &SqParams,
+    wr: &SendWr<'_>,
+) -> Option<(Built, [u64; 8])> {
     if p.qp_type != QpType::Rc || p.max_send_sge == 0 || wr.flags.contains(SendFlags::INLINE) {
         return None;
     }
@@ -321,26 +335,27 @@ pub(crate) fn build_send_fast(sq: &mut [u8], cur_post: u32, p: &SqParams, wr: &S
     // The one bounds check for this WQE: its basic block (in the ring whenever the ring is a
     // power-of-two number of blocks, as build_send requires; if not, the generic path decides).
     let blk: &mut [u8; WQEBB] = sq.get_mut(start..start + WQEBB)?.try_into().ok()?;
+    let word = |b: &[u8]| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8]));
+    let halves = |seg: &[u8; 16]| (word(&seg[..8]), word(&seg[8..]));
     let data = data_seg(sge.length, sge.lkey, sge.addr);
-    let ds = if raddr {
-        blk[16..32].copy_from_slice(&raddr_seg(wr.remote.addr, wr.remote.rkey));
+    let (d0, d1) = halves(&data);
+    let imm = if wr.opcode.has_imm() { wr.imm_data } else { 0 };
+    let (ds, w2, w3, w4, w5) = if raddr {
+        let r = raddr_seg(wr.remote.addr, wr.remote.rkey);
+        blk[16..32].copy_from_slice(&r);
         blk[32..48].copy_from_slice(&data);
-        3
+        let (r0, r1) = halves(&r);
+        (3, r0, r1, d0, d1)
     } else {
         blk[16..32].copy_from_slice(&data);
-        2
+        // bytes 32..48 are the block's stale tail: as the ring holds them
+        (2, d0, d1, word(&blk[32..40]), word(&blk[40..48]))
     };
-    let imm = if wr.opcode.has_imm() { wr.imm_data } else { 0 };
     let ctrl = ctrl_seg(cur_post as u16, opc, p.qpn, ds, fm_ce_se_of(p, wr), imm);
     blk[0..16].copy_from_slice(&ctrl);
-    let mut head = [0u8; 8];
-    head.copy_from_slice(&ctrl[..8]);
-    Some(Built {
-        ds,
-        wqebbs: 1,
-        inline: false,
-        ctrl_head: u64::from_ne_bytes(head),
-    })
+    let (c0, c1) = halves(&ctrl);
+    let w = [c0, c1, w2, w3, w4, w5, word(&blk[48..56]), word(&blk[56..64])];
+    Some((Built { ds, wqebbs: 1, inline: false, ctrl_head: c0 }, w))
 }
 
 /// [`build_send`] for every request: checks it, then encodes it segment by segment.
@@ -612,15 +627,21 @@ mod tests {
                                 wr.imm_data = 0x1122_3344;
                                 wr.swap = 5;
                                 wr.compare_add = 6;
-                                let mut a = vec![0xa5u8; 4 * 64];
+                                // stale bytes differ by position, so the block's tail is checked too
+                                let mut a: Vec<u8> = (0..4 * 64).map(|i| (i * 7 + 3) as u8).collect();
                                 let mut b = a.clone();
-                                let fast = build_send_fast(&mut a, cur_post, &p, &wr);
+                                let fast = build_send_fast_block(&mut a, cur_post, &p, &wr);
                                 let generic =
                                     build_send_generic(&mut b, cur_post, &p, &wr, None, |_, d| d.fill(0x3c));
-                                if let Some(f) = fast {
+                                if let Some((f, words)) = fast {
                                     fast_taken += 1;
                                     assert_eq!(Ok(f), generic.map_err(|e| e.to_string()), "{qp_type:?} {op:?} {flags:?}");
                                     assert_eq!(a, b, "{qp_type:?} {op:?} {flags:?} {cur_post}");
+                                    // the BlueFlame source handed back is the block as it now is in the ring
+                                    let at = (cur_post as usize & 3) * 64;
+                                    let ring: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+                                    assert_eq!(ring, a[at..at + 64], "{qp_type:?} {op:?} {flags:?} {cur_post}");
+                                    assert_eq!(f.ctrl_head, words[0]);
                                 }
                             }
                         }
