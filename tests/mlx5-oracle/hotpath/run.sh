@@ -2,6 +2,9 @@
 # mlx5 hot-path microbenchmark: rdma-core 44's libmlx5 (through the oracle's fake-kernel shim in
 # plain-UAR mode) against our provider (providers/examples/mlx5_hotpath.rs), the same two loops
 # (bw: perftest's BW loop, 1 in 100 signaled; lat: every WR signaled and polled right after).
+# Rows bw_wr / lat_wr: the same loops with libmlx5 posting through the extended QP API (ibv_qp_ex:
+# ibv_wr_start / ibv_wr_rdma_write / ibv_wr_set_sge / ibv_wr_complete, C perftest 6.x's default on
+# mlx5) against ours' only post path (its bw / lat loop: the same work, checked the same way).
 # Prints one markdown table: instructions per operation (valgrind callgrind, the loop function
 # only) and ns per operation (best of RUNS plain runs). A benchmark: nothing asserts a speed.
 # Usage: run.sh [N_PLAIN [N_CALLGRIND [RUNS]]]   (defaults 2000000 200000 5)
@@ -46,16 +49,17 @@ ir() { # Ir of the loop function / iterations
 }
 
 ROWS=""
-for CASE in bw lat; do
-  echo "== $CASE: plain runs (N=$N, best of $RUNS)" >&2
-  cns=$(best c_ $CASE); rns=$(best r_ $CASE)
+for CASE in bw lat bw_wr lat_wr; do
+  RCASE=${CASE%_wr} # ours has one post API: its bw / lat loop for the *_wr rows
+  echo "== $CASE: plain runs (N=$N, best of $RUNS; ours: $RCASE)" >&2
+  cns=$(best c_ $CASE); rns=$(best r_ $RCASE)
   # the two loops must have done the same work
   for f in iters completions sq_pi last_wr_id; do
-    a=$(field $f < $B/last_c__$CASE); r=$(field $f < $B/last_r__$CASE)
+    a=$(field $f < $B/last_c__$CASE); r=$(field $f < $B/last_r__$RCASE)
     if [ "$a" != "$r" ]; then echo "MISMATCH $CASE $f: libmlx5 $a, ours $r" >&2; exit 1; fi
   done
   echo "== $CASE: callgrind (N=$NCG)" >&2
-  cir=$(ir c_ $CASE); rir=$(ir r_ $CASE)
+  cir=$(ir c_ $CASE); rir=$(ir r_ $RCASE)
   ROWS="$ROWS| $CASE | $cir | $rir | $(awk -v a="$rir" -v b="$cir" 'BEGIN { printf "%.2f", a / b }') | $cns | $rns | $(awk -v a="$rns" -v b="$cns" 'BEGIN { printf "%.2f", a / b }') |
 "
 done

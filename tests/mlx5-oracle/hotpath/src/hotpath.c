@@ -5,7 +5,11 @@
  * into the CQ buffer (dev_req_cqe: the same stores as providers/examples/mlx5_hotpath.rs).
  * Own code; uses only the public verbs / mlx5dv API.
  *
- * usage: mlx5hotpath bw|lat [ITERS]     (bw: ITERS is rounded down to a multiple of CQ_MOD)
+ * bw_wr / lat_wr: the same two loops posting through the extended QP API (ibv_qp_ex: ibv_wr_start,
+ * ibv_wr_rdma_write, ibv_wr_set_sge, ibv_wr_complete), which C perftest 6.x uses by default on mlx5;
+ * the QP is then created with ibv_create_qp_ex (send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE).
+ *
+ * usage: mlx5hotpath bw|lat|bw_wr|lat_wr [ITERS]     (bw*: ITERS is rounded down to a multiple of CQ_MOD)
  * Prints one line: "case=.. iters=.. ns_per_op=.. completions=.. sq_pi=.. last_wr_id=..". */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -49,7 +53,7 @@ static inline void dev_req_cqe(struct dev *d, uint16_t wqe_counter)
 	d->pi++;
 }
 
-static struct ibv_qp *qp; static struct ibv_cq *cq; static struct ibv_mr *mr;
+static struct ibv_qp *qp; static struct ibv_qp_ex *qpx; static struct ibv_cq *cq; static struct ibv_mr *mr;
 static uint8_t *data; static struct mlx5dv_qp dvqp;
 static uint64_t completions, last_wr_id;
 
@@ -107,12 +111,64 @@ __attribute__((noinline)) void hot_loop_lat(uint64_t iters)
 	}
 }
 
+/* hot_loop_bw through the extended QP API: the same loop, the same WRs, posted one per
+ * ibv_wr_start .. ibv_wr_complete (what perftest does per post when it uses the new post API) */
+__attribute__((noinline)) void hot_loop_bw_wr(uint64_t iters)
+{
+	uint32_t lkey = mr->lkey; uint64_t addr = (uintptr_t)data;
+	struct ibv_wc wc[POLL_BATCH];
+	uint64_t scnt = 0, ccnt = 0;
+	while (scnt < iters || ccnt < iters) {
+		while (scnt < iters && scnt - ccnt < TX_DEPTH) {
+			int sig = scnt % CQ_MOD == CQ_MOD - 1;
+			ibv_wr_start(qpx);
+			qpx->wr_id = scnt;
+			qpx->wr_flags = sig ? IBV_SEND_SIGNALED : 0;
+			ibv_wr_rdma_write(qpx, RKEY, REMOTE_VA);
+			ibv_wr_set_sge(qpx, lkey, addr, MSG_SIZE);
+			if (ibv_wr_complete(qpx)) die("wr_complete");
+			if (sig) dev_req_cqe(&D, (uint16_t)scnt);
+			scnt++;
+		}
+		if (ccnt < iters) {
+			int ne = ibv_poll_cq(cq, POLL_BATCH, wc);
+			if (ne < 0) die("poll_cq");
+			for (int i = 0; i < ne; i++) {
+				if (wc[i].status != IBV_WC_SUCCESS) die("completion status");
+				last_wr_id = wc[i].wr_id;
+			}
+			completions += ne; ccnt += (uint64_t)ne * CQ_MOD;
+		}
+	}
+}
+
+/* hot_loop_lat through the extended QP API */
+__attribute__((noinline)) void hot_loop_lat_wr(uint64_t iters)
+{
+	uint32_t lkey = mr->lkey; uint64_t addr = (uintptr_t)data;
+	struct ibv_wc wc;
+	for (uint64_t i = 0; i < iters; i++) {
+		ibv_wr_start(qpx);
+		qpx->wr_id = i;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(qpx, RKEY, REMOTE_VA);
+		ibv_wr_set_sge(qpx, lkey, addr, MSG_SIZE);
+		if (ibv_wr_complete(qpx)) die("wr_complete");
+		dev_req_cqe(&D, (uint16_t)i);
+		int ne;
+		do ne = ibv_poll_cq(cq, 1, &wc); while (ne == 0);
+		if (ne < 0 || wc.status != IBV_WC_SUCCESS) die("poll_cq");
+		last_wr_id = wc.wr_id; completions++;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *which = argc > 1 ? argv[1] : "bw";
 	uint64_t iters = argc > 2 ? strtoull(argv[2], NULL, 0) : 2000000;
-	int bw = !strcmp(which, "bw");
-	if (!bw && strcmp(which, "lat")) die("case must be bw or lat");
+	int bw = !strcmp(which, "bw") || !strcmp(which, "bw_wr");
+	int use_wr = !strcmp(which, "bw_wr") || !strcmp(which, "lat_wr");
+	if (!bw && strcmp(which, "lat") && strcmp(which, "lat_wr")) die("case must be bw, lat, bw_wr or lat_wr");
 	if (bw) { iters -= iters % CQ_MOD; if (!iters) iters = CQ_MOD; }
 	struct shim_state *S = shim_state();
 
@@ -131,8 +187,20 @@ int main(int argc, char **argv)
 	ia.qp_type = IBV_QPT_RC; ia.send_cq = cq; ia.recv_cq = cq;
 	ia.cap.max_send_wr = TX_DEPTH; ia.cap.max_recv_wr = 16; ia.cap.max_send_sge = 1; ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = 0;
-	qp = ibv_create_qp(pd, &ia);
-	if (!qp) die("ibv_create_qp");
+	if (!use_wr) {
+		qp = ibv_create_qp(pd, &ia);
+		if (!qp) die("ibv_create_qp");
+	} else {
+		/* the same QP, created through the extended call with the send ops the wr loops use */
+		struct ibv_qp_init_attr_ex iax; memset(&iax, 0, sizeof iax);
+		iax.qp_type = ia.qp_type; iax.send_cq = ia.send_cq; iax.recv_cq = ia.recv_cq; iax.cap = ia.cap;
+		iax.pd = pd; iax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+		qp = ibv_create_qp_ex(ctx, &iax);
+		if (!qp) die("ibv_create_qp_ex");
+		qpx = ibv_qp_to_qp_ex(qp);
+		if (!qpx) die("ibv_qp_to_qp_ex");
+	}
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
 		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) die("INIT");
@@ -158,7 +226,8 @@ int main(int argc, char **argv)
 
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (bw) hot_loop_bw(iters); else hot_loop_lat(iters);
+	if (use_wr) { if (bw) hot_loop_bw_wr(iters); else hot_loop_lat_wr(iters); }
+	else if (bw) hot_loop_bw(iters); else hot_loop_lat(iters);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
 	uint32_t sq_pi = be32toh(dvqp.dbrec[MLX5_SND_DBR]) & 0xffff;
