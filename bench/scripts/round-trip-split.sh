@@ -11,7 +11,10 @@
 # RTS_RUNS, RTS_N, RTS_SIZE, RTS_TOOLS, RTS_IMPLS, RTS_EVENTS are passed through (see
 # round-trip-split-guest.sh); RTS_GUEST_ENV="NAME=VALUE ..." is exported in the guest for every
 # run (e.g. a knob only the alt binary reads); RTS_TIMEOUT (default 1200 s) bounds the VM.
-# Writes OUT_DIR/table.md (bench/scripts/round-trip-split-table.sh) from the traces; OUT_DIR defaults to
+# Writes OUT_DIR/table.md (bench/scripts/round-trip-split-table.sh) and OUT_DIR/tail.md (the
+# ping-pong halves and the slow iterations, bench/scripts/round-trip-tail.sh) from the traces;
+# RTS_EVENTS="sched/sched_switch irq_vectors/local_timer_entry irq/irq_handler_entry" gives the
+# latter what else ran during the slow iterations. OUT_DIR defaults to
 # ${CARGO_TARGET_DIR:-target}/round-trip-split/<date>.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/vm-bench.bash"
@@ -38,5 +41,6 @@ echo "host load after: $(uptime)" >>"$OUT/meta.txt"
 say "VM exit $rc (guest log: $OUT/guest.log)"
 bench/scripts/round-trip-split-table.sh "$OUT" >"$OUT/table.md"
 cat "$OUT/table.md"
-say "table: $OUT/table.md"
+bench/scripts/round-trip-tail.sh "$OUT" >"$OUT/tail.md" || say "no tail table (see above)"
+say "tables: $OUT/table.md, $OUT/tail.md"
 exit "$rc"
