@@ -8,7 +8,7 @@
  * Own code; uses only the public verbs API and the uAPI headers.
  *
  * usage: rxehotpath bw|lat [ITERS]     (bw: ITERS is rounded down to a multiple of CQ_MOD)
- * Prints one line: "case=.. iters=.. ns_per_op=.. completions=.. sq_pi=.. last_wr_id=..". */
+ * Prints one line: "case=.. iters=.. ns_per_op=.. completions=.. sq_pi=.. last_wr_id=.. wqe_hash=..". */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,9 +158,18 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
 	uint32_t sq_pi = __atomic_load_n(&((struct rxe_queue_buf *)K.sq)->producer_index, __ATOMIC_ACQUIRE);
-	printf("case=%s iters=%llu ns_per_op=%.2f completions=%llu sq_pi=%u last_wr_id=%llu impl=librxe sq_slots=%u sq_elem=%u cq_slots=%u cq_elem=%u qpn=0x%x\n",
+	/* FNV-1a of the last WQE posted (its first 224 bytes: struct rxe_send_wqe + one rxe_sge),
+	 * skipping the SGE address (208..215, a heap address of this process) and ssn (176..179:
+	 * librxe stores a per-QP send sequence number there, ours leaves the 0 it found) */
+	const uint8_t *last = K.sq + sizeof(struct rxe_queue_buf) + ((size_t)((sq_pi - 1) & K.sq_mask) << S->last_sq->log2_elem);
+	uint64_t wqe_hash = 0xcbf29ce484222325ULL;
+	for (int i = 0; i < 224; i++) if ((i < 176 || i >= 180) && (i < 208 || i >= 216)) { wqe_hash ^= last[i]; wqe_hash *= 0x100000001b3ULL; }
+	if (getenv("HOTPATH_DUMP_WQE")) { /* the WQE bytes, 16 per line, to compare with ours */
+		for (int i = 0; i < 224; i++) fprintf(stderr, "%02x%s", last[i], i % 16 == 15 ? "\n" : " ");
+	}
+	printf("case=%s iters=%llu ns_per_op=%.2f completions=%llu sq_pi=%u last_wr_id=%llu wqe_hash=%016llx impl=librxe sq_slots=%u sq_elem=%u cq_slots=%u cq_elem=%u qpn=0x%x\n",
 	       which, (unsigned long long)iters, ns / iters, (unsigned long long)completions, sq_pi,
-	       (unsigned long long)last_wr_id, K.sq_mask + 1, 1u << S->last_sq->log2_elem, K.cq_mask + 1, 1u << K.cq_log2, qp->qp_num);
+	       (unsigned long long)last_wr_id, (unsigned long long)wqe_hash, K.sq_mask + 1, 1u << S->last_sq->log2_elem, K.cq_mask + 1, 1u << K.cq_log2, qp->qp_num);
 	ibv_destroy_qp(qp); ibv_destroy_cq(cq); ibv_dereg_mr(mr); ibv_dealloc_pd(pd); ibv_close_device(ctx);
 	ibv_free_device_list(l);
 	return 0;
