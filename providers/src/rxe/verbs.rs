@@ -183,30 +183,20 @@ impl<M: RingMem> RxeQp<M> {
         if !matches!(self.state, QpState::Rts | QpState::Sqd | QpState::Err) {
             // Refuse before touching the ring: a WQE published now would sit there and run at
             // some later doorbell, long after the caller was told the post failed.
-            let error = Error::msg(
-                "post send",
-                format!("QP {:#x} is in state {:?}", self.qpn, self.state),
-            )
-            .with_hint("move the QP to RTS before posting sends");
-            return Err(PostError { index: 0, error });
+            return Err(not_ready_for_sends(self.qpn, self.state));
         }
-        let lim = self.sq_limits;
-        let r = self.sq.push_batch(wrs, |slot, wr| {
-            encode_send(slot, wr, &lim, inline).map_err(|e| Error::msg("post send", e.to_string()))
-        });
-        let written = match &r {
-            Ok(()) => wrs.len(),
-            Err((i, _)) => *i,
-        };
-        if written > 0 {
-            if let Err(error) = doorbell(self.handle) {
-                return Err(PostError {
-                    index: written,
-                    error,
-                });
+        let lim = &self.sq_limits;
+        match self.sq.push_batch(wrs, |slot, wr| encode_send(slot, wr, lim, inline).map_err(encode_error)) {
+            // The common case first: everything written, one doorbell.
+            Ok(()) => doorbell(self.handle).map_err(|error| PostError { index: wrs.len(), error }),
+            // Request `index` was refused: ring for the ones before it, then report it.
+            Err((index, error)) => {
+                if index > 0 {
+                    doorbell(self.handle).map_err(|error| PostError { index, error })?;
+                }
+                Err(PostError { index, error })
             }
         }
-        r.map_err(|(index, error)| PostError { index, error })
     }
 
     /// Post receives to the RQ ring (no syscall: the kernel reads the ring when packets arrive).
@@ -225,6 +215,23 @@ impl<M: RingMem> RxeQp<M> {
         }
         post_recv_ring(rq, self.rq_max_sge, wrs)
     }
+}
+
+/// The error for a send posted to a QP that is not in RTS, SQD or ERR (out of line: the post
+/// path only branches).
+#[cold]
+#[inline(never)]
+fn not_ready_for_sends(qpn: u32, state: QpState) -> PostError {
+    let error = Error::msg("post send", format!("QP {qpn:#x} is in state {state:?}"))
+        .with_hint("move the QP to RTS before posting sends");
+    PostError { index: 0, error }
+}
+
+/// A request the WQE encoder refused, as a post error (out of line).
+#[cold]
+#[inline(never)]
+fn encode_error(e: impl std::fmt::Display) -> Error {
+    Error::msg("post send", e.to_string())
 }
 
 #[inline]
