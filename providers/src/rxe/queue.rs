@@ -249,12 +249,7 @@ impl<M: RingMem> Producer<M> {
                     }
                 };
                 if free == 0 {
-                    let e = Error::msg(
-                        format!("post to the {}", self.ring.what),
-                        format!("{} full: {} outstanding", self.ring.what, self.ring.mask),
-                    )
-                    .with_hint(self.full_hint);
-                    failed = Some((i, e));
+                    failed = Some((i, self.full_error()));
                     break;
                 }
             }
@@ -284,6 +279,39 @@ impl<M: RingMem> Producer<M> {
             None => Ok(()),
             Some(f) => Err(f),
         }
+    }
+
+    /// [`Self::push_batch`] for exactly one item (the data path's common case), without the
+    /// batch bookkeeping: the same free-slot check, slot write and release publication, and the
+    /// same errors. On error nothing was published.
+    #[inline(always)]
+    pub fn push_one<T>(&mut self, item: &T, fill: impl FnOnce(&mut [u8], &T) -> Result<()>) -> Result<()> {
+        if self.outstanding()? >= self.ring.mask {
+            return Err(self.full_error());
+        }
+        let p = self.ring.slot_ptr(self.prod);
+        // SAFETY: as in push_batch: `p` is a slot inside the region (slot_ptr), free (fewer than
+        // `mask` slots are outstanding, so it lies outside the consumer..producer window the
+        // other side may access, and the Acquire load in outstanding() ordered the other side's
+        // last use of it before this write); `&mut self` guarantees no other slice into the ring.
+        let slot = unsafe { core::slice::from_raw_parts_mut(p, self.ring.elem_size()) };
+        fill(slot, item)?;
+        self.prod = (self.prod + 1) & self.ring.mask;
+        // Release: the slot write above happens-before the other side's acquire load of
+        // producer_index that makes the slot visible to it.
+        self.ring.index(QB_PRODUCER_INDEX).store(self.prod, Ordering::Release);
+        Ok(())
+    }
+
+    /// The error for a post to a full queue.
+    #[cold]
+    #[inline(never)]
+    fn full_error(&self) -> Error {
+        Error::msg(
+            format!("post to the {}", self.ring.what),
+            format!("{} full: {} outstanding", self.ring.what, self.ring.mask),
+        )
+        .with_hint(self.full_hint)
     }
 
     fn outstanding_from(&self, prod: u32) -> Result<u32> {
@@ -556,6 +584,42 @@ mod tests {
         let (i, _) = p.push_batch(&items[..5], fill_u64).unwrap_err();
         assert_eq!(i, 3);
         assert_eq!(mem.load_u32(QB_PRODUCER_INDEX), 2);
+    }
+
+    #[test]
+    fn push_one_is_push_batch_of_one() {
+        // Same slot bytes and index as a batch of one, the same full and corrupt-index errors,
+        // and nothing published when the fill refuses.
+        let (a, b) = (HeapRing::new(8, 8), HeapRing::new(8, 8));
+        let mut pa = Producer::new(a.clone(), 208, "send queue", "raise -t").unwrap();
+        let mut pb = Producer::new(b.clone(), 208, "send queue", "raise -t").unwrap();
+        for v in 100..107u64 {
+            pa.push_one(&v, fill_u64).unwrap();
+            pb.push_batch(&[v], fill_u64).unwrap();
+            assert_eq!(a.load_u32(QB_PRODUCER_INDEX), b.load_u32(QB_PRODUCER_INDEX));
+            let (mut x, mut y) = ([0u8; 256], [0u8; 256]);
+            let at = a.slot_offset(pa.producer().wrapping_sub(1) & 7);
+            // SAFETY: single-threaded test; the slots are not in use.
+            unsafe { a.read_bytes(at, &mut x) };
+            // SAFETY: as above.
+            unsafe { b.read_bytes(at, &mut y) };
+            assert_eq!(x, y);
+        }
+        let full = pa.push_one(&1u64, fill_u64).unwrap_err();
+        let (_, full_b) = pb.push_batch(&[1u64], fill_u64).unwrap_err();
+        assert_eq!(full.to_string(), full_b.to_string());
+        assert_eq!(full.to_string(), "post to the send queue failed: send queue full: 7 outstanding; raise -t");
+        assert_eq!(a.load_u32(QB_PRODUCER_INDEX), 7);
+        a.store_u32(QB_CONSUMER_INDEX, 7);
+        assert!(pa.push_one(&1u64, |_, _| Err(Error::msg("post", "bad"))).is_err());
+        assert_eq!(a.load_u32(QB_PRODUCER_INDEX), 7);
+        assert_eq!(pa.producer(), 7);
+        a.store_u32(QB_CONSUMER_INDEX, 0xffff_ffff);
+        assert!(pa.push_one(&1u64, fill_u64).unwrap_err().to_string().contains("corrupted"));
+        assert_eq!(a.load_u32(QB_PRODUCER_INDEX), 7);
+        // mask 0: every post is "full"
+        let mut p = Producer::new(HeapRing::new(6, 1), 40, "receive queue", "h").unwrap();
+        assert!(p.push_one(&1u64, fill_u64).is_err());
     }
 
     #[test]

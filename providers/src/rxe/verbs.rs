@@ -186,6 +186,13 @@ impl<M: RingMem> RxeQp<M> {
             return Err(not_ready_for_sends(self.qpn, self.state));
         }
         let lim = &self.sq_limits;
+        if let [wr] = wrs {
+            // One request (the data path's common case): no batch bookkeeping.
+            self.sq
+                .push_one(wr, |slot, wr| encode_send(slot, wr, lim, inline).map_err(encode_error))
+                .map_err(|error| PostError { index: 0, error })?;
+            return doorbell(self.handle).map_err(|error| PostError { index: 1, error });
+        }
         match self.sq.push_batch(wrs, |slot, wr| encode_send(slot, wr, lim, inline).map_err(encode_error)) {
             // The common case first: everything written, one doorbell.
             Ok(()) => doorbell(self.handle).map_err(|error| PostError { index: wrs.len(), error }),
