@@ -11,10 +11,18 @@
 #         ibverbs-providers, librdmacm1, ibverbs-utils, rdmacm-utils, perftest
 #         and their library closure, ld.so.cache, mode file).  The kernel
 #         unpacks concatenated newc archives in order; run-in-vm.sh joins them.
+# A third overlay serves the multi-VM cluster (tests/vm/cluster.sh), on top of
+# either mode:
+#   initramfs-cluster.cpio: OpenSSH (server and client), munge and Slurm
+#         (slurmctld, slurmd, slurmstepd, the client commands and the plugins
+#         whose libraries resolve), nothing of rdma-core (checked), no
+#         ld.so.cache (the libraries sit in the default search path, so the
+#         cache of the mode below stays valid).
 #
 # Outputs (in $RXE_VM_OUT, default $RXE_VM_CACHE/image):
 #   vmlinuz (bzImage)  vmlinux (same kernel, uncompressed ELF for PVH boot)
-#   initramfs-base.cpio  initramfs-rdma.cpio   (uncompressed newc, each padded
+#   initramfs-base.cpio  initramfs-rdma.cpio  initramfs-cluster.cpio
+#                      (uncompressed newc, each padded
 #   to a multiple of 4 bytes)  manifest-bare.txt  manifest-full.txt
 #   kernel-version  busybox (host-side cpio tool for run-in-vm.sh)
 # The output dir is printed on stdout (the last line); progress goes to stderr.
@@ -72,7 +80,7 @@ BASE_PKGS=(
   busybox-static bash libtinfo6
   libc6 libgcc-s1
   iproute2 libbpf1 libelf1 libmnl0 libbsd0 libmd0 libcap2 zlib1g
-  strace libunwind8 liblzma5
+  strace libunwind8 liblzma5 libxtables12
   xz-utils
 )
 # (xz-utils is only used on the host, via the staged loader, to extract an
@@ -81,7 +89,18 @@ RDMA_PKGS=(
   libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils rdmacm-utils perftest
   libnl-3-200 libnl-route-3-200 libpci3 libudev1 libibumad3
 )
-PKGS=("${BASE_PKGS[@]}" "${RDMA_PKGS[@]}")
+# The cluster overlay: Debian's OpenSSH, munge and Slurm 22.05 with the
+# libraries their binaries and plugins link (the closure check names any gap).
+CLUSTER_PKGS=(
+  openssh-server openssh-client openssh-sftp-server
+  munge libmunge2 slurmd slurmctld slurm-client slurm-wlm-basic-plugins
+  libssl3 libcrypt1 libaudit1 libcap-ng0 libgssapi-krb5-2 libkrb5-3 libk5crypto3
+  libkrb5support0 libkeyutils1 libcom-err2 libwrap0 libnsl2 libtirpc3 libselinux1
+  libpcre2-8-0 libpam0g libsystemd0 libzstd1 liblz4-1 libgcrypt20 libgpg-error0
+  libedit2 libncursesw6 libfido2-1 libcbor0.8 libhwloc15 libnuma1 libjson-c5
+  libyaml-0-2 liblua5.1-0 libreadline8 libstdc++6 libbz2-1.0
+)
+PKGS=("${BASE_PKGS[@]}" "${RDMA_PKGS[@]}" "${CLUSTER_PKGS[@]}")
 
 EMPTY=$(mktemp -d); trap 'rm -rf "$EMPTY"' EXIT
 DEBFILES=()
@@ -120,11 +139,12 @@ mapfile -t DEBFILES < <(printf '%s\n' "${DEBFILES[@]}" | LC_ALL=C sort)
 # --------------------------------------------------------------- stamp check
 INPUT_HASH=$( {
     printf '%s\n' "${DEBFILES[@]}"
-    cat "$0" "$HERE/guest/init" "$HERE/guest/selftest.sh"
+    cat "$0" "$HERE/guest/init" "$HERE/guest/selftest.sh" "$HERE/guest/cluster-node.sh"
 } | sha256sum | cut -c1-16)
 if [ "${RXE_VM_FORCE:-0}" != 1 ] && [ -f "$OUT/.stamp" ] \
    && [ "$(cat "$OUT/.stamp")" = "$INPUT_HASH" ] \
    && [ -f "$OUT/initramfs-base.cpio" ] && [ -f "$OUT/initramfs-rdma.cpio" ] \
+   && [ -f "$OUT/initramfs-cluster.cpio" ] \
    && [ -f "$OUT/vmlinuz" ] && [ -x "$OUT/busybox" ]; then
     say "up to date ($OUT, stamp $INPUT_HASH, $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$T_START}")s)"
     echo "$OUT"
@@ -148,6 +168,9 @@ VMLINUZ=$STAGE/boot/vmlinuz-$KVER
 
 LDSO=$STAGE/lib64/ld-linux-x86-64.so.2
 LP=$STAGE/lib/x86_64-linux-gnu:$STAGE/usr/lib/x86_64-linux-gnu:$STAGE/usr/lib/x86_64-linux-gnu/libibverbs
+# Slurm's binaries find libslurmfull.so through their RUNPATH, which names
+# the plugin dir by its absolute path
+LP+=:$STAGE/usr/lib/x86_64-linux-gnu/slurm-wlm
 
 # Uncompressed vmlinux (ELF with a PVH entry note): qemu boots it directly,
 # skipping the bzImage self-decompression, which costs ~3-4 s under TCG.
@@ -186,7 +209,11 @@ WANT_MODS=(
   virtio_pci virtio_net dummy veth crc32_generic
   configfs ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm rdma_rxe
   9p 9pnet_virtio
+  sch_netem sch_tbf sch_prio sch_ingress cls_u32 act_gact virtio_console
 )
+# (the qdisc/classifier modules serve tests/vm/cluster.sh's fault injection:
+#  netem delay/loss, tbf rate limits, u32 drop filters; virtio_console
+#  carries its out-of-band agent)
 declare -A MODPATH MODDEPS SEEN
 while IFS= read -r line; do   # pure bash: ~4000 lines, no subshells
     path=${line%%:*}; deps=${line#*:}
@@ -213,7 +240,7 @@ done
 
 # --------------------------------------------------------- binaries per mode
 # real binaries (they shadow busybox applets of the same name)
-BASE_BINS=( bin/bash bin/ip usr/bin/rdma usr/bin/strace )
+BASE_BINS=( bin/bash bin/ip sbin/tc usr/bin/rdma usr/bin/strace )
 RDMA_BINS=(
   usr/bin/ibv_devices usr/bin/ibv_devinfo usr/bin/ibv_rc_pingpong
   usr/bin/ibv_uc_pingpong usr/bin/ibv_ud_pingpong usr/bin/ibv_srq_pingpong
@@ -223,6 +250,13 @@ RDMA_BINS=(
   usr/bin/riostream usr/bin/rstream usr/bin/cmtime
 )
 for b in "$STAGE"/usr/bin/ib_*_{bw,lat}; do RDMA_BINS+=("${b#$STAGE/}"); done
+CLUSTER_BINS=(
+  usr/sbin/sshd usr/bin/ssh usr/bin/scp usr/bin/ssh-keygen usr/lib/openssh/sftp-server
+  usr/sbin/munged usr/bin/munge usr/bin/unmunge
+  usr/sbin/slurmctld-wlm usr/sbin/slurmd-wlm usr/sbin/slurmstepd-wlm
+  usr/bin/srun usr/bin/salloc usr/bin/sbatch usr/bin/squeue usr/bin/sinfo
+  usr/bin/scontrol usr/bin/scancel usr/bin/sbcast
+)
 # libibverbs provider for rxe (dlopen()ed, so not visible to ld.so --list)
 RDMA_DLOPEN=( usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so )
 # libgcc_s: not linked by the tools but needed by glibc-dynamic Rust binaries;
@@ -315,6 +349,39 @@ copy_closure "$TREE_FULL" "${RDMA_BINS[@]}" "${RDMA_DLOPEN[@]}"
 cp "$STAGE/etc/libibverbs.d/rxe.driver" etc/libibverbs.d/
 echo full >etc/rxe-vm/mode
 
+# ------------------------------------------------------------ cluster tree
+# base + OpenSSH + munge + Slurm.  Slurm dlopen()s its plugins by path, so
+# ld.so cannot see them: every plugin whose libraries resolve inside staging
+# is taken (with its closure), the others (MySQL accounting, PMIx, ...) are
+# left out and named in the manifest.
+say "assembling cluster tree (base + OpenSSH + munge + Slurm)"
+TREE_CLUSTER=$CACHE/tree-cluster
+rm -rf "$TREE_CLUSTER"
+cp -a "$TREE_BASE" "$TREE_CLUSTER"
+cd "$TREE_CLUSTER"
+SLURM_PLUGDIR=usr/lib/x86_64-linux-gnu/slurm-wlm
+PLUGINS=() PLUGINS_SKIPPED=()
+for f in "$STAGE/$SLURM_PLUGDIR"/*.so; do
+    rel=${f#$STAGE/}
+    out=$("$LDSO" --library-path "$LP" --list "$f" 2>/dev/null) || { PLUGINS_SKIPPED+=("${rel##*/}"); continue; }
+    if echo "$out" | grep -q 'not found' \
+       || echo "$out" | awk '/=>/ {print $3}' | grep -qv "^$STAGE/"; then
+        PLUGINS_SKIPPED+=("${rel##*/}"); continue
+    fi
+    PLUGINS+=("$rel")
+done
+[ ${#PLUGINS[@]} -gt 20 ] || die "only ${#PLUGINS[@]} Slurm plugins resolve (staging incomplete?)"
+copy_closure "$TREE_CLUSTER" "${CLUSTER_BINS[@]}" "${PLUGINS[@]}"
+# the names Debian's update-alternatives would link (slurmd runs
+# /usr/sbin/slurmstepd by that name)
+for d in slurmctld slurmd slurmstepd; do ln -sf "$d-wlm" "usr/sbin/$d"; done
+cp "$HERE/guest/cluster-node.sh" usr/share/rxe-vm/cluster-node.sh
+echo "${PLUGINS_SKIPPED[*]}" >etc/rxe-vm/slurm-plugins-skipped
+leak=$(find . \( -name 'libibverbs*' -o -name 'librdmacm*' -o -name 'librxe*' -o -name '*rdmav*' \
+                 -o -name 'libmlx*' -o -name 'libefa*' -o -name 'ib_*_bw' -o -name 'ib_*_lat' \
+                 -o -name 'ibv_*' -o -name 'libibverbs.d' \) -print)
+[ -z "$leak" ] || die "cluster tree contains rdma-core/perftest files: $leak"
+
 ldconfig -r "$TREE_BASE" || die "ldconfig -r (base) failed"
 ldconfig -r "$TREE_FULL" || die "ldconfig -r (full) failed"
 
@@ -348,27 +415,34 @@ manifest() {  # mode tree pkgs...
     (cd "$tree" && find lib usr/lib -name '*.so*' \( -type f -o -type l \) | LC_ALL=C sort)
 }
 manifest bare "$TREE_BASE" "${BASE_PKGS[@]}" >"$OUT/manifest-bare.txt.new"
-manifest full "$TREE_FULL" "${PKGS[@]}" >"$OUT/manifest-full.txt.new"
+manifest full "$TREE_FULL" "${BASE_PKGS[@]}" "${RDMA_PKGS[@]}" >"$OUT/manifest-full.txt.new"
+{ manifest cluster "$TREE_CLUSTER" "${CLUSTER_PKGS[@]}"; echo "[slurm-plugins-left-out]"
+  printf '%s\n' "${PLUGINS_SKIPPED[@]}"; } >"$OUT/manifest-cluster.txt"
 cp "$OUT/manifest-bare.txt.new" "$TREE_BASE/etc/rxe-vm/manifest.txt"
 cp "$OUT/manifest-full.txt.new" "$TREE_FULL/etc/rxe-vm/manifest.txt"
 
-# ------------------------------------------------------- overlay file list
-# Everything in the full tree that the base tree lacks or has with other
+# ------------------------------------------------------- overlay file lists
+# Everything in an overlay tree that the base tree lacks or has with other
 # contents.  Replacing a symlink is not allowed: the kernel's initramfs
 # unpacker cannot overwrite an existing symlink with another one.
-cd "$TREE_FULL"
-OVERLAY=()
-while IFS= read -r p; do
-    b=$TREE_BASE/$p
-    if [ ! -e "$b" ] && [ ! -L "$b" ]; then OVERLAY+=("$p"); continue; fi
-    if [ -L "$p" ]; then
-        [ -L "$b" ] && [ "$(readlink "$p")" = "$(readlink "$b")" ] || die "overlay would replace $p (symlink)"
-        continue
-    fi
-    [ -d "$p" ] && continue
-    if [ -L "$b" ] || ! cmp -s "$p" "$b"; then OVERLAY+=("$p"); fi
-done < <(find . -mindepth 1 | LC_ALL=C sort)
-say "rdma overlay: ${#OVERLAY[@]} entries"
+overlay_list() {  # TREE [EXCLUDED_PATH...]: prints the entries, one a line
+    local tree=$1 p b x; shift
+    cd "$tree"
+    while IFS= read -r p; do
+        for x in "$@"; do [ "$p" = "$x" ] && continue 2; done
+        b=$TREE_BASE/$p
+        if [ ! -e "$b" ] && [ ! -L "$b" ]; then echo "$p"; continue; fi
+        if [ -L "$p" ]; then
+            [ -L "$b" ] && [ "$(readlink "$p")" = "$(readlink "$b")" ] || die "overlay would replace $p (symlink)"
+            continue
+        fi
+        [ -d "$p" ] && continue
+        if [ -L "$b" ] || ! cmp -s "$p" "$b"; then echo "$p"; fi
+    done < <(find . -mindepth 1 | LC_ALL=C sort)
+}
+mapfile -t OVERLAY < <(overlay_list "$TREE_FULL")
+mapfile -t OVERLAY_CLUSTER < <(overlay_list "$TREE_CLUSTER" ./etc/ld.so.cache ./etc/rxe-vm/mode ./etc/rxe-vm/manifest.txt)
+say "rdma overlay: ${#OVERLAY[@]} entries; cluster overlay: ${#OVERLAY_CLUSTER[@]} entries (${#PLUGINS[@]} Slurm plugins, ${#PLUGINS_SKIPPED[@]} left out)"
 
 # ------------------------------------------------------------------ pack
 # Uncompressed on purpose: gunzip inside a TCG guest costs more than reading
@@ -383,6 +457,9 @@ pad4 "$OUT/initramfs-base.cpio.new"
 (cd "$TREE_FULL" && printf '%s\n' "${OVERLAY[@]}" | "$BB" cpio -o -H newc -R 0:0 2>/dev/null) \
     >"$OUT/initramfs-rdma.cpio.new"
 pad4 "$OUT/initramfs-rdma.cpio.new"
+(cd "$TREE_CLUSTER" && printf '%s\n' "${OVERLAY_CLUSTER[@]}" | "$BB" cpio -o -H newc -R 0:0 2>/dev/null) \
+    >"$OUT/initramfs-cluster.cpio.new"
+pad4 "$OUT/initramfs-cluster.cpio.new"
 cp "$VMLINUZ" "$OUT/vmlinuz.new"
 rm -f "$OUT/initramfs.cpio" "$OUT/manifest.txt"
 if [ -s "$VMLINUX" ]; then cp "$VMLINUX" "$OUT/vmlinux.new" && mv "$OUT/vmlinux.new" "$OUT/vmlinux"; else rm -f "$OUT/vmlinux"; fi
@@ -390,9 +467,10 @@ cp "$BB" "$OUT/busybox"   # run-in-vm.sh uses it for cpio (host may lack cpio)
 mv "$OUT/vmlinuz.new" "$OUT/vmlinuz"
 mv "$OUT/initramfs-base.cpio.new" "$OUT/initramfs-base.cpio"
 mv "$OUT/initramfs-rdma.cpio.new" "$OUT/initramfs-rdma.cpio"
+mv "$OUT/initramfs-cluster.cpio.new" "$OUT/initramfs-cluster.cpio"
 mv "$OUT/manifest-bare.txt.new" "$OUT/manifest-bare.txt"
 mv "$OUT/manifest-full.txt.new" "$OUT/manifest-full.txt"
 echo "$KVER" >"$OUT/kernel-version"
 echo "$INPUT_HASH" >"$OUT/.stamp"
-say "done: $OUT (base $(du -h "$OUT/initramfs-base.cpio" | cut -f1), rdma overlay $(du -h "$OUT/initramfs-rdma.cpio" | cut -f1), kernel $KVER) in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$T_START}")s"
+say "done: $OUT (base $(du -h "$OUT/initramfs-base.cpio" | cut -f1), rdma overlay $(du -h "$OUT/initramfs-rdma.cpio" | cut -f1), cluster overlay $(du -h "$OUT/initramfs-cluster.cpio" | cut -f1), kernel $KVER) in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$T_START}")s"
 echo "$OUT"

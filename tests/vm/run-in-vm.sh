@@ -25,9 +25,15 @@
 #                   listen:PORT      virtio-net wired to another VM through
 #                   connect:PORT     qemu -netdev socket on 127.0.0.1:PORT
 #                                    (two-VM RoCE over a virtual wire)
+#                   tap:IFNAME       virtio-net on an existing tap device
+#                                    (tests/vm/cluster.sh: taps on a bridge
+#                                    in a network namespace of its own)
 #   --ip A.B.C.D/N  guest address on that netdev (also sets a MAC derived
 #                   from it, so two VMs never share a MAC)
 #   --mem MB / --smp N                                [RXE_VM_MEM 2048, RXE_VM_SMP 2]
+#   --overlay cluster  also unpack initramfs-cluster.cpio (OpenSSH, munge,
+#                   Slurm) after the mode's archives
+#   --qemu-arg ARG  one more qemu argument (repeatable)
 #   --share DIR     also 9p-share host DIR read-write at /mnt/share (results
 #                   written there land on the host)
 #   -e NAME=VALUE   export in the guest before CMD (repeatable)
@@ -61,6 +67,8 @@ SHELL_MODE=0
 QUIET=0
 ENVS=()
 PATHS=()
+OVERLAYS=()
+QEMU_EXTRA=()
 CMD=()
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
@@ -73,6 +81,8 @@ while [ $# -gt 0 ]; do
         --ip) GUEST_IP=$2; shift 2 ;;
         --mem) MEM=$2; shift 2 ;;
         --smp) SMP=$2; shift 2 ;;
+        --overlay) OVERLAYS+=("$2"); shift 2 ;;
+        --qemu-arg) QEMU_EXTRA+=("$2"); shift 2 ;;
         --share) SHARE=$(cd "$2" && pwd) || exit 2; shift 2 ;;
         -e) ENVS+=("$2"); shift 2 ;;
         --log) LOG=$2; shift 2 ;;
@@ -95,6 +105,13 @@ case "$MODE" in
     bare) INITRDS=("$IMAGE/initramfs-base.cpio") ;;
     *) say "bad --mode $MODE (full|bare)"; exit 2 ;;
 esac
+for o in "${OVERLAYS[@]}"; do
+    case "$o" in
+        cluster) [ -f "$IMAGE/initramfs-cluster.cpio" ] || { say "no initramfs-cluster.cpio in $IMAGE; run tests/vm/build-image.sh"; exit 125; }
+                 INITRDS+=("$IMAGE/initramfs-cluster.cpio") ;;
+        *) say "bad --overlay $o (cluster)"; exit 2 ;;
+    esac
+done
 # vmlinux (PVH entry) boots ~4 s faster than the bzImage under TCG
 KERNEL=${RXE_VM_KERNEL:-$IMAGE/vmlinux}
 [ -f "$KERNEL" ] || KERNEL=$IMAGE/vmlinuz
@@ -172,6 +189,11 @@ case "$NET" in
         NETARGS=(-netdev "socket,id=n0,${NET%%:*}=127.0.0.1:${NET#*:}"
                  -device "virtio-net-pci,netdev=n0,romfile=,mac=$MAC")
         GNET=virtio ;;
+    tap:*)
+        [ -n "$GUEST_IP" ] || { say "--net $NET needs --ip"; exit 2; }
+        NETARGS=(-netdev "tap,id=n0,ifname=${NET#tap:},script=no,downscript=no"
+                 -device "virtio-net-pci,netdev=n0,romfile=,mac=$MAC")
+        GNET=virtio ;;
     *) say "bad --net $NET"; exit 2 ;;
 esac
 NONCE=$(od -An -tx1 -N6 /dev/urandom | tr -d ' \n')
@@ -187,7 +209,7 @@ BIOSARGS=()
 
 QEMU=(qemu-system-x86_64 "${ACCEL_ARGS[@]}" "${BIOSARGS[@]}" -m "$MEM" -smp "$SMP"
       -nographic -no-reboot -kernel "$KERNEL" -initrd "$WORK/initrd"
-      -append "$APPEND" "${NETARGS[@]}" "${SHAREARGS[@]}")
+      -append "$APPEND" "${NETARGS[@]}" "${SHAREARGS[@]}" "${QEMU_EXTRA[@]}")
 say "mode=$MODE accel=$ACCEL kernel=${KERNEL##*/} net=$NET mem=${MEM}M smp=$SMP timeout=${TIMEOUT}s files=${#PATHS[@]} initrd=$(du -h "$WORK/initrd" | cut -f1)"
 
 CONSOLE=$WORK/console.log
