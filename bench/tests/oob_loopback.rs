@@ -55,6 +55,9 @@ struct TestHooks {
     remote_neg: Option<Negotiate>,
     actions: Vec<Action>,
     mtu: Option<Option<u8>>,
+    /// How long each `Action::Run` takes (the peer's silence while it measures).
+    run_delay: Duration,
+    run_timeout: Option<(Duration, String)>,
 }
 
 impl TestHooks {
@@ -71,6 +74,8 @@ impl TestHooks {
             remote_neg: None,
             actions: vec![],
             mtu: None,
+            run_delay: Duration::ZERO,
+            run_timeout: None,
         }
     }
     fn my_key(role: Role, qp: usize) -> KeyMsg {
@@ -147,8 +152,14 @@ impl Hooks for TestHooks {
         Ok(())
     }
     fn action(&mut self, action: Action) -> Result<(), OobError> {
+        if matches!(action, Action::Run { .. }) {
+            thread::sleep(self.run_delay);
+        }
         self.actions.push(action);
         Ok(())
+    }
+    fn run_timeout(&self) -> Option<(Duration, String)> {
+        self.run_timeout.clone()
     }
 }
 
@@ -458,4 +469,116 @@ fn source_address_binds_client_and_server() {
     assert!(e.contains("--source_ip 203.0.113.5: no local interface has this address"), "{e}");
     assert!(t0.elapsed() < Duration::from_secs(4), "a bind error must not be retried");
     drop(l);
+}
+
+/// Both sides with a setup bound of `setup`; the client's run takes `delay`; the server's
+/// measurement-phase bound is `server_run` (None: it keeps the setup bound, the old behaviour).
+fn run_pair_slow_client(
+    tool: Tool,
+    o: PlanOptions,
+    setup: Duration,
+    delay: Duration,
+    server_run: Option<Duration>,
+) -> (Result<TestHooks, OobError>, Result<TestHooks, OobError>) {
+    let c = OobConfig { port: 0, timeout: setup, ..Default::default() };
+    let listener = Listener::bind(&c).expect("bind");
+    let port = listener.port();
+    let server = thread::spawn(move || {
+        let mut h = TestHooks::new(Role::Server);
+        h.run_timeout = server_run.map(|t| (t, "1 size x 1 iterations (test)".to_string()));
+        let ch = listener.accept()?;
+        execute(ch, &plan(tool, Role::Server, &o), &mut h).map(|_| h)
+    });
+    let client = thread::spawn(move || {
+        let mut h = TestHooks::new(Role::Client);
+        h.run_delay = delay;
+        h.run_timeout = Some((Duration::from_secs(20), "test".into()));
+        let ch = Channel::connect("127.0.0.1", &OobConfig { port, timeout: setup, ..Default::default() })?;
+        execute(ch, &plan(tool, Role::Client, &o), &mut h).map(|_| h)
+    });
+    (client.join().expect("client thread"), server.join().expect("server thread"))
+}
+
+#[test]
+fn a_passive_server_waits_out_its_clients_run_under_the_run_bound() {
+    // The read/atomic_lat server goes from the setup keys straight to the closing one while the
+    // client measures (issue 18: a C ib_read_lat -a client outlasted the fixed setup bound).
+    // Every other tool's passive or waiting side too: uni BW servers, send_bw between sizes.
+    let setup = Duration::from_millis(400);
+    let delay = Duration::from_millis(1000);
+    thread::scope(|sc| {
+        let runs: Vec<_> = Tool::ALL
+            .into_iter()
+            .flat_map(|tool| {
+                [PlanOptions::default(), PlanOptions { all_sizes: Some(2), ..Default::default() }].map(|o| (tool, o))
+            })
+            .map(|(tool, o)| {
+                (tool, o, sc.spawn(move || run_pair_slow_client(tool, o, setup, delay, Some(Duration::from_secs(10)))))
+            })
+            .collect();
+        for (tool, o, h) in runs {
+            let (c, s) = h.join().expect("pair");
+            if let Err(e) = &s {
+                panic!("{tool:?} {o:?}: server: {e}");
+            }
+            if let Err(e) = &c {
+                panic!("{tool:?} {o:?}: client: {e}");
+            }
+        }
+    });
+}
+
+#[test]
+fn without_the_run_bound_the_read_lat_server_fails_as_issue_18_reported() {
+    // The test above would fail without the switch: the setup bound alone ends the server.
+    let (_, s) = run_pair_slow_client(
+        Tool::ReadLat,
+        PlanOptions::default(),
+        Duration::from_millis(400),
+        Duration::from_millis(1200),
+        None,
+    );
+    let e = s.err().expect("the server must time out");
+    assert!(matches!(e, OobError::Timeout { .. }), "{e}");
+}
+
+#[test]
+fn a_peer_silent_past_the_run_bound_is_named_with_the_bound_basis() {
+    let t = Instant::now();
+    let (_, s) = run_pair_slow_client(
+        Tool::ReadLat,
+        PlanOptions::default(),
+        Duration::from_millis(300),
+        Duration::from_millis(2500),
+        Some(Duration::from_secs(1)),
+    );
+    let e = s.err().expect("the server must time out");
+    assert!(matches!(e, OobError::RunTimeout { secs: 1, .. }), "{e}");
+    let m = e.to_string();
+    assert!(m.contains("longer than this side's test needs (1 size x 1 iterations (test))"), "{m}");
+    assert!(m.contains("give both sides the same -n, -s, -a"), "{m}");
+    assert!(!m.contains('\n'));
+    assert!(t.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn channels_probe_a_silent_peer_with_tcp_keepalive() {
+    use std::os::fd::AsRawFd;
+    let port = fake_server(|s| {
+        thread::sleep(Duration::from_millis(300));
+        drop(s);
+    });
+    let ch = client(port, Duration::from_secs(5));
+    let get = |level, name| {
+        let mut v: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: a valid socket fd and an out-parameter of the right size.
+        let r = unsafe { libc::getsockopt(ch.stream().as_raw_fd(), level, name, (&mut v as *mut libc::c_int).cast(), &mut len) };
+        assert_eq!(r, 0);
+        v
+    };
+    assert_eq!(get(libc::SOL_SOCKET, libc::SO_KEEPALIVE), 1);
+    assert_eq!(get(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), 15);
+    assert_eq!(get(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL), 5);
+    assert_eq!(get(libc::IPPROTO_TCP, libc::TCP_KEEPCNT), 4);
 }

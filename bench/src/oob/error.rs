@@ -22,6 +22,9 @@ pub enum OobError {
     PeerClosed { step: String, got: usize, expected: usize },
     /// No (complete) message within the read timeout.
     Timeout { step: String, secs: u64, got: usize, expected: usize },
+    /// No message within the measurement-phase bound, which the test's own size allows for
+    /// (`basis` says what it was computed from).
+    RunTimeout { step: String, secs: u64, got: usize, expected: usize, basis: String },
     /// `connect()` failed (after the configured retries).
     Connect { target: String, tries: u32, source: io::Error },
     /// Bind/listen failed on the server.
@@ -85,6 +88,12 @@ impl fmt::Display for OobError {
                 f,
                 "no answer from peer for {secs} s during {step} (received {got} of {expected} bytes); the peer \
                  may be stuck, slow or run with different options; check it or raise the OOB timeout"
+            ),
+            OobError::RunTimeout { step, secs, got, expected, basis } => write!(
+                f,
+                "no answer from peer for {secs} s during {step} (received {got} of {expected} bytes), longer than this \
+                 side's test needs ({basis}); the peer is stuck, or it runs a longer test than this side: give both \
+                 sides the same -n, -s, -a, -q and -D"
             ),
             OobError::Connect { target, tries, source } => write!(
                 f,

@@ -53,10 +53,11 @@ pub trait Hooks {
     }
     /// A local action between exchanges.
     fn action(&mut self, action: Action) -> Result<(), Self::Error>;
-    /// The read timeout from the result header on (the measurement phase, where the peer may
-    /// be running its test between two exchanges). `None`: keep the channel's timeout, which
-    /// then bounds only the setup exchanges.
-    fn run_timeout(&self) -> Option<std::time::Duration> {
+    /// The read timeout of the measurement phase (from the first step where the peer may be
+    /// running its test between two exchanges: the result header, the first run, or a barrier
+    /// after the setup keys) and what it stands for, in words, for the timeout message.
+    /// `Duration::ZERO`: no deadline. `None`: keep the channel's timeout.
+    fn run_timeout(&self) -> Option<(std::time::Duration, String)> {
         None
     }
 }
@@ -66,60 +67,105 @@ pub fn execute<H: Hooks, C: Exchange>(mut ch: C, plan: &[Step], hooks: &mut H) -
     let mut peer: Option<PeerVersion> = None;
     let own = PeerVersion::from_text(hooks.own_version());
     let mut measuring = false;
+    let mut run_basis: Option<String> = None;
     for step in plan {
-        if !measuring
-            && matches!(step, Step::Do(Action::PrintResultHeader | Action::PostReceives { .. } | Action::Run { .. }))
-        {
+        if !measuring && starts_measurement(step) {
             measuring = true;
-            if let Some(t) = hooks.run_timeout() {
+            if let Some((t, basis)) = hooks.run_timeout() {
                 ch.set_timeout(t)?;
+                run_basis = Some(basis);
             }
         }
-        match *step {
-            Step::Version => {
-                let v = ch.exchange_version(&own.text)?;
-                hooks.on_version(&v)?;
-                peer = Some(v);
-            }
-            Step::PageSize => {
-                // Both SYSDATA exchanges happen here; CacheLine is then a no-op.
-                if peer.as_ref().map(PeerVersion::has_sysdata) != Some(false) {
-                    let remote = ch.exchange_sysdata(hooks.sysdata())?;
-                    hooks.on_sysdata(remote)?;
+        let r = run_step(&mut ch, step, hooks, &own, &mut peer);
+        if let Err(e) = r {
+            return Err(match (e, &run_basis) {
+                (StepError::Oob(OobError::Timeout { step, secs, got, expected }), Some(basis)) => {
+                    OobError::RunTimeout { step, secs, got, expected, basis: basis.clone() }.into()
                 }
-            }
-            Step::CacheLine => {}
-            Step::Mtu => {
-                let p = peer.clone().unwrap_or_else(|| own.clone());
-                let remote = ch.exchange_mtu(hooks.mtu_enum(), &p)?;
-                hooks.on_mtu(remote)?;
-            }
-            Step::LocalMtu => hooks.on_mtu(None)?,
-            Step::Negotiate => {
-                let p = peer.clone().unwrap_or_else(|| own.clone());
-                if p.negotiates_with(&own) {
-                    let (local, layout) = hooks.negotiate();
-                    let remote = ch.exchange_negotiate(&local, layout)?;
-                    hooks.on_negotiate(&remote)?;
-                }
-            }
-            Step::Key { qp, purpose } => {
-                let fmt = hooks.key_format();
-                let mine = hooks.key(qp);
-                let remote = ch.exchange_key(&mine, fmt)?;
-                hooks.on_key(qp, purpose, remote)?;
-            }
-            Step::Report => {
-                let p = peer.clone().unwrap_or_else(|| own.clone());
-                let mine = hooks.report();
-                let remote = ch.exchange_report(&mine, hooks.report_per_port(), &p)?;
-                hooks.on_report(remote)?;
-            }
-            Step::Done => {
-                ch.send("closing the connection", msg::DONE)?;
-            }
-            Step::Do(a) => hooks.action(a)?,
+                (StepError::Oob(e), _) => e.into(),
+                (StepError::Hook(e), _) => e,
+            });
         }
+    }
+    Ok(())
+}
+
+/// The first step at which the peer may legitimately be silent for the length of a test: the
+/// result header, posting receives or running, or a barrier key (a read/atomic_lat server goes
+/// straight from the setup keys to the closing one while its client measures).
+fn starts_measurement(step: &Step) -> bool {
+    matches!(
+        step,
+        Step::Do(Action::PrintResultHeader | Action::PostReceives { .. } | Action::Run { .. })
+            | Step::Key { purpose: KeyPurpose::Start | KeyPurpose::AfterRun | KeyPurpose::Close, .. }
+    )
+}
+
+/// A step's failure: from the exchange (may be re-worded as a measurement-phase timeout) or
+/// from the engine's hooks.
+enum StepError<E> {
+    Oob(OobError),
+    Hook(E),
+}
+
+impl<E> From<OobError> for StepError<E> {
+    fn from(e: OobError) -> Self {
+        StepError::Oob(e)
+    }
+}
+
+fn run_step<H: Hooks, C: Exchange>(
+    ch: &mut C,
+    step: &Step,
+    hooks: &mut H,
+    own: &PeerVersion,
+    peer: &mut Option<PeerVersion>,
+) -> Result<(), StepError<H::Error>> {
+    let hook = StepError::Hook;
+    match *step {
+        Step::Version => {
+            let v = ch.exchange_version(&own.text)?;
+            hooks.on_version(&v).map_err(hook)?;
+            *peer = Some(v);
+        }
+        Step::PageSize => {
+            // Both SYSDATA exchanges happen here; CacheLine is then a no-op.
+            if peer.as_ref().map(PeerVersion::has_sysdata) != Some(false) {
+                let remote = ch.exchange_sysdata(hooks.sysdata())?;
+                hooks.on_sysdata(remote).map_err(hook)?;
+            }
+        }
+        Step::CacheLine => {}
+        Step::Mtu => {
+            let p = peer.clone().unwrap_or_else(|| own.clone());
+            let remote = ch.exchange_mtu(hooks.mtu_enum(), &p)?;
+            hooks.on_mtu(remote).map_err(hook)?;
+        }
+        Step::LocalMtu => hooks.on_mtu(None).map_err(hook)?,
+        Step::Negotiate => {
+            let p = peer.clone().unwrap_or_else(|| own.clone());
+            if p.negotiates_with(own) {
+                let (local, layout) = hooks.negotiate();
+                let remote = ch.exchange_negotiate(&local, layout)?;
+                hooks.on_negotiate(&remote).map_err(hook)?;
+            }
+        }
+        Step::Key { qp, purpose } => {
+            let fmt = hooks.key_format();
+            let mine = hooks.key(qp);
+            let remote = ch.exchange_key(&mine, fmt)?;
+            hooks.on_key(qp, purpose, remote).map_err(hook)?;
+        }
+        Step::Report => {
+            let p = peer.clone().unwrap_or_else(|| own.clone());
+            let mine = hooks.report();
+            let remote = ch.exchange_report(&mine, hooks.report_per_port(), &p)?;
+            hooks.on_report(remote).map_err(hook)?;
+        }
+        Step::Done => {
+            ch.send("closing the connection", msg::DONE)?;
+        }
+        Step::Do(a) => hooks.action(a).map_err(hook)?,
     }
     Ok(())
 }

@@ -31,6 +31,7 @@ use crate::report::{self, json, AddrShow, BwColumns, BwLine, OutputMode, ReportH
 use crate::stats::{self, BwInput, BwResult, LatencyReport};
 
 /// Text output style (Debian 12's perftest, the version we present).
+mod bound;
 mod setup;
 mod side;
 use setup::*;

@@ -79,23 +79,19 @@ pub(super) fn run_with_context<P: Provider>(
     // first) follows the TCP role, which the channel keeps.
     let oob_role = if p.machine == Role::Client { oob::Role::Client } else { oob::Role::Server };
     let sizes = p.sizes();
-    let max_bytes = sizes.iter().copied().max().unwrap_or(p.size) * sizes.len().max(1) as u64;
-    let per_read = if p.test_type == TestType::Duration {
-        u64::from(p.duration) + 120
-    } else {
-        120 + p.iters.saturating_mul(u64::from(p.num_qps)).saturating_mul(max_bytes) / 1_000_000
-    };
-    let run_timeout = if p.test_method == TestMethod::Infinitely {
-        // --run_infinitely: the peer's run has no end, so the wait for its next message has
-        // none either over TCP (0 = no deadline; a hang-up or a signal still ends it at once).
-        if p.use_rdma_cm {
-            Duration::from_secs(24 * 3600)
-        } else {
-            Duration::ZERO
-        }
-    } else {
-        Duration::from_secs(per_read.min(24 * 3600)).max(setup_timeout)
-    };
+    let run_bound = bound::run_wait(
+        &bound::Work {
+            sizes: &sizes,
+            iters: p.iters,
+            qps: u64::from(p.num_qps),
+            both_ways: p.duplex || p.kind == TestKind::Lat,
+            duration: (p.test_type == TestType::Duration).then_some(p.duration),
+            infinite: p.test_method == TestMethod::Infinitely,
+        },
+        setup_timeout,
+        // The rdma_cm control channel cannot wait without a deadline.
+        p.use_rdma_cm,
+    );
     let src = source_ip(p);
     let cfg = OobConfig { port: p.port, timeout: setup_timeout, source_addr: src, bind_addr: src, ..OobConfig::default() };
     let mut cm_data = None;
@@ -194,7 +190,7 @@ pub(super) fn run_with_context<P: Provider>(
         peer_gone: AtomicBool::new(false),
         peer_sock,
         stall,
-        run_timeout,
+        run_bound,
         cm_data,
         measuring: false,
         last_line: std::cell::Cell::new(None),
@@ -268,8 +264,8 @@ pub(super) struct SideRun<'a, P: Provider> {
     peer_sock: Option<std::net::TcpStream>,
     /// Data-path stall timeout.
     stall: Duration,
-    /// OOB read timeout from the result header on.
-    run_timeout: Duration,
+    /// OOB read bound of the measurement phase ([`bound::run_wait`]).
+    run_bound: bound::Bound,
     /// `-R`: the rdma_cm data connections.
     cm_data: Option<cm_session::CmData>,
     /// The result header was printed: the measurement phase began.
@@ -1084,8 +1080,8 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     fn report_per_port(&self) -> bool {
         self.p.report_per_port
     }
-    fn run_timeout(&self) -> Option<Duration> {
-        Some(self.run_timeout)
+    fn run_timeout(&self) -> Option<(Duration, String)> {
+        Some((self.run_bound.limit.unwrap_or(Duration::ZERO), self.run_bound.basis.clone()))
     }
 
     fn on_version(&mut self, peer: &PeerVersion) -> Result<(), ToolError> {
