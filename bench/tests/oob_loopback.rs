@@ -58,6 +58,8 @@ struct TestHooks {
     /// How long each `Action::Run` takes (the peer's silence while it measures).
     run_delay: Duration,
     run_timeout: Option<(Duration, String)>,
+    /// Check the peer's records as the tools do (None: accept anything).
+    ledger: Option<bench::oob::plausible::KeyLedger>,
 }
 
 impl TestHooks {
@@ -76,6 +78,7 @@ impl TestHooks {
             mtu: None,
             run_delay: Duration::ZERO,
             run_timeout: None,
+            ledger: None,
         }
     }
     fn my_key(role: Role, qp: usize) -> KeyMsg {
@@ -144,6 +147,9 @@ impl Hooks for TestHooks {
         Ok(())
     }
     fn on_key(&mut self, qp: usize, purpose: KeyPurpose, remote: KeyMsg) -> Result<(), OobError> {
+        if let Some(l) = self.ledger.as_mut() {
+            l.check(qp, purpose, &remote)?;
+        }
         self.remote_keys.push((qp, purpose, remote));
         Ok(())
     }
@@ -581,4 +587,48 @@ fn channels_probe_a_silent_peer_with_tcp_keepalive() {
     assert_eq!(get(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE), 15);
     assert_eq!(get(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL), 5);
     assert_eq!(get(libc::IPPROTO_TCP, libc::TCP_KEEPCNT), 4);
+}
+
+#[test]
+fn a_q_mismatch_is_named_on_our_side_before_any_run_whichever_side_has_more() {
+    use bench::oob::plausible::KeyLedger;
+    for tool in [Tool::WriteBw, Tool::ReadBw, Tool::SendBw, Tool::AtomicBw] {
+        for (qc, qs) in [(2usize, 1usize), (1, 2), (3, 1)] {
+            let oc = PlanOptions { num_qps: qc, ..Default::default() };
+            let os = PlanOptions { num_qps: qs, ..Default::default() };
+            let listener = Listener::bind(&cfg()).expect("bind");
+            let port = listener.port();
+            let t = Instant::now();
+            let server = thread::spawn(move || {
+                let mut h = TestHooks::new(Role::Server);
+                h.ledger = Some(KeyLedger::new(qs, true, false));
+                let ch = listener.accept()?;
+                execute(ch, &plan(tool, Role::Server, &os), &mut h).map(|_| h)
+            });
+            let client = thread::spawn(move || {
+                let mut h = TestHooks::new(Role::Client);
+                h.ledger = Some(KeyLedger::new(qc, true, false));
+                let ch = Channel::connect("127.0.0.1", &OobConfig { port, ..cfg() })?;
+                execute(ch, &plan(tool, Role::Client, &oc), &mut h).map(|_| h)
+            });
+            let (c, s) = (client.join().unwrap(), server.join().unwrap());
+            assert!(t.elapsed() < Duration::from_secs(5), "{tool:?} -q {qc}/{qs}: bounded");
+            for (who, r, q) in [("client", &c, qc), ("server", &s, qs)] {
+                match r {
+                    Err(OobError::PeerOutOfStep { detail }) => {
+                        assert!(detail.contains(&format!("-q {q}")), "{who}: {detail}");
+                    }
+                    Err(OobError::PeerClosed { .. }) => {}
+                    Err(e) => panic!("{tool:?} -q {qc}/{qs}: {who}: unexpected {e}"),
+                    // Completing means a run with the wrong QPs happened.
+                    Ok(h) => panic!("{tool:?} -q {qc}/{qs}: {who} completed; actions {:?}", h.actions),
+                }
+            }
+            // At least one side names the option (the other may only see the close).
+            assert!(
+                matches!(c, Err(OobError::PeerOutOfStep { .. })) || matches!(s, Err(OobError::PeerOutOfStep { .. })),
+                "{tool:?} -q {qc}/{qs}"
+            );
+        }
+    }
 }

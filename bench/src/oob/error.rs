@@ -18,8 +18,14 @@ pub enum OobError {
     IncompatibleVersion { peer: String },
     /// A symmetric option differs between the two sides (found by the 6.28+ negotiation).
     Mismatch { field: &'static str, local: String, remote: String, option: &'static str },
+    /// A decodable message that cannot be right where it came: the two sides run different
+    /// options (a perftest < 6.28 peer cannot say which); the whole line, naming the option.
+    PeerOutOfStep { detail: String },
     /// The peer closed the TCP connection in the middle of a message or before it.
     PeerClosed { step: String, got: usize, expected: usize },
+    /// The peer closed the connection in the measurement phase: it stopped or failed during
+    /// its run (the usual sign of options that differ between the sides).
+    PeerClosedInRun { step: String, got: usize, expected: usize },
     /// No (complete) message within the read timeout.
     Timeout { step: String, secs: u64, got: usize, expected: usize },
     /// No message within the measurement-phase bound, which the test's own size allows for
@@ -79,10 +85,17 @@ impl fmt::Display for OobError {
                 "{field} mismatch: local={local}, remote={remote}; the two sides were started with different \
                  options, give both the same {option}"
             ),
+            OobError::PeerOutOfStep { detail } => f.write_str(detail),
             OobError::PeerClosed { step, got, expected } => write!(
                 f,
                 "peer closed the connection during {step} (received {got} of {expected} bytes); \
                  look at the other side's error output"
+            ),
+            OobError::PeerClosedInRun { step, got, expected } => write!(
+                f,
+                "peer closed the connection during {step} (received {got} of {expected} bytes) while its test ran: it \
+                 was stopped or failed; look at its output (a completion error there, e.g. REM_ACCESS_ERR, usually \
+                 means the two sides run different -s, -a or -q)"
             ),
             OobError::Timeout { step, secs, got, expected } => write!(
                 f,

@@ -8,6 +8,7 @@
 pub mod error;
 pub mod msg;
 pub mod plan;
+pub mod plausible;
 pub mod session;
 pub mod source;
 pub mod transport;

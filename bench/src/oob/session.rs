@@ -82,6 +82,9 @@ pub fn execute<H: Hooks, C: Exchange>(mut ch: C, plan: &[Step], hooks: &mut H) -
                 (StepError::Oob(OobError::Timeout { step, secs, got, expected }), Some(basis)) => {
                     OobError::RunTimeout { step, secs, got, expected, basis: basis.clone() }.into()
                 }
+                (StepError::Oob(OobError::PeerClosed { step, got, expected }), _) if measuring => {
+                    OobError::PeerClosedInRun { step, got, expected }.into()
+                }
                 (StepError::Oob(e), _) => e.into(),
                 (StepError::Hook(e), _) => e,
             });

@@ -181,6 +181,11 @@ pub(super) fn run_with_context<P: Provider>(
         ep: None,
         my_keys: Vec::new(),
         remote_keys: Vec::new(),
+        key_ledger: oob::plausible::KeyLedger::new(
+            p.num_qps as usize,
+            !p.use_mcg && p.connection != Connection::Dc,
+            p.connection == Connection::Dc,
+        ),
         header: None,
         results: Vec::new(),
         last_bw: None,
@@ -252,6 +257,8 @@ pub(super) struct SideRun<'a, P: Provider> {
     ep: Option<VerbsEndpoint<P>>,
     my_keys: Vec<KeyMsg>,
     remote_keys: Vec<KeyMsg>,
+    /// The peer's records so far, to catch a peer whose exchanges are out of step with ours.
+    key_ledger: oob::plausible::KeyLedger,
     header: Option<ReportHeader>,
     results: Vec<(RunResult, Option<f32>)>,
     last_bw: Option<BwResult>,
@@ -327,6 +334,20 @@ impl<'a, P: Provider> SideRun<'a, P> {
             return ToolError::new(crate::signal::exit_code(sig), crate::signal::stop_message(sig, "the test"));
         }
         let msg = match &e {
+            EngineError::Completion { side, status, vendor_err, wr_id, qp }
+                if matches!(status, WcStatus::RemAccessErr | WcStatus::RemInvReqErr)
+                    && matches!(self.p.verb, Verb::Write | Verb::WriteImm | Verb::Read | Verb::Atomic) =>
+            {
+                // A C peer < 6.28 cannot tell us its -s: an RDMA access beyond its buffer is the
+                // usual reason for these, far more often than a bad rkey.
+                format!(
+                    "Completion with error at {side}: {} (status {}, vendor error 0x{vendor_err:x}, QP #{qp}, wr_id 0x{wr_id:x}): \
+                     likely cause: a message larger than the peer's buffer: are both sides run with the same -s (or both -a) \
+                     and -q? (else check the rkey and address the peer sent)",
+                    status.name(),
+                    status.raw()
+                )
+            }
             EngineError::Completion { status, .. } => {
                 let hint = match status {
                     WcStatus::LocLenErr | WcStatus::LocQpOpErr | WcStatus::RemInvReqErr | WcStatus::RemOpErr if self.p.verb.has_recv_comp() => {
@@ -1097,6 +1118,10 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         self.setup()
     }
     fn on_key(&mut self, qp: usize, purpose: KeyPurpose, remote: KeyMsg) -> Result<(), ToolError> {
+        if !self.p.use_rdma_cm {
+            // Over rdma_cm (-z/-R) the records travel in their own binary exchange.
+            self.key_ledger.check(qp, purpose, &remote)?;
+        }
         if purpose == KeyPurpose::QpInfo {
             if let Some(k) = self.remote_keys.get_mut(qp) {
                 *k = remote;
@@ -1116,6 +1141,13 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         Ok(())
     }
     fn on_report(&mut self, remote: BwReport) -> Result<(), ToolError> {
+        // Only a report this side prints is checked: a uni-BW C server sends its client
+        // uninitialised memory, which the client never shows. -b sums both sides' lines, so
+        // the peer must have run the same size.
+        if self.p.duplex || self.p.machine == Role::Server {
+            let expect = self.p.duplex.then(|| self.own_report().size);
+            oob::plausible::check_report(&remote, expect, self.p.num_qps)?;
+        }
         self.peer_report = Some(remote);
         Ok(())
     }
