@@ -3,9 +3,10 @@
 #   1. unit tests:            cargo test --workspace --exclude vmtest
 #   2. static release binary: tests/vm/build-static.sh
 #   3. real-kernel VM suite:  cargo test -p vmtest --test vm
-#      (Debian kernel + rdma_rxe under qemu; modes full and bare)
+#      (Debian kernel + rdma_rxe under qemu; modes full and bare, then the
+#      four-VM cluster of tests/vm/cluster-suite.sh)
 # Needs: a Rust toolchain, qemu-system-x86 (apt), apt-get with current lists
-# (for the image's .debs).  Respects CARGO_TARGET_DIR and RXE_VM_CACHE.
+# (for the image's .debs); for the cluster: root, iproute2, openssh-client.  Respects CARGO_TARGET_DIR and RXE_VM_CACHE.
 # Set RPERFTEST_SKIP_VM=1 to report the VM tests as ignored (no qemu needed).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -33,9 +33,10 @@
 # breaks the network can still be undone):
 #   link-down | link-up       the NIC's carrier (qemu set_link: a pulled cable)
 #   netem ARGS...             tc netem on eth0's egress (e.g. delay 20ms loss 5%)
-#   rate RATE                 tbf rate limit on eth0's egress (e.g. 10mbit)
+#   rate RATE                 tbf rate limit (e.g. 10mbit), both ways
 #   mtu N                     eth0's MTU (rxe's active MTU follows)
-#   drop-udp PORT | drop-tcp PORT   drop that port both ways (u32 filters)
+#   drop-udp PORT | drop-tcp PORT   what reaches the node on that port, or
+#                             from it, is dropped (u32 filters on ingress)
 #   stop-sshd | start-sshd | stop-slurmd | start-slurmd
 #   kill                      the VM is killed outright (SIGKILL to qemu)
 #   clear                     no qdisc or filter, link up, MTU 1500
@@ -314,24 +315,34 @@ cmd_fault() {
             local p; p=$(qemu_pid "$k")
             [ -n "$p" ] && kill -9 "$p" 2>/dev/null || die "node$k: VM is not running"
             local i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done ;;
+        # rxe spins in the kernel when its own transmit is refused (a qdisc
+        # that drops: seen as a soft lockup of the 1-vCPU guest), so nothing
+        # here drops on a node's egress: netem and tbf queue instead (a
+        # limit far above any QP's window; netem's loss counts as sent), and
+        # port drops act on ingress, as a host firewall would
         netem) [ $# -ge 1 ] || die "fault netem: give netem's arguments (e.g. delay 20ms loss 5%)"
-               agent "$k" "tc qdisc replace dev $dev root netem $(printf '%q ' "$@")" ;;
+               agent "$k" "tc qdisc replace dev $dev root netem $(printf '%q ' "$@") limit 1000000" ;;
         rate) [ $# = 1 ] || die "fault rate: give one rate (e.g. 10mbit)"
-              agent "$k" "tc qdisc replace dev $dev root tbf rate $(printf '%q' "$1") burst 64kb latency 500ms" ;;
+              # both ways: the node's egress in the guest, the tap's egress
+              # (traffic to the node) on the host side
+              agent "$k" "tc qdisc replace dev $dev root tbf rate $(printf '%q' "$1") burst 64kb limit 256mb" \
+                  && in_ns tc qdisc replace dev "tap$k" root tbf rate "$1" burst 64kb limit 256mb ;;
         mtu) [[ ${1:-} =~ ^[0-9]+$ ]] || die "fault mtu: give the MTU in bytes"
              agent "$k" "ip link set $dev mtu $1" ;;
         drop-udp|drop-tcp)
             [[ ${1:-} =~ ^[0-9]+$ ]] && [ "$1" -le 65535 ] || die "fault $kind: give a port number"
             local proto=17; [ "$kind" = drop-tcp ] && proto=6
-            local hx; hx=$(printf '0x%04x' "$1")
-            # clsact: hooks on both directions, beside whatever root qdisc netem/rate set
-            agent "$k" "tc qdisc add dev $dev clsact 2>/dev/null; for dir in ingress egress; do for m in dport sport; do tc filter add dev $dev \$dir protocol ip u32 match ip protocol $proto 0xff match ip \$m $1 0xffff action drop || exit 1; done; done" ;;
+            # what arrives for that port (dport) or from it (sport: the
+            # answers of a remote server) is dropped: both directions of a
+            # conversation on that port are cut
+            agent "$k" "tc qdisc add dev $dev clsact 2>/dev/null; for m in dport sport; do tc filter add dev $dev ingress protocol ip u32 match ip protocol $proto 0xff match ip \$m $1 0xffff action drop || exit 1; done" ;;
         stop-sshd) agent "$k" 'kill $(cat /run/sshd.pid)' ;;
         start-sshd) agent "$k" '/usr/sbin/sshd -E /var/log/sshd.log' ;;
         stop-slurmd) agent "$k" 'kill $(cat /run/slurm/slurmd.pid)' ;;
         start-slurmd) agent "$k" '/usr/sbin/slurmd' ;;
         clear)
             alive "$k" && monitor "$k" "set_link n0 on"
+            in_ns tc qdisc del dev "tap$k" root 2>/dev/null
             agent "$k" "tc qdisc del dev $dev root 2>/dev/null; tc qdisc del dev $dev clsact 2>/dev/null; ip link set $dev mtu 1500; true" ;;
         *) die "fault: unknown kind '$kind' (link-down link-up netem rate mtu drop-udp drop-tcp stop-sshd start-sshd stop-slurmd start-slurmd kill clear)" ;;
     esac

@@ -12,7 +12,10 @@
 //! first). Then: `tests/vm/build-image.sh` (cached), and
 //! `tests/vm/run-suite.sh --mode full`, then `--mode bare`: one VM boot each.
 //! Every case × mode is one test, `vm::<mode>::<case>`; a case skipped for
-//! its mode or marked `# xfail:` counts as ignored.
+//! its mode or marked `# xfail:` counts as ignored. Then the cluster:
+//! `tests/vm/cluster-suite.sh` boots four VMs on one virtual Ethernet segment
+//! and runs `tests/vm/cluster-cases/*.sh` against them, as
+//! `vm::cluster::up`, `vm::cluster::<case>` and `vm::cluster::down`.
 //!
 //! Arguments (libtest-like): `FILTER...` (substring of the test name),
 //! `--exact`, `--list`, `--nocapture` (print every case's output).
@@ -23,7 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Instant, SystemTime};
 
-const MODES: [&str; 2] = ["full", "bare"];
+const MODES: [&str; 3] = ["full", "bare", CLUSTER];
+/// The multi-VM suite: its cases live in tests/vm/cluster-cases.
+const CLUSTER: &str = "cluster";
 
 #[derive(PartialEq)]
 enum Outcome {
@@ -67,9 +72,9 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("workspace root")
 }
 
-fn case_names(root: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(root.join("tests/vm/cases"))
-        .expect("tests/vm/cases")
+fn case_names(root: &Path, dir: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root.join(dir))
+        .expect(dir)
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().into_string().ok())
         .filter_map(|n| n.strip_suffix(".sh").map(str::to_string))
@@ -136,13 +141,27 @@ fn run_mode(
     verbose: bool,
     results: &mut Vec<(String, Outcome)>,
 ) -> (Option<String>, i32) {
-    let filter = format!("^({})$", cases.iter().map(|c| regex_escape(c)).collect::<Vec<_>>().join("|"));
-    let mut cmd = Command::new(root.join("tests/vm/run-suite.sh"));
-    cmd.args(["--mode", mode, "--filter", &filter]);
+    // the cluster's own "up" and "down" lines always run; the filter picks cases
+    let picked: Vec<&String> = cases.iter().filter(|c| *c != "up" && *c != "down").collect();
+    let filter = format!("^({})$", picked.iter().map(|c| regex_escape(c)).collect::<Vec<_>>().join("|"));
+    let mut cmd = if mode == CLUSTER {
+        let mut c = Command::new(root.join("tests/vm/cluster-suite.sh"));
+        c.args(["--filter", &filter]);
+        c
+    } else {
+        let mut c = Command::new(root.join("tests/vm/run-suite.sh"));
+        c.args(["--mode", mode, "--filter", &filter]);
+        c
+    };
     if verbose {
         cmd.arg("-v");
     }
-    cmd.arg(bin_dir).stdout(Stdio::piped());
+    if mode == CLUSTER {
+        cmd.arg(bin_dir.join("rperftest"));
+    } else {
+        cmd.arg(bin_dir);
+    }
+    cmd.stdout(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -188,19 +207,33 @@ fn main() -> ExitCode {
     let t0 = Instant::now();
     let args = parse_args();
     let root = root();
-    let cases = case_names(&root);
-    let all: Vec<(String, &str, String)> = MODES
+    let cases = case_names(&root, "tests/vm/cases");
+    let mut cluster_cases = vec!["up".to_string()];
+    cluster_cases.extend(case_names(&root, "tests/vm/cluster-cases"));
+    cluster_cases.push("down".to_string());
+    let cases_of = |m: &str| if m == CLUSTER { cluster_cases.clone() } else { cases.clone() };
+    let total = MODES.iter().map(|m| cases_of(m).len()).sum::<usize>();
+    let mut all: Vec<(String, &str, String)> = MODES
         .iter()
-        .flat_map(|m| cases.iter().map(move |c| (format!("vm::{m}::{c}"), *m, c.clone())))
+        .flat_map(|m| cases_of(m).into_iter().map(move |c| (format!("vm::{m}::{c}"), *m, c)))
         .filter(|(n, _, _)| selected(&args, n))
         .collect();
+    // a cluster run always reports its up and down lines
+    if all.iter().any(|(_, m, _)| *m == CLUSTER) {
+        for c in ["up", "down"] {
+            let n = format!("vm::{CLUSTER}::{c}");
+            if !all.iter().any(|(x, _, _)| *x == n) {
+                all.push((n, CLUSTER, c.to_string()));
+            }
+        }
+    }
     if args.list {
         for (n, _, _) in &all {
             println!("{n}: test");
         }
         return ExitCode::SUCCESS;
     }
-    let filtered_out = MODES.len() * cases.len() - all.len();
+    let filtered_out = total.saturating_sub(all.len());
     println!("\nrunning {} tests", all.len());
     let summary = |passed: usize, failed: usize, ignored: usize| {
         println!(

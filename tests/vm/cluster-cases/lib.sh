@@ -1,0 +1,71 @@
+# Helpers for tests/vm/cluster-cases/*.sh (sourced).  The cases run on the
+# host; cluster-suite.sh has booted the cluster (node1, node3 full; node2,
+# node4 bare) and sets CLUSTER (cluster.sh), CLUSTER_NODES, CLUSTER_BARE and
+# VMTEST_TMP (the case's cwd).
+set -uo pipefail
+CL=$CLUSTER
+GIDX=1      # the IPv4-mapped RoCEv2 GID: index 1 on every node (init checks)
+on() { local n=$1; shift; "$CL" exec "$n" -- "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+note() { echo "--- $*"; }
+is_bare() { [[ ,$CLUSTER_BARE, == *,${1#node},* ]]; }
+
+# bg NODE NAME CMD...: CMD on NODE in the background; output in NAME.out,
+# exit code in NAME.rc (both in the case's dir on the host)
+bg() {
+    local n=$1 name=$2; shift 2
+    ( "$CL" exec "$n" -- "$@" >"$name.out" 2>&1 </dev/null; echo $? >"$name.rc" ) &
+}
+# wait_bg NAME SECS: wait for bg job NAME to end (at most SECS); prints rc
+wait_bg() {
+    local name=$1 secs=$2 i=0
+    while [ ! -s "$name.rc" ]; do
+        [ $i -ge $((secs * 5)) ] && { echo timeout; return 0; }
+        sleep 0.2; i=$((i + 1))
+    done
+    cat "$name.rc"
+}
+# wait_listen NODE PORT [SECS]: until a TCP socket listens on PORT on NODE
+wait_listen() {
+    local hex; hex=$(printf '%04X' "$2")
+    on "$1" bash -c "for i in \$(seq 1 $((${3:-60} * 5))); do grep -q ':$hex 00000000:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null && exit 0; sleep 0.2; done; exit 1" \
+        || fail "nothing listens on $1:$2 after ${3:-60} s"
+}
+# a perftest result line: size, iterations, then numbers
+has_result() { grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+' "$1"; }
+# ours / C perftest on a node, as a command prefix
+ours() { echo rperftest; }
+
+# pair LABEL SNODE "SERVER ARGS" CNODE "CLIENT ARGS": a perftest server on
+# SNODE, then its client on CNODE against SNODE (the client's last argument);
+# both must exit 0 and print a result line.  Bounded: the server listens
+# within 60 s, the client ends within 180 s, the server 30 s after it.
+pair() {
+    local label=$1 sn=$2 sargs=$3 cn=$4 cargs=$5 tag rc crc
+    tag=$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_')
+    # shellcheck disable=SC2086
+    bg "$sn" "$tag.server" timeout 200 $sargs
+    case "$sargs" in *" -R"*|*" -z"*) sleep 3 ;; *) wait_listen "$sn" 18515 60 ;; esac
+    # shellcheck disable=SC2086
+    on "$cn" timeout 180 $cargs "$sn" >"$tag.client" 2>&1; crc=$?
+    rc=$(wait_bg "$tag.server" 30)
+    if [ "$crc" != 0 ] || [ "$rc" != 0 ] || ! has_result "$tag.client" || ! has_result "$tag.server.out"; then
+        echo "FAILED: $label: client rc=$crc, server rc=$rc"
+        echo "--- server ($sn: $sargs)"; cat "$tag.server.out"
+        echo "--- client ($cn: $cargs $sn)"; cat "$tag.client"
+        return 1
+    fi
+    echo "ok: $label: $(grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' "$tag.client" | tail -1 | tr -s ' ')"
+}
+
+# ends_with_error LABEL FILE RC SECS BOUND: a side that must have failed
+# cleanly: non-zero exit (not the 124 of the case's own timeout), within
+# BOUND seconds, with an error line
+ends_with_error() {
+    local label=$1 f=$2 rc=$3 s=$4 bound=$5
+    [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != timeout ] || { cat "$f"; fail "$label: exit $rc, want a clean failure"; }
+    [ "$s" -le "$bound" ] || { cat "$f"; fail "$label: took ${s}s, bound ${bound}s"; }
+    local line; line=$(grep -viE '^ *(-{5,}|#|[0-9])|^ [A-Za-z ]+: |^\s*$|RDMA_|Test$|^ +GID|address' "$f" | tail -1)
+    [ -n "$line" ] || { cat "$f"; fail "$label: no error line"; }
+    echo "ok: $label: exit $rc after ${s}s: $line"
+}
