@@ -398,8 +398,9 @@ impl<P: Provider> Exchange for CmOob<P> {
         Ok(())
     }
 
-    fn exchange_version(&mut self, own: &str) -> Result<PeerVersion, OobError> {
-        let mine = msg::encode_version(own)?;
+    fn exchange_version(&mut self, own: &str, mark: bool) -> Result<PeerVersion, OobError> {
+        // The mark only advertises; the option exchange itself is not carried here.
+        let mine = if mark { msg::encode_version_marked(own)? } else { msg::encode_version(own)? };
         let theirs = self.xchg("the version exchange", &mine, msg::VERSION_LEN)?;
         let peer = msg::decode_version(&theirs)?;
         msg::check_version(&peer)?;
@@ -481,8 +482,11 @@ impl<P: Provider> Exchange for OobLink<P> {
     fn set_timeout(&mut self, timeout: Duration) -> Result<(), OobError> {
         delegate!(self, set_timeout(timeout))
     }
-    fn exchange_version(&mut self, own: &str) -> Result<PeerVersion, OobError> {
-        delegate!(self, exchange_version(own))
+    fn exchange_version(&mut self, own: &str, mark: bool) -> Result<PeerVersion, OobError> {
+        delegate!(self, exchange_version(own, mark))
+    }
+    fn exchange_options(&mut self, block: &[u8]) -> Result<Option<Vec<u8>>, OobError> {
+        delegate!(self, exchange_options(block))
     }
     fn exchange_sysdata(&mut self, local: SysData) -> Result<SysData, OobError> {
         delegate!(self, exchange_sysdata(local))

@@ -60,6 +60,9 @@ struct TestHooks {
     run_timeout: Option<(Duration, String)>,
     /// Check the peer's records as the tools do (None: accept anything).
     ledger: Option<bench::oob::plausible::KeyLedger>,
+    /// rperftest's option lines (None: behave like C perftest, no mark, no option exchange).
+    options: Option<Vec<(&'static str, String)>>,
+    option_diff: Option<Vec<String>>,
 }
 
 impl TestHooks {
@@ -79,6 +82,8 @@ impl TestHooks {
             run_delay: Duration::ZERO,
             run_timeout: None,
             ledger: None,
+            options: None,
+            option_diff: None,
         }
     }
     fn my_key(role: Role, qp: usize) -> KeyMsg {
@@ -166,6 +171,13 @@ impl Hooks for TestHooks {
     }
     fn run_timeout(&self) -> Option<(Duration, String)> {
         self.run_timeout.clone()
+    }
+    fn options(&self) -> Option<Vec<(&'static str, String)>> {
+        self.options.clone()
+    }
+    fn on_options_differ(&mut self, lines: Vec<String>) -> Result<(), OobError> {
+        self.option_diff = Some(lines.clone());
+        Err(OobError::PeerOutOfStep { detail: lines.join("\n") })
     }
 }
 
@@ -631,4 +643,74 @@ fn a_q_mismatch_is_named_on_our_side_before_any_run_whichever_side_has_more() {
             );
         }
     }
+}
+
+fn opts(size: &str, q: &str) -> Vec<(&'static str, String)> {
+    vec![("tool", "ib_write_bw".into()), ("-q", q.into()), ("-s", size.into()), ("-t", "128".into())]
+}
+
+#[test]
+fn two_rperftest_sides_name_every_differing_option_before_anything_else() {
+    let t = Instant::now();
+    let (c, s) = run_pair(
+        Tool::WriteBw,
+        PlanOptions::default(),
+        |h| h.options = Some(opts("4096", "1")),
+        |h| h.options = Some(opts("65536", "2")),
+    );
+    assert!(t.elapsed() < Duration::from_secs(3));
+    let (Err(ce), Err(se)) = (c, s) else { panic!("both sides must fail") };
+    assert_eq!(ce.to_string(), "-q: this side 1, peer 2\n-s: this side 4096, peer 65536");
+    assert_eq!(se.to_string(), "-q: this side 2, peer 1\n-s: this side 65536, peer 4096");
+}
+
+#[test]
+fn equal_options_run_on_and_a_c_like_peer_sees_the_606_wire() {
+    let (c, s) = run_pair(Tool::WriteBw, PlanOptions::default(), |h| h.options = Some(opts("4096", "1")), |h| {
+        h.options = Some(opts("4096", "1"))
+    });
+    let (c, s) = (c.expect("client"), s.expect("server"));
+    assert!(c.peer_version.as_ref().unwrap().rperftest && s.peer_version.as_ref().unwrap().rperftest);
+    assert!(c.option_diff.is_none() && s.option_diff.is_none());
+    // One side rperftest, the other without the mark (as C perftest): no option block is sent,
+    // both complete exactly as before.
+    for (oc, os) in [(Some(opts("4096", "1")), None), (None, Some(opts("65536", "2")))] {
+        let (c, s) = run_pair(Tool::WriteBw, PlanOptions::default(), move |h| h.options = oc, move |h| h.options = os);
+        let (c, s) = (c.expect("client"), s.expect("server"));
+        assert_eq!(c.remote_reports.len(), s.remote_reports.len());
+        assert!(c.option_diff.is_none() && s.option_diff.is_none());
+    }
+}
+
+#[test]
+fn the_mark_is_after_the_nul_where_perftest_does_not_look() {
+    let b = msg::encode_version_marked("6.06").unwrap();
+    assert_eq!(&b, b"6.06\0rperftest1\0");
+    // perftest's view of the block: the C string up to the NUL.
+    let c_string = &b[..b.iter().position(|&c| c == 0).unwrap()];
+    assert_eq!(c_string, b"6.06");
+    let v = msg::decode_version(&b).unwrap();
+    assert_eq!((v.text.as_str(), v.value, v.rperftest), ("6.06", 6.06, true));
+    // C perftest's own block (captures/tcp/ib_write_bw: 362e3036 then 12 NULs).
+    let v = msg::decode_version(b"6.06\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
+    assert!(!v.rperftest);
+    // A version too long for the mark is sent without it.
+    assert_eq!(&msg::encode_version_marked("6.06.1-rc22").unwrap()[..12], b"6.06.1-rc22\0");
+}
+
+#[test]
+fn option_blocks_round_trip_and_refuse_garbage() {
+    let mine = opts("4096", "1");
+    let b = msg::encode_options(&mine).unwrap();
+    assert_eq!(b.len(), msg::OPTIONS_LEN);
+    let back = msg::decode_options(&b).unwrap();
+    assert_eq!(back.len(), 4);
+    assert!(msg::option_differences(&mine, &back).is_empty());
+    // Options only the peer knows are not compared.
+    let mut more = back.clone();
+    more.push(("--future".into(), "x".into()));
+    assert!(msg::option_differences(&mine, &more).is_empty());
+    assert!(msg::decode_options(&[0xff; msg::OPTIONS_LEN]).is_err());
+    assert!(msg::decode_options(b"no tab here\n\0").is_err());
+    assert!(msg::encode_options(&[("-s", "a\tb".into())]).is_err());
 }

@@ -122,12 +122,15 @@ const ON_OFF: [&str; 2] = ["OFF", "ON"];
 pub struct PeerVersion {
     pub text: String,
     pub value: f64,
+    /// The block carried [`RPERFTEST_MARK`] after its text: the peer is rperftest and takes
+    /// part in the option exchange ([`OPTIONS_LEN`]).
+    pub rperftest: bool,
 }
 
 impl PeerVersion {
     /// Parse like C `atof()`: the longest leading decimal number, 0.0 if there is none.
     pub fn from_text(text: &str) -> Self {
-        PeerVersion { text: text.to_string(), value: atof(text) }
+        PeerVersion { text: text.to_string(), value: atof(text), rperftest: false }
     }
     /// Every perftest ≥ 5.92 refuses peers older than 5.70.
     pub fn is_supported(&self) -> bool {
@@ -223,6 +226,69 @@ pub fn encode_version(version: &str) -> Result<[u8; VERSION_LEN], OobError> {
     Ok(out)
 }
 
+/// What rperftest writes after its version text's NUL. perftest reads the block as a C string
+/// (`atof`, `strncmp`), so the bytes after the NUL are invisible to it (6.06..6.29 alike),
+/// while two rperftest sides learn that they can compare their options before any traffic.
+pub const RPERFTEST_MARK: &[u8] = b"rperftest1";
+
+/// Our version block with [`RPERFTEST_MARK`] after the text's NUL (where it fits).
+pub fn encode_version_marked(version: &str) -> Result<[u8; VERSION_LEN], OobError> {
+    let mut out = encode_version(version)?;
+    let at = version.len() + 1;
+    if at + RPERFTEST_MARK.len() < VERSION_LEN {
+        out[at..at + RPERFTEST_MARK.len()].copy_from_slice(RPERFTEST_MARK);
+    }
+    Ok(out)
+}
+
+/// Length of the rperftest-only option block (two rperftest sides, right after the version
+/// exchange): `label\tvalue\n` lines, NUL-padded.
+pub const OPTIONS_LEN: usize = 256;
+
+/// Encode option lines; labels and values must not contain tabs, newlines or NULs.
+pub fn encode_options(opts: &[(&str, String)]) -> Result<Vec<u8>, OobError> {
+    let mut v = Vec::with_capacity(OPTIONS_LEN);
+    for (k, val) in opts {
+        if [k.as_bytes(), val.as_bytes()].iter().any(|b| b.iter().any(|c| matches!(c, b'\t' | b'\n' | 0))) {
+            return Err(OobError::InvalidLocal { what: "option block", detail: format!("{k:?}={val:?} has a tab, newline or NUL") });
+        }
+        v.extend_from_slice(format!("{k}\t{val}\n").as_bytes());
+    }
+    if v.len() >= OPTIONS_LEN {
+        return Err(OobError::InvalidLocal { what: "option block", detail: format!("{} bytes, at most {}", v.len(), OPTIONS_LEN - 1) });
+    }
+    v.resize(OPTIONS_LEN, 0);
+    Ok(v)
+}
+
+/// Decode a peer's option block into (label, value) pairs, in its order.
+pub fn decode_options(bytes: &[u8]) -> Result<Vec<(String, String)>, OobError> {
+    const STEP: &str = "the rperftest option exchange";
+    let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+    let text = std::str::from_utf8(&bytes[..end])
+        .ok()
+        .filter(|t| t.bytes().all(|c| c == b'\t' || c == b'\n' || (0x20..0x7f).contains(&c)))
+        .ok_or_else(|| OobError::malformed(STEP, format!("option block is not text: {}", show_text(&bytes[..end])), HINT_PROTO))?;
+    text.lines()
+        .map(|l| {
+            l.split_once('\t')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| OobError::malformed(STEP, format!("option line {l:?} has no tab"), HINT_PROTO))
+        })
+        .collect()
+}
+
+/// One line per option whose value differs (`-s: this side 4096, peer 65536`); options only
+/// one side sends are not compared (another rperftest version may know more of them).
+pub fn option_differences(mine: &[(&str, String)], theirs: &[(String, String)]) -> Vec<String> {
+    mine.iter()
+        .filter_map(|(k, v)| {
+            let (_, r) = theirs.iter().find(|(rk, _)| rk == k)?;
+            (r != v).then(|| format!("{k}: this side {v}, peer {r}"))
+        })
+        .collect()
+}
+
 /// Decode the peer's version block. Text stops at the first NUL; it must be printable ASCII.
 pub fn decode_version(bytes: &[u8]) -> Result<PeerVersion, OobError> {
     const STEP: &str = "the version exchange";
@@ -243,8 +309,9 @@ pub fn decode_version(bytes: &[u8]) -> Result<PeerVersion, OobError> {
         ));
     }
     // Printable ASCII is valid UTF-8.
+    let mark = bytes.get(end + 1..end + 1 + RPERFTEST_MARK.len()) == Some(RPERFTEST_MARK);
     let text = String::from_utf8_lossy(text).into_owned();
-    Ok(PeerVersion::from_text(&text))
+    Ok(PeerVersion { rperftest: mark, ..PeerVersion::from_text(&text) })
 }
 
 /// Reject peers older than 5.70, as every perftest ≥ 5.92 does.

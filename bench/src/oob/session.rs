@@ -16,6 +16,15 @@ pub trait Hooks {
     fn own_version(&self) -> &str {
         msg::DEFAULT_VERSION
     }
+    /// rperftest's option block ([`msg::encode_options`]): `Some` advertises rperftest in the
+    /// version block and, with an rperftest peer over TCP, exchanges and compares options.
+    fn options(&self) -> Option<Vec<(&'static str, String)>> {
+        None
+    }
+    /// The peer's options differ from ours: one line per option (an rperftest peer).
+    fn on_options_differ(&mut self, _lines: Vec<String>) -> Result<(), Self::Error> {
+        Ok(())
+    }
     /// Our page size and cache line.
     fn sysdata(&self) -> SysData;
     /// Our MTU enum (1..=5).
@@ -127,8 +136,18 @@ fn run_step<H: Hooks, C: Exchange>(
     let hook = StepError::Hook;
     match *step {
         Step::Version => {
-            let v = ch.exchange_version(&own.text)?;
+            let opts = hooks.options();
+            let v = ch.exchange_version(&own.text, opts.is_some())?;
             hooks.on_version(&v).map_err(hook)?;
+            if let (true, Some(mine)) = (v.rperftest, opts) {
+                let block = msg::encode_options(&mine)?;
+                if let Some(theirs) = ch.exchange_options(&block)? {
+                    let diff = msg::option_differences(&mine, &msg::decode_options(&theirs)?);
+                    if !diff.is_empty() {
+                        hooks.on_options_differ(diff).map_err(hook)?;
+                    }
+                }
+            }
             *peer = Some(v);
         }
         Step::PageSize => {
@@ -179,7 +198,13 @@ fn run_step<H: Hooks, C: Exchange>(
 pub trait Exchange {
     /// Bound every later wait by `timeout`.
     fn set_timeout(&mut self, timeout: std::time::Duration) -> Result<(), OobError>;
-    fn exchange_version(&mut self, own: &str) -> Result<PeerVersion, OobError>;
+    /// `mark`: advertise rperftest after the version text ([`msg::RPERFTEST_MARK`]).
+    fn exchange_version(&mut self, own: &str, mark: bool) -> Result<PeerVersion, OobError>;
+    /// The rperftest option exchange; `None` where the channel does not carry it (rdma_cm's
+    /// control QP: both sides then skip it, as they use the same transport).
+    fn exchange_options(&mut self, _block: &[u8]) -> Result<Option<Vec<u8>>, OobError> {
+        Ok(None)
+    }
     fn exchange_sysdata(&mut self, local: SysData) -> Result<SysData, OobError>;
     fn exchange_mtu(&mut self, local_enum: u8, peer: &PeerVersion) -> Result<Option<u8>, OobError>;
     fn exchange_negotiate(&mut self, local: &Negotiate, layout: NegotiateLayout) -> Result<Negotiate, OobError>;
@@ -193,8 +218,11 @@ impl Exchange for Channel {
     fn set_timeout(&mut self, timeout: std::time::Duration) -> Result<(), OobError> {
         Channel::set_timeout(self, timeout)
     }
-    fn exchange_version(&mut self, own: &str) -> Result<PeerVersion, OobError> {
-        Channel::exchange_version(self, own)
+    fn exchange_version(&mut self, own: &str, mark: bool) -> Result<PeerVersion, OobError> {
+        Channel::exchange_version_marked(self, own, mark)
+    }
+    fn exchange_options(&mut self, block: &[u8]) -> Result<Option<Vec<u8>>, OobError> {
+        Channel::exchange_options(self, block).map(Some)
     }
     fn exchange_sysdata(&mut self, local: SysData) -> Result<SysData, OobError> {
         Channel::exchange_sysdata(self, local)

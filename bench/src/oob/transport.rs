@@ -314,11 +314,21 @@ impl Channel {
 
     /// VERSION exchange; rejects peers older than 5.70 (after our block went out, like C).
     pub fn exchange_version(&mut self, own: &str) -> Result<PeerVersion, OobError> {
-        let mine = msg::encode_version(own)?;
+        self.exchange_version_marked(own, false)
+    }
+
+    /// The version exchange; `mark`: append [`msg::RPERFTEST_MARK`] (invisible to perftest).
+    pub fn exchange_version_marked(&mut self, own: &str, mark: bool) -> Result<PeerVersion, OobError> {
+        let mine = if mark { msg::encode_version_marked(own)? } else { msg::encode_version(own)? };
         let theirs = self.exchange("the version exchange", &mine, msg::VERSION_LEN)?;
         let peer = msg::decode_version(&theirs)?;
         msg::check_version(&peer)?;
         Ok(peer)
+    }
+
+    /// The rperftest-only option exchange (both sides rperftest): our block, the peer's.
+    pub fn exchange_options(&mut self, block: &[u8]) -> Result<Vec<u8>, OobError> {
+        self.exchange("the rperftest option exchange", block, msg::OPTIONS_LEN)
     }
 
     /// SYSDATA (page size, cache line) as two exchanges; returns the peer's values.

@@ -424,6 +424,24 @@ mod tests {
     use crate::params::parsed;
 
     #[test]
+    fn the_compared_options_are_the_ones_that_shape_the_run() {
+        let get = |args: &[&str], t: Tool| {
+            let p = parsed(t, args);
+            side::option_summary(&p).into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        };
+        assert_eq!(
+            get(&["-s", "4096", "-q", "2", "-t", "64", "-m", "1024"], Tool::WriteBw),
+            "tool=ib_write_bw -c=RC -q=2 -a=off --run_infinitely=off -b=off -D=off -t=64 -m=1024 -s=4096 -n=5000"
+        );
+        // -a runs every size and -D any number of iterations: -s and -n are not compared then.
+        let a = get(&["-a", "-c", "UC"], Tool::WriteBw);
+        assert!(a.contains("-a=on") && a.contains("-c=UC") && !a.contains("-s="), "{a}");
+        let d = get(&["-D", "5"], Tool::WriteBw);
+        assert!(d.contains("-D=5") && !d.contains("-n="), "{d}");
+        assert!(get(&[], Tool::AtomicBw).ends_with("-A=FETCH_AND_ADD"));
+    }
+
+    #[test]
     fn exit_codes_follow_perftest() {
         let p = |t: Tool| Params::defaults(t);
         assert_eq!(run_fail_code(&p(Tool::SendBw)), 17);

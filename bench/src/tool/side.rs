@@ -1055,6 +1055,12 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     fn own_version(&self) -> &str {
         params::PERFTEST_VERSION
     }
+    fn options(&self) -> Option<Vec<(&'static str, String)>> {
+        Some(option_summary(self.p))
+    }
+    fn on_options_differ(&mut self, lines: Vec<String>) -> Result<(), ToolError> {
+        Err(ToolError::new(1, lines.join("\n")))
+    }
     fn sysdata(&self) -> SysData {
         self.sys
     }
@@ -1217,4 +1223,34 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
 /// sending half counts).
 fn report_qps(p: &Params) -> u64 {
     params::lane_plan(p).map_or(u64::from(p.num_qps), |x| x.lanes() as u64)
+}
+
+/// The options two rperftest sides must agree on, as (option, value) in the user's terms: a
+/// difference in any of them falsifies the run or makes the two sides' exchanges drift apart.
+/// Compared right after the version exchange, before any resource exists.
+pub(super) fn option_summary(p: &Params) -> Vec<(&'static str, String)> {
+    let on = |b: bool| if b { "on" } else { "off" }.to_string();
+    let all = p.test_method == TestMethod::All;
+    let dur = p.test_type == TestType::Duration;
+    let mut v = vec![
+        ("tool", to_tool(p.tool).name().to_string()),
+        ("-c", p.connection.as_str().to_string()),
+        ("-q", p.num_qps.to_string()),
+        ("-a", on(all)),
+        ("--run_infinitely", on(p.test_method == TestMethod::Infinitely)),
+        ("-b", on(p.duplex)),
+        ("-D", if dur { p.duration.to_string() } else { "off".into() }),
+        ("-t", p.tx_depth.to_string()),
+        ("-m", p.mtu.map_or_else(|| "the port's".to_string(), |m| m.to_string())),
+    ];
+    if !all {
+        v.push(("-s", p.size.to_string()));
+    }
+    if !dur {
+        v.push(("-n", p.iters.to_string()));
+    }
+    if p.verb == Verb::Atomic {
+        v.push(("-A", p.atomic_type.as_str().to_string()));
+    }
+    v
 }

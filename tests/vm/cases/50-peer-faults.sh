@@ -1,8 +1,8 @@
 #!/bin/bash
 # Misbehaving peers (issue #8 item 2): fake clients (bash /dev/tcp) and fake servers (busybox nc)
 # that close mid-exchange, send garbage, a short block then nothing, an oversized block, an old
-# version, or stay silent; and a pair started with different -q (named on both sides from the
-# key records, before any traffic). Each: the exit code,
+# version, or stay silent; and a pair started with different -q (named on both sides before
+# any traffic). Each: the exit code,
 # the one-line message and the time from the fault to the exit.
 # mode: any
 # timeout: 300
@@ -120,13 +120,13 @@ expect_contains "bad message from peer during the page size exchange"
 bound 5 "fake server garbage"
 kill "$SERVER_PID" 2>/dev/null
 
-log "== mismatched -q (server 2 QPs, client 1): named from the key records, before any traffic"
+log "== mismatched -q (server 2 QPs, client 1): both rperftest, named by the option exchange"
 start_server env RPERFTEST_OOB_TIMEOUT=5 rperftest ib_write_bw "${X[@]}" -n 5 -q 2
 mark
 run with_timeout 60 env RPERFTEST_OOB_TIMEOUT=5 rperftest ib_write_bw "${X[@]}" -n 5 "$RXE_IP"
 [ "$LAST_RC" = 1 ] || fail "client rc=$LAST_RC, want 1"
-expect_contains "-q 1"
+expect_contains "-q: this side 1, peer 2"
 wait_server 30
 [ "$SERVER_RC" = 1 ] || fail "server rc=$SERVER_RC, want 1"
-grep -qF -- "-q 2" "$SERVER_LOG" || fail "server message does not name -q"
+grep -qF -- "-q: this side 2, peer 1" "$SERVER_LOG" || fail "server message does not name -q"
 bound 20 "-q mismatch"

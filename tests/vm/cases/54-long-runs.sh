@@ -52,7 +52,10 @@ done
 log "== read_lat -D 8 ours <-> ours, both with setup bound 4 s"
 pair_dur ib_read_lat "${S[@]}" rperftest ib_read_lat "${X[@]}" -D 8 -- "${S[@]}" rperftest ib_read_lat "${X[@]}" -D 8 "$RXE_IP"
 
-log "== read_bw -D 8 and send_bw -a -n 5: C client -> our server (setup bound 4 s)"
+log "== read_bw -D 8: C client -> our server (setup bound 4 s)"
 pair ib_read_bw "${S[@]}" rperftest ib_read_bw "${X[@]}" -D 8 -- ib_read_bw "${X[@]}" -D 8 "$RXE_IP"
-pair ib_send_bw "${S[@]}" rperftest ib_send_bw "${X[@]}" -a -n 5 -- ib_send_bw "${X[@]}" -a -n 5 "$RXE_IP"
+# A C client with -a registers 16 MiB and more before its first key record: several seconds on
+# a loaded TCG host, so this one keeps the default setup bound.
+log "== send_bw -a -n 5: C client -> our server (waits between sizes)"
+pair ib_send_bw rperftest ib_send_bw "${X[@]}" -a -n 5 -- ib_send_bw "${X[@]}" -a -n 5 "$RXE_IP"
 last_size_line "$SERVER_LOG" 8388608 5
