@@ -749,7 +749,7 @@ pub fn mlx5_cqe(data: &[u8]) {
 /// (fields beyond it, or cut short, read as zero), and bytes past the last field are ignored; the CQN / SRQN are 24-bit and
 /// come from the first word; the AH MAC is bytes 4..10.
 pub fn mlx5_abi(data: &[u8]) {
-    const FULL: usize = 72;
+    const FULL: usize = abi::ALLOC_UCONTEXT_RESP_LEN;
     let u = abi::UctxResp::parse(data);
     if data.len() < 45 {
         assert!(
@@ -759,8 +759,22 @@ pub fn mlx5_abi(data: &[u8]) {
         );
     } else {
         // Field ends after the mandatory part: a field cut short reads as absent (zero), so the
-        // response must behave like its last complete field boundary, zero-extended.
-        const ENDS: [usize; 8] = [45, 46, 47, 48, 56, 60, 64, 68];
+        // response must behave like its last complete field boundary, zero-extended. Derived
+        // from the parser's offsets so that the table cannot end before the struct does (it
+        // once stopped at 68 and dropped `dump_fill_mkey`, 68..72).
+        use abi::uctx_resp as o;
+        const ENDS: [usize; 9] = [
+            o::CQE_VERSION + 1,
+            o::CMDS_SUPP_UHW + 1,
+            o::ETH_MIN_INLINE + 1,
+            o::CLOCK_INFO_VERSIONS + 1,
+            o::HCA_CORE_CLOCK_OFFSET + 8,
+            o::LOG_UAR_SIZE + 4,
+            o::NUM_UARS_PER_PAGE + 4,
+            o::NUM_DYN_BFREGS + 4,
+            o::DUMP_FILL_MKEY + 4,
+        ];
+        const _: () = assert!(ENDS[ENDS.len() - 1] == FULL);
         let cut = ENDS
             .iter()
             .copied()
