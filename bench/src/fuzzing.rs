@@ -33,11 +33,16 @@ pub fn oob_version(data: &[u8]) {
     let end = data.iter().position(|&c| c == 0).unwrap_or(data.len());
     assert_eq!(v.text.as_bytes(), &data[..end]);
     assert!(v.text.bytes().all(|c| (0x20..0x7f).contains(&c)));
+    // rperftest's mark only where it follows the NUL exactly.
+    assert_eq!(v.rperftest, data.get(end + 1..end + 1 + msg::RPERFTEST_MARK.len()) == Some(msg::RPERFTEST_MARK));
     if v.text.len() < msg::VERSION_LEN {
         let enc = encode_version(&v.text).expect("a decoded version re-encodes");
         assert_eq!(&enc[..end], &data[..end]);
         assert!(enc[end..].iter().all(|&c| c == 0));
-        assert_eq!(decode_version(&enc).unwrap(), v);
+        assert_eq!(decode_version(&enc).unwrap(), msg::PeerVersion { rperftest: false, ..v.clone() });
+        let marked = msg::encode_version_marked(&v.text).expect("a decoded version re-encodes");
+        let fits = end + 1 + msg::RPERFTEST_MARK.len() < msg::VERSION_LEN;
+        assert_eq!(decode_version(&marked).unwrap().rperftest, fits);
     } else {
         // 16 printable characters without a NUL: perftest would read past its buffer; we cannot
         // send such a block ourselves.
@@ -108,6 +113,25 @@ pub fn oob_mtu(data: &[u8]) {
     }
 }
 
+/// rperftest's option block (run from the `oob_negotiate` target: blocks of that size).
+///
+/// Checks: a decoded block is text lines of `label\tvalue`; re-encoding them decodes to the
+/// same lines; a block compared with itself shows no difference.
+fn oob_options(data: &[u8]) {
+    let Ok(lines) = msg::decode_options(data) else { return };
+    for (k, v) in &lines {
+        assert!(!k.contains('\n') && !v.contains('\n'));
+    }
+    let borrowed: Vec<(&str, String)> = lines.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    if let Ok(enc) = msg::encode_options(&borrowed) {
+        // Lines that are empty or hold a second tab do not survive as such; the rest does.
+        if lines.iter().all(|(k, v)| !k.contains('\t') && !v.contains('\t')) {
+            assert_eq!(msg::decode_options(&enc).unwrap(), lines);
+        }
+    }
+    assert!(msg::option_differences(&borrowed, &lines).is_empty());
+}
+
 /// Target `oob_negotiate`: the 312/320-byte NEGOTIATE block (any length is tried).
 ///
 /// Checks: only the two layouts are accepted; encode(decode(b)) == b except the 4 padding bytes
@@ -115,6 +139,7 @@ pub fn oob_mtu(data: &[u8]) {
 /// finds no mismatch, and with a copy differing in one field finds one whose perftest message
 /// is two lines.
 pub fn oob_negotiate(data: &[u8]) {
+    oob_options(data);
     let Ok(n) = Negotiate::decode(data) else {
         assert!(
             NegotiateLayout::from_len(data.len()).is_none(),
@@ -266,6 +291,11 @@ pub fn oob_report(data: &[u8]) {
     }
     let s = rep.summed(&rep);
     assert_eq!((s.size, s.iters), (rep.size, rep.iters));
+    // The plausibility check of a report about to be printed: a verdict, never a panic, and
+    // one line either way.
+    if let Err(e) = crate::oob::plausible::check_report(&rep, Some(rep.size), 1) {
+        assert!(!e.to_string().contains('\n'));
+    }
 }
 
 const TOOLS: [Tool; 8] = [

@@ -712,5 +712,6 @@ fn option_blocks_round_trip_and_refuse_garbage() {
     assert!(msg::option_differences(&mine, &more).is_empty());
     assert!(msg::decode_options(&[0xff; msg::OPTIONS_LEN]).is_err());
     assert!(msg::decode_options(b"no tab here\n\0").is_err());
+    assert!(msg::decode_options(b"-s\t1\n-s\t2\n\0").is_err());
     assert!(msg::encode_options(&[("-s", "a\tb".into())]).is_err());
 }

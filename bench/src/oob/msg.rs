@@ -269,13 +269,17 @@ pub fn decode_options(bytes: &[u8]) -> Result<Vec<(String, String)>, OobError> {
         .ok()
         .filter(|t| t.bytes().all(|c| c == b'\t' || c == b'\n' || (0x20..0x7f).contains(&c)))
         .ok_or_else(|| OobError::malformed(STEP, format!("option block is not text: {}", show_text(&bytes[..end])), HINT_PROTO))?;
-    text.lines()
-        .map(|l| {
-            l.split_once('\t')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .ok_or_else(|| OobError::malformed(STEP, format!("option line {l:?} has no tab"), HINT_PROTO))
-        })
-        .collect()
+    let mut out: Vec<(String, String)> = Vec::new();
+    for l in text.lines() {
+        let (k, v) = l
+            .split_once('\t')
+            .ok_or_else(|| OobError::malformed(STEP, format!("option line {l:?} has no tab"), HINT_PROTO))?;
+        if out.iter().any(|(seen, _)| seen == k) {
+            return Err(OobError::malformed(STEP, format!("option {k:?} appears twice"), HINT_PROTO));
+        }
+        out.push((k.to_string(), v.to_string()));
+    }
+    Ok(out)
 }
 
 /// One line per option whose value differs (`-s: this side 4096, peer 65536`); options only
