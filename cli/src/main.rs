@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod cmtest;
 mod devinfo;
+mod matrix;
 mod selftest;
 
 const TOOLS: [&str; 8] = [

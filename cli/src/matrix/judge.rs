@@ -1,0 +1,224 @@
+//! Judgement of measured pairs, and which node the bad pairs point at.
+//!
+//! A bandwidth pair is LOW below `--min-bw`, or below `--rel` × the median of its test and
+//! rail; a latency pair is LOW above `--max-lat`, or above `--rel-lat` × that median. The
+//! median (not the maximum, as ClusterKit uses) keeps one unusually fast pair from making
+//! every normal one look bad, and needs more than half of the pairs bad before it moves.
+
+use std::collections::BTreeMap;
+
+use super::results::{Record, Status};
+
+#[derive(Clone, Copy, Debug)]
+pub struct Rules {
+    pub min_bw: Option<f64>,
+    pub max_lat: Option<f64>,
+    pub rel: f64,
+    pub rel_lat: f64,
+}
+
+/// Latency tools report time (lower is better); the others bandwidth.
+pub fn is_lat(test: &str) -> bool {
+    test.ends_with("_lat")
+}
+
+pub fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 })
+}
+
+fn group_key(r: &Record) -> (String, String) {
+    (r.test.clone(), r.rail.clone())
+}
+
+/// Fill in each record's median and turn OK into LOW where the rules say so.
+pub fn judge(records: &mut [Record], rules: &Rules) {
+    let mut values: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.status.measured()) {
+        if let Some(v) = r.value {
+            values.entry(group_key(r)).or_default().push(v);
+        }
+    }
+    let medians: BTreeMap<_, _> = values.into_iter().filter_map(|(k, mut v)| median(&mut v).map(|m| (k, m))).collect();
+    for r in records.iter_mut() {
+        let med = medians.get(&group_key(r)).copied();
+        r.median = med;
+        if r.status != Status::Ok {
+            continue;
+        }
+        let Some(v) = r.value else { continue };
+        let why = if is_lat(&r.test) {
+            match (rules.max_lat, med) {
+                (Some(max), _) if v > max => Some(format!("{v:.2} {} above --max-lat {max}", r.unit)),
+                (_, Some(m)) if v > rules.rel_lat * m => {
+                    Some(format!("{v:.2} {} above {} x the median {m:.2}", r.unit, rules.rel_lat))
+                }
+                _ => None,
+            }
+        } else {
+            match (rules.min_bw, med) {
+                (Some(min), _) if v < min => Some(format!("{v:.2} {} below --min-bw {min}", r.unit)),
+                (_, Some(m)) if v < rules.rel * m => Some(format!("{v:.2} {} below {} x the median {m:.2}", r.unit, rules.rel)),
+                _ => None,
+            }
+        };
+        if let Some(why) = why {
+            r.status = Status::Low;
+            r.reason = why;
+        }
+    }
+}
+
+/// A pair that ran and is not OK (unreachable and skipped pairs never ran; the preflight names
+/// their nodes).
+fn bad(s: Status) -> bool {
+    matches!(s, Status::Low | Status::Fail | Status::Timeout)
+}
+
+fn ran(s: Status) -> bool {
+    !matches!(s, Status::Unreachable | Status::Skipped)
+}
+
+/// One sentence per test and rail with bad pairs: the node most of them share, if any.
+///
+/// A node is named when at least two of its pairs are bad and more than half of the pairs it
+/// ran are: a bad cable or port fails every pair through it, while the partner nodes each have
+/// only the one bad pair with it. Its pairs on the other rails are mentioned when they are
+/// fine, which points at the rail (cable, port) rather than the node.
+pub fn diagnose(records: &[Record]) -> Vec<String> {
+    let mut groups: BTreeMap<(String, String), Vec<&Record>> = BTreeMap::new();
+    for r in records.iter().filter(|r| ran(r.status)) {
+        groups.entry(group_key(r)).or_default().push(r);
+    }
+    let mut out = Vec::new();
+    for ((test, rail), rs) in &groups {
+        let nbad = rs.iter().filter(|r| bad(r.status)).count();
+        if nbad == 0 {
+            continue;
+        }
+        let mut per: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for r in rs {
+            for n in [r.server.node.as_str(), r.client.node.as_str()] {
+                let e = per.entry(n).or_default();
+                e.1 += 1;
+                if bad(r.status) {
+                    e.0 += 1;
+                }
+            }
+        }
+        let suspects: Vec<(&str, usize)> =
+            per.iter().filter(|(_, (b, t))| *b >= 2 && 2 * b > *t).map(|(n, (b, _))| (*n, *b)).collect();
+        if suspects.is_empty() {
+            if nbad == 1 {
+                let r = rs.iter().find(|r| bad(r.status)).expect("one bad pair");
+                out.push(format!(
+                    "1 bad pair of {test} on rail {rail}: {} - {} ({}); one pair cannot tell which node",
+                    r.server.node,
+                    r.client.node,
+                    r.status.name()
+                ));
+            } else {
+                out.push(format!("{nbad} bad pairs of {test} on rail {rail}; no node is in most of them"));
+            }
+            continue;
+        }
+        for (node, b) in suspects {
+            let mut s = format!("{b} of {nbad} bad pairs of {test} on rail {rail} include {node}");
+            let fine: Vec<&str> = groups
+                .iter()
+                .filter(|((t, r), _)| t == test && r != rail)
+                .filter(|(_, rs2)| {
+                    let mine: Vec<_> = rs2.iter().filter(|r| r.server.node == node || r.client.node == node).collect();
+                    !mine.is_empty() && mine.iter().all(|r| r.status == Status::Ok)
+                })
+                .map(|((_, r), _)| r.as_str())
+                .collect();
+            if !fine.is_empty() {
+                s.push_str(&format!("; {node}'s pairs on rail {} are fine", fine.join(", ")));
+            }
+            out.push(s);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::results::sample;
+
+    const RULES: Rules = Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5 };
+
+    fn four(test: &str, rail: &str, vals: [f64; 6]) -> Vec<Record> {
+        let pairs = [("n1", "n2"), ("n3", "n4"), ("n1", "n3"), ("n2", "n4"), ("n1", "n4"), ("n2", "n3")];
+        pairs.iter().zip(vals).map(|((a, b), v)| sample(test, rail, a, b, Status::Ok, Some(v))).collect()
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
+
+    #[test]
+    fn the_slow_node_is_low_and_named() {
+        // n4's pairs (indices 1, 3, 4) at about 1 MB/s, the others at about 5.
+        let mut rs = four("ib_write_bw", "rxe0", [5.1, 1.0, 4.8, 0.9, 1.1, 5.3]);
+        rs.extend(four("ib_write_bw", "rxe1", [5.0; 6]));
+        judge(&mut rs, &RULES);
+        let low: Vec<usize> = rs.iter().enumerate().filter(|(_, r)| r.status == Status::Low).map(|(i, _)| i).collect();
+        assert_eq!(low, [1, 3, 4]);
+        assert!(rs[1].reason.contains("below 0.9 x the median"), "{}", rs[1].reason);
+        assert!((rs[0].median.expect("median") - 2.95).abs() < 1e-9);
+        let d = diagnose(&rs);
+        assert_eq!(d, ["3 of 3 bad pairs of ib_write_bw on rail rxe0 include n4; n4's pairs on rail rxe1 are fine"]);
+    }
+
+    #[test]
+    fn absolute_floors_and_latency_ceilings() {
+        let mut rs = four("ib_write_bw", "r", [5.0; 6]);
+        judge(&mut rs, &Rules { min_bw: Some(6.0), ..RULES });
+        assert!(rs.iter().all(|r| r.status == Status::Low && r.reason.contains("--min-bw 6")));
+        let mut lat = four("ib_send_lat", "r", [10.0, 10.5, 30.0, 9.8, 10.1, 10.2]);
+        judge(&mut lat, &RULES);
+        let low: Vec<usize> = lat.iter().enumerate().filter(|(_, r)| r.status == Status::Low).map(|(i, _)| i).collect();
+        assert_eq!(low, [2]);
+        let mut lat2 = four("ib_send_lat", "r", [10.0; 6]);
+        judge(&mut lat2, &Rules { max_lat: Some(9.0), ..RULES });
+        assert!(lat2.iter().all(|r| r.status == Status::Low));
+    }
+
+    #[test]
+    fn failures_unreachable_and_single_pairs() {
+        let mut rs = four("ib_write_bw", "rxe0", [5.0; 6]);
+        rs[1].status = Status::Timeout;
+        rs[3].status = Status::Fail;
+        rs[4].status = Status::Fail;
+        for i in [1, 3, 4] {
+            rs[i].value = None;
+        }
+        judge(&mut rs, &RULES);
+        assert_eq!(rs.iter().filter(|r| r.status == Status::Ok).count(), 3);
+        assert_eq!(diagnose(&rs), ["3 of 3 bad pairs of ib_write_bw on rail rxe0 include n4"]);
+        // Unreachable pairs never ran: no diagnosis from them.
+        for r in rs.iter_mut() {
+            if r.status != Status::Ok {
+                r.status = Status::Unreachable;
+            }
+        }
+        assert!(diagnose(&rs).is_empty());
+        let mut one = vec![sample("ib_write_bw", "rxe0", "a", "b", Status::Fail, None)];
+        judge(&mut one, &RULES);
+        assert_eq!(diagnose(&one), ["1 bad pair of ib_write_bw on rail rxe0: a - b (FAIL); one pair cannot tell which node"]);
+        // Two bad pairs with no common node.
+        let mut rs = four("ib_write_bw", "rxe0", [5.0; 6]);
+        rs[0].status = Status::Fail;
+        rs[1].status = Status::Fail;
+        assert_eq!(diagnose(&rs), ["2 bad pairs of ib_write_bw on rail rxe0; no node is in most of them"]);
+    }
+}

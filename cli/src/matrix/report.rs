@@ -1,0 +1,139 @@
+//! The text a person reads at the end: one matrix per test and rail, flagged cells marked.
+//!
+//! Cell (i, j) is the pair of nodes i and j, whichever served; the matrix is symmetric. A
+//! number is the judged figure; a mark after it (`!`) says LOW; a pair without a figure shows
+//! its status word. Beyond [`MAX_MATRIX`] nodes a matrix no longer fits a terminal, so only the
+//! pairs that are not OK are listed.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use super::results::{Record, Status};
+
+pub const MAX_MATRIX: usize = 32;
+
+fn cell(r: &Record) -> String {
+    match (r.status, r.value) {
+        (Status::Ok, Some(v)) => fmt_value(v),
+        (Status::Low, Some(v)) => format!("{}!", fmt_value(v)),
+        (Status::Unreachable, _) => "UNREACH".into(),
+        (Status::Skipped, _) => "SKIP".into(),
+        (s, _) => s.name().into(),
+    }
+}
+
+fn fmt_value(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The matrices of every test and rail in `records`, for the nodes in `nodes` (their order).
+pub fn text(nodes: &[String], records: &[Record]) -> String {
+    let mut groups: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        groups.entry((r.test.as_str(), r.rail.as_str())).or_default().push(r);
+    }
+    let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    let mut s = String::new();
+    for ((test, rail), rs) in groups {
+        let unit = rs.iter().find(|r| !r.unit.is_empty()).map(|r| r.unit.as_str()).unwrap_or("");
+        let what = if super::judge::is_lat(test) { "typical latency" } else { "BW average" };
+        let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
+        let _ = write!(s, "{test} on rail {rail}: {what} [{unit}], {ok} of {} pairs OK", rs.len());
+        if let Some(m) = rs.iter().find_map(|r| r.median) {
+            let _ = write!(s, ", median {}", fmt_value(m));
+        }
+        s.push_str(" (! = LOW)\n");
+        if nodes.len() > MAX_MATRIX {
+            for r in rs.iter().filter(|r| r.status != Status::Ok) {
+                let _ = writeln!(s, "  {} - {}: {} {}", r.server.node, r.client.node, cell(r), r.reason);
+            }
+            s.push('\n');
+            continue;
+        }
+        let n = nodes.len();
+        let mut grid = vec![vec![String::new(); n]; n];
+        for (i, row) in grid.iter_mut().enumerate() {
+            row[i] = ".".into();
+        }
+        for r in &rs {
+            if let (Some(&i), Some(&j)) = (index.get(r.server.node.as_str()), index.get(r.client.node.as_str())) {
+                grid[i][j] = cell(r);
+                grid[j][i] = cell(r);
+            }
+        }
+        let name_w = nodes.iter().map(|x| x.len()).max().unwrap_or(0);
+        let col_w = grid.iter().flatten().map(String::len).chain(nodes.iter().map(String::len)).max().unwrap_or(1);
+        let _ = write!(s, "  {:name_w$}", "");
+        for x in nodes {
+            let _ = write!(s, " {x:>col_w$}");
+        }
+        s.push('\n');
+        for (x, row) in nodes.iter().zip(&grid) {
+            let _ = write!(s, "  {x:<name_w$}");
+            for c in row {
+                let c = if c.is_empty() { "-" } else { c.as_str() };
+                let _ = write!(s, " {c:>col_w$}");
+            }
+            s.push('\n');
+        }
+        for r in rs.iter().filter(|r| !matches!(r.status, Status::Ok | Status::Unreachable | Status::Skipped)) {
+            let _ = writeln!(s, "  {} - {}: {}: {}", r.server.node, r.client.node, r.status.name(), r.reason);
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::results::sample;
+
+    #[test]
+    fn a_four_node_matrix() {
+        let nodes: Vec<String> = ["node1", "node2", "node3", "node4"].iter().map(|s| s.to_string()).collect();
+        let mut rs = vec![
+            sample("ib_write_bw", "rxe0", "node1", "node2", Status::Ok, Some(5.12)),
+            sample("ib_write_bw", "rxe0", "node3", "node4", Status::Low, Some(1.01)),
+            sample("ib_write_bw", "rxe0", "node1", "node3", Status::Ok, Some(4.9)),
+            sample("ib_write_bw", "rxe0", "node4", "node2", Status::Timeout, None),
+            sample("ib_write_bw", "rxe0", "node1", "node4", Status::Unreachable, None),
+            sample("ib_write_bw", "rxe0", "node2", "node3", Status::Ok, Some(1234.6)),
+        ];
+        rs[1].reason = "1.01 MB/sec below 0.9 x the median 5.01".into();
+        rs[3].reason = "killed at the deadline".into();
+        for r in &mut rs {
+            r.median = Some(5.01);
+        }
+        let t = text(&nodes, &rs);
+        let want = "\
+ib_write_bw on rail rxe0: BW average [MB/sec], 3 of 6 pairs OK, median 5.01 (! = LOW)
+          node1   node2   node3   node4
+  node1       .    5.12    4.90 UNREACH
+  node2    5.12       .    1235 TIMEOUT
+  node3    4.90    1235       .   1.01!
+  node4 UNREACH TIMEOUT   1.01!       .
+  node3 - node4: LOW: 1.01 MB/sec below 0.9 x the median 5.01
+  node4 - node2: TIMEOUT: killed at the deadline
+
+";
+        assert_eq!(t, want, "\n{t}");
+    }
+
+    #[test]
+    fn big_clusters_list_only_the_bad_pairs() {
+        let nodes: Vec<String> = (0..40).map(|i| format!("n{i}")).collect();
+        let rs = vec![
+            sample("ib_send_lat", "mlx5_0", "n1", "n2", Status::Ok, Some(2.0)),
+            sample("ib_send_lat", "mlx5_0", "n3", "n39", Status::Fail, None),
+        ];
+        let t = text(&nodes, &rs);
+        assert!(t.starts_with("ib_send_lat on rail mlx5_0: typical latency"), "{t}");
+        assert!(t.contains("  n3 - n39: FAIL"), "{t}");
+        assert!(!t.contains("n1 - n2"), "{t}");
+    }
+}

@@ -1,0 +1,313 @@
+//! One record per pair: `results.jsonl` (appended and flushed as each pair ends, so a crash
+//! or Ctrl-C loses nothing finished) and `results.csv` (written at the end, judged).
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+/// What happened to a pair. LOW is only given by the judgement, after every pair of the test
+/// and rail has run (it compares with their median).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Low,
+    Fail,
+    Timeout,
+    Unreachable,
+    Skipped,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Low => "LOW",
+            Status::Fail => "FAIL",
+            Status::Timeout => "TIMEOUT",
+            Status::Unreachable => "UNREACHABLE",
+            Status::Skipped => "SKIPPED",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Status> {
+        [Status::Ok, Status::Low, Status::Fail, Status::Timeout, Status::Unreachable, Status::Skipped]
+            .into_iter()
+            .find(|x| x.name() == s)
+    }
+    /// Did the pair measure anything (and so count for the median and the diagnosis)?
+    pub fn measured(self) -> bool {
+        matches!(self, Status::Ok | Status::Low)
+    }
+}
+
+/// One side of a pair.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Side {
+    pub node: String,
+    pub dev: String,
+    /// The address the client connected to (server side only), or this node's rail address.
+    pub addr: String,
+    pub gid_index: Option<u32>,
+    pub exit: Option<i32>,
+    /// The side's perftest `--out_json` report, if it wrote one.
+    pub json: Option<Value>,
+    /// The last lines the side printed (for FAIL: the error).
+    pub tail: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    pub test: String,
+    pub rail: String,
+    pub round: usize,
+    pub port: u16,
+    pub options: Vec<String>,
+    pub server: Side,
+    pub client: Side,
+    pub status: Status,
+    /// Why, in one line, for anything but OK.
+    pub reason: String,
+    /// The figure judged: BW average (bw tests) or typical latency (lat tests).
+    pub value: Option<f64>,
+    pub unit: String,
+    /// The median of the test and rail, once judged.
+    pub median: Option<f64>,
+    pub started_unix: f64,
+    pub wall_s: f64,
+    pub deadline_s: f64,
+}
+
+impl Record {
+    pub fn to_json(&self) -> Value {
+        let side = |s: &Side| {
+            json!({
+                "node": s.node, "dev": s.dev, "addr": s.addr, "gid_index": s.gid_index,
+                "exit": s.exit, "json": s.json, "tail": s.tail,
+            })
+        };
+        json!({
+            "test": self.test, "rail": self.rail, "round": self.round, "port": self.port,
+            "options": self.options, "server": side(&self.server), "client": side(&self.client),
+            "status": self.status.name(), "reason": self.reason, "value": self.value,
+            "unit": self.unit, "median": self.median, "started_unix": self.started_unix,
+            "wall_s": self.wall_s, "deadline_s": self.deadline_s,
+        })
+    }
+
+    /// The pair's identity for `--resume`: test, rail and the two nodes (either order).
+    pub fn key(&self) -> (String, String, String, String) {
+        let (x, y) = (self.server.node.clone(), self.client.node.clone());
+        let (lo, hi) = if x <= y { (x, y) } else { (y, x) };
+        (self.test.clone(), self.rail.clone(), lo, hi)
+    }
+
+    pub fn from_json(v: &Value) -> Option<Record> {
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let side = |v: &Value| Side {
+            node: s(v, "node"),
+            dev: s(v, "dev"),
+            addr: s(v, "addr"),
+            gid_index: v.get("gid_index").and_then(Value::as_u64).and_then(|x| u32::try_from(x).ok()),
+            exit: v.get("exit").and_then(Value::as_i64).and_then(|x| i32::try_from(x).ok()),
+            json: v.get("json").filter(|j| !j.is_null()).cloned(),
+            tail: v
+                .get("tail")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
+        };
+        let f = |k: &str| v.get(k).and_then(Value::as_f64);
+        Some(Record {
+            test: v.get("test")?.as_str()?.to_string(),
+            rail: v.get("rail")?.as_str()?.to_string(),
+            round: v.get("round").and_then(Value::as_u64).unwrap_or(0) as usize,
+            port: v.get("port").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()).unwrap_or(0),
+            options: v
+                .get("options")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_string)).collect())
+                .unwrap_or_default(),
+            server: side(v.get("server")?),
+            client: side(v.get("client")?),
+            status: Status::from_name(v.get("status")?.as_str()?)?,
+            reason: s(v, "reason"),
+            value: f("value"),
+            unit: s(v, "unit"),
+            median: f("median"),
+            started_unix: f("started_unix").unwrap_or(0.0),
+            wall_s: f("wall_s").unwrap_or(0.0),
+            deadline_s: f("deadline_s").unwrap_or(0.0),
+        })
+    }
+}
+
+/// `OUT/results.jsonl`, one line per finished pair, flushed to the file at once.
+pub struct JsonlLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl JsonlLog {
+    pub fn open(dir: &Path) -> std::io::Result<JsonlLog> {
+        let path = dir.join("results.jsonl");
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        Ok(JsonlLog { path, file })
+    }
+
+    pub fn append(&mut self, r: &Record) -> std::io::Result<()> {
+        let mut line = r.to_json().to_string();
+        line.push('\n');
+        // One write of the whole line: a reader never sees half a record.
+        self.file.write_all(line.as_bytes())?;
+        self.file.sync_data()
+    }
+
+    /// Replace the file with the judged records (LOW and the medians filled in): written next
+    /// to it and renamed over it, so the file is always whole.
+    pub fn rewrite(&mut self, all: &[Record]) -> std::io::Result<()> {
+        let tmp = self.path.with_extension("jsonl.tmp");
+        {
+            let mut f = File::create(&tmp)?;
+            for r in all {
+                writeln!(f, "{}", r.to_json())?;
+            }
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, &self.path)?;
+        self.file = OpenOptions::new().append(true).open(&self.path)?;
+        Ok(())
+    }
+}
+
+/// The records of an earlier run (`--resume`); lines that do not parse are skipped and counted.
+pub fn read_jsonl(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) => return Err(e),
+    };
+    let (mut out, mut bad) = (Vec::new(), 0);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        match serde_json::from_str::<Value>(line).ok().as_ref().and_then(Record::from_json) {
+            Some(r) => out.push(r),
+            None => bad += 1,
+        }
+    }
+    Ok((out, bad))
+}
+
+/// RFC 4180 field: quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub const CSV_HEADER: &str =
+    "test,rail,round,server,client,server_dev,client_dev,status,value,unit,median,wall_s,deadline_s,reason";
+
+pub fn csv_text(all: &[Record]) -> String {
+    let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
+    let mut s = String::from(CSV_HEADER);
+    s.push('\n');
+    for r in all {
+        let fields = [
+            r.test.clone(),
+            r.rail.clone(),
+            r.round.to_string(),
+            r.server.node.clone(),
+            r.client.node.clone(),
+            r.server.dev.clone(),
+            r.client.dev.clone(),
+            r.status.name().to_string(),
+            num(r.value),
+            r.unit.clone(),
+            num(r.median),
+            format!("{:.3}", r.wall_s),
+            format!("{:.1}", r.deadline_s),
+            r.reason.clone(),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        s.push_str(&line.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+pub(crate) fn sample(test: &str, rail: &str, a: &str, b: &str, status: Status, value: Option<f64>) -> Record {
+    Record {
+        test: test.into(),
+        rail: rail.into(),
+        round: 0,
+        port: 18600,
+        options: vec!["-s".into(), "4096".into()],
+        server: Side { node: a.into(), dev: rail.into(), ..Side::default() },
+        client: Side { node: b.into(), dev: rail.into(), ..Side::default() },
+        status,
+        reason: String::new(),
+        value,
+        unit: "MB/sec".into(),
+        median: None,
+        started_unix: 1.5,
+        wall_s: 2.25,
+        deadline_s: 31.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_survives_json() {
+        let mut r = sample("write_bw", "rxe0", "node1", "node2", Status::Fail, None);
+        r.reason = "client: Couldn't connect, \"x\"".into();
+        r.client.json = Some(json!({"results": {"BW_average": 5.5}}));
+        r.client.exit = Some(1);
+        r.server.gid_index = Some(1);
+        r.server.tail = vec!["a".into(), "b".into()];
+        let back = Record::from_json(&serde_json::from_str(&r.to_json().to_string()).expect("json")).expect("record");
+        assert_eq!(back, r);
+        assert_eq!(back.key(), ("write_bw".into(), "rxe0".into(), "node1".into(), "node2".into()));
+    }
+
+    #[test]
+    fn jsonl_appends_flushed_lines_and_rewrites_whole() {
+        let dir = std::env::temp_dir().join(format!("rpt-matrix-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let mut log = JsonlLog::open(&dir).expect("open");
+        let a = sample("write_bw", "rxe0", "n1", "n2", Status::Ok, Some(5.0));
+        let b = sample("write_bw", "rxe0", "n1", "n3", Status::Timeout, None);
+        log.append(&a).expect("a");
+        log.append(&b).expect("b");
+        // Readable while the log is still open: nothing is buffered.
+        let (got, bad) = read_jsonl(&dir.join("results.jsonl")).expect("read");
+        assert_eq!((got.len(), bad), (2, 0));
+        assert_eq!(got[1].status, Status::Timeout);
+        let mut a2 = a.clone();
+        a2.status = Status::Low;
+        a2.median = Some(7.0);
+        log.rewrite(&[a2.clone(), b.clone()]).expect("rewrite");
+        log.append(&a).expect("after rewrite");
+        let (got, _) = read_jsonl(&dir.join("results.jsonl")).expect("read");
+        assert_eq!(got, vec![a2, b, a]);
+        std::fs::write(dir.join("results.jsonl"), "{\"test\":1}\nnot json\n").expect("w");
+        assert_eq!(read_jsonl(&dir.join("results.jsonl")).expect("read").1, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn csv_quotes_what_needs_it() {
+        let mut r = sample("send_lat", "rxe0", "n1", "n2", Status::Fail, None);
+        r.reason = "server: bad, \"quoted\"".into();
+        let t = csv_text(&[r]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], CSV_HEADER);
+        assert_eq!(lines[1], "send_lat,rxe0,0,n1,n2,rxe0,rxe0,FAIL,,MB/sec,,2.250,31.0,\"server: bad, \"\"quoted\"\"\"");
+    }
+}
