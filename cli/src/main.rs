@@ -29,7 +29,8 @@ fn usage() -> String {
          own commands:\n  \
          devices            list RDMA devices (like ibv_devices)\n  \
          devinfo            device and port attributes (like ibv_devinfo)\n  \
-         selftest           exercise every verb between two QPs on one device\n\
+         selftest           exercise every verb between two QPs on one device\n  \
+         matrix             perftest between every pair of nodes and rails, over ssh or srun\n\
          \n\
          rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
@@ -74,6 +75,10 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
         "devinfo" => exit_u8(devinfo::run_devinfo(rest)),
         "selftest" => selftest::run_selftest(rest),
         "cm-ping" => cmtest::run(rest),
+        "matrix" => matrix::run(rest),
+        // The two halves of `matrix` that run on the nodes.
+        "matrix-exec" => matrix::exec::run(rest),
+        "matrix-probe" => matrix::probe::run(rest),
         other => {
             eprintln!("rperftest: unknown command '{other}'; run 'rperftest --help' for the list");
             2

@@ -1,0 +1,252 @@
+//! `rperftest matrix` options (clap), checked into a [`Config`] before anything is started.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bench::params::{parse, ParseOutcome, Params, ReportFormat, Tool};
+use clap::{value_parser, Arg, ArgAction, Command};
+
+use super::hostlist;
+use super::launcher::{Kind, Launcher};
+use super::schedule::Floors;
+
+pub struct TestSpec {
+    pub tool: Tool,
+    pub params: Box<Params>,
+    pub unit: String,
+}
+
+pub enum Devices {
+    Auto,
+    Named(Vec<String>),
+}
+
+pub struct Config {
+    pub hosts: Vec<String>,
+    pub tests: Vec<TestSpec>,
+    pub devices: Devices,
+    pub launcher: Launcher,
+    pub out: PathBuf,
+    pub remote_bin: String,
+    pub port_base: u16,
+    pub serial: bool,
+    pub resume: bool,
+    pub options: Vec<String>,
+    pub floors: Floors,
+    pub preflight: Duration,
+    pub rules: super::judge::Rules,
+}
+
+pub fn command() -> Command {
+    let f64_arg = |name: &'static str, help: &'static str| Arg::new(name).long(name).value_parser(value_parser!(f64)).help(help);
+    Command::new("rperftest matrix")
+        .about("perftest between every pair of nodes, on every rail, over ssh or srun")
+        .after_help(
+            "Pairs run in rounds in which no node is in two pairs (the circle method); each pair has a \
+             deadline from its test and is killed on both nodes past it. Results: OUT/results.jsonl \
+             (one record per pair, written as it ends), OUT/results.csv, and a text matrix per test \
+             and rail. Exit 0 only when every pair is OK.\n\nExample:\n  rperftest matrix --hosts \
+             'node[1-4]' --test write_bw,send_lat --out /tmp/m -- -s 65536 -n 2000",
+        )
+        .arg(Arg::new("hosts").long("hosts").value_name("LIST").help("Slurm hostlist: node[1-8],gpu3 (default: SLURM_JOB_NODELIST)"))
+        .arg(Arg::new("hostfile").long("hostfile").value_name("FILE").conflicts_with("hosts").help("one host (or hostlist) per line; # comments"))
+        .arg(Arg::new("test").long("test").value_name("TESTS").default_value("write_bw").help("comma-separated: write_bw, send_lat, ... (the eight tools, with or without ib_)"))
+        .arg(Arg::new("devices").long("devices").value_name("DEVS").default_value("auto").help("rails: mlx5_0,mlx5_1, or auto (each node's devices with an active port 1, in name order)"))
+        .arg(Arg::new("launcher").long("launcher").value_parser(["ssh", "srun"]).help("default: srun inside a Slurm allocation (SLURM_JOB_ID set), else ssh"))
+        .arg(Arg::new("out").long("out").value_name("DIR").required(true).help("output directory (created)"))
+        .arg(Arg::new("remote-bin").long("remote-bin").value_name("PATH").default_value("rperftest").help("rperftest on the nodes"))
+        .arg(Arg::new("port-base").long("port-base").value_parser(value_parser!(u16).range(1024..=65000)).default_value("18600").help("pair k of a round uses PORT+k"))
+        .arg(Arg::new("serial").long("serial").action(ArgAction::SetTrue).help("one pair at a time"))
+        .arg(Arg::new("resume").long("resume").action(ArgAction::SetTrue).help("keep OUT/results.jsonl and run only the pairs it lacks"))
+        .arg(f64_arg("min-bw", "LOW below this bandwidth (the tool's unit: MB/sec, or Gb/sec with --report_gbits)"))
+        .arg(f64_arg("max-lat", "LOW above this latency (usec)"))
+        .arg(f64_arg("rel", "LOW below REL x the median of the test and rail").default_value("0.9"))
+        .arg(f64_arg("rel-lat", "LOW above REL x the median latency of the test and rail").default_value("1.5"))
+        .arg(f64_arg("floor-rate", "slowest working link for deadlines, MB/s").default_value("1"))
+        .arg(f64_arg("floor-lat", "slowest working round trip for deadlines, ms").default_value("20"))
+        .arg(Arg::new("setup-time").long("setup-time").value_parser(value_parser!(u64).range(1..=3600)).default_value("60").help("seconds a pair may spend starting, connecting and ending"))
+        .arg(Arg::new("preflight-timeout").long("preflight-timeout").value_parser(value_parser!(u64).range(1..=600)).default_value("30").help("seconds for each node's preflight"))
+        .arg(Arg::new("ssh").long("ssh").default_value("ssh").help("the ssh client to run"))
+        .arg(Arg::new("options").num_args(0..).last(true).allow_hyphen_values(true).help("perftest options for both sides, after --"))
+}
+
+fn tool_of(name: &str) -> Option<Tool> {
+    let n = name.trim();
+    Tool::from_name(n).or_else(|| Tool::from_name(&format!("ib_{n}")))
+}
+
+/// The tool's own parse of the options (bad options are refused here, before any node is
+/// touched); the options the matrix sets itself are refused too.
+fn check_options(tool: Tool, opts: &[String]) -> Result<Box<Params>, String> {
+    let p = match parse(tool, opts) {
+        Ok(ParseOutcome::Run(p)) => p,
+        Ok(_) => return Err(format!("{}: -h/-V are not test options", tool.name())),
+        Err(e) => return Err(format!("{}: {}", tool.name(), e.message)),
+    };
+    let mut mine = Vec::new();
+    if p.server_name.is_some() {
+        mine.push("a server name");
+    }
+    if p.ib_dev.is_some() {
+        mine.push("-d (use --devices)");
+    }
+    if p.gid_index.is_some() {
+        mine.push("-x (chosen per node)");
+    }
+    if p.out_json {
+        mine.push("--out_json");
+    }
+    if opts.iter().any(|o| o == "-p" || o.starts_with("--port") || (o.starts_with("-p") && o.len() > 2 && !o.starts_with("--"))) {
+        mine.push("-p (use --port-base)");
+    }
+    if p.ib_port != 1 {
+        mine.push("-i (port 1 only)");
+    }
+    if !mine.is_empty() {
+        return Err(format!("the matrix sets these itself: {}", mine.join(", ")));
+    }
+    Ok(p)
+}
+
+pub fn parse_config(args: &[String]) -> Result<Config, clap::Error> {
+    let m = command().try_get_matches_from(std::iter::once("rperftest matrix".to_string()).chain(args.iter().cloned()))?;
+    let bad = |msg: String| command().error(clap::error::ErrorKind::ValueValidation, msg);
+    let hosts = if let Some(f) = m.get_one::<String>("hostfile") {
+        let text = std::fs::read_to_string(f).map_err(|e| bad(format!("--hostfile {f}: {e}")))?;
+        hostlist::parse_hostfile(&text).map_err(|e| bad(format!("--hostfile {f}: {e}")))?
+    } else if let Some(h) = m.get_one::<String>("hosts") {
+        hostlist::expand(h).map_err(|e| bad(format!("--hosts: {e}")))?
+    } else if let Ok(h) = std::env::var("SLURM_JOB_NODELIST") {
+        hostlist::expand(&h).map_err(|e| bad(format!("SLURM_JOB_NODELIST: {e}")))?
+    } else {
+        return Err(bad("no hosts: give --hosts or --hostfile, or run inside a Slurm allocation".into()));
+    };
+    if hosts.len() < 2 {
+        return Err(bad(format!("{} host(s): a matrix needs at least two", hosts.len())));
+    }
+    let options: Vec<String> = m.get_many::<String>("options").map(|v| v.cloned().collect()).unwrap_or_default();
+    let mut tests = Vec::new();
+    for name in m.get_one::<String>("test").map(String::as_str).unwrap_or("write_bw").split(',') {
+        let tool = tool_of(name).ok_or_else(|| bad(format!("--test: unknown test {name:?} (write_bw, read_bw, send_bw, atomic_bw and their _lat)")))?;
+        if tests.iter().any(|t: &TestSpec| t.tool == tool) {
+            return Err(bad(format!("--test: {name} given twice")));
+        }
+        let params = check_options(tool, &options).map_err(bad)?;
+        let unit = if super::judge::is_lat(tool.name()) {
+            "usec"
+        } else if params.report_fmt == ReportFormat::Gbs {
+            "Gb/sec"
+        } else {
+            "MB/sec"
+        };
+        tests.push(TestSpec { tool, params, unit: unit.into() });
+    }
+    let devices = match m.get_one::<String>("devices").map(String::as_str).unwrap_or("auto") {
+        "auto" => Devices::Auto,
+        list => {
+            let v: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
+            if v.iter().any(|d| d.is_empty() || d.starts_with('-') || !d.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')) {
+                return Err(bad(format!("--devices {list:?}: device names are letters, digits, '_' and '.'")));
+            }
+            Devices::Named(v)
+        }
+    };
+    let in_allocation = std::env::var_os("SLURM_JOB_ID").is_some();
+    let kind = match m.get_one::<String>("launcher").map(String::as_str) {
+        Some("srun") => Kind::Srun,
+        Some(_) => Kind::Ssh,
+        None if in_allocation => Kind::Srun,
+        None => Kind::Ssh,
+    };
+    let preflight = Duration::from_secs(*m.get_one::<u64>("preflight-timeout").unwrap_or(&30));
+    let launcher = Launcher {
+        kind,
+        program: if kind == Kind::Ssh { m.get_one::<String>("ssh").cloned().unwrap_or_else(|| "ssh".into()) } else { "srun".into() },
+        connect_timeout: preflight.as_secs().clamp(1, 30),
+        in_allocation,
+    };
+    let f = |k: &str| m.get_one::<f64>(k).copied();
+    let positive = |k: &str, v: Option<f64>| -> Result<Option<f64>, clap::Error> {
+        match v {
+            Some(x) if !(x.is_finite() && x > 0.0) => Err(bad(format!("--{k} {x}: must be a positive number"))),
+            v => Ok(v),
+        }
+    };
+    let floors = Floors {
+        rate: positive("floor-rate", f("floor-rate"))?.unwrap_or(1.0) * 1e6,
+        iter_time: Duration::from_secs_f64(positive("floor-lat", f("floor-lat"))?.unwrap_or(20.0).min(10_000.0) / 1e3),
+        setup: Duration::from_secs(*m.get_one::<u64>("setup-time").unwrap_or(&60)),
+    };
+    let rules = super::judge::Rules {
+        min_bw: positive("min-bw", f("min-bw"))?,
+        max_lat: positive("max-lat", f("max-lat"))?,
+        rel: positive("rel", f("rel"))?.unwrap_or(0.9),
+        rel_lat: positive("rel-lat", f("rel-lat"))?.unwrap_or(1.5),
+    };
+    let port_base = *m.get_one::<u16>("port-base").unwrap_or(&18600);
+    // Pair k of a round listens on port_base + k; a round has at most hosts/2 pairs.
+    if usize::from(port_base) + hosts.len() / 2 > usize::from(u16::MAX) {
+        return Err(bad(format!("--port-base {port_base}: {} pairs per round do not fit below 65536", hosts.len() / 2)));
+    }
+    Ok(Config {
+        hosts,
+        tests,
+        devices,
+        launcher,
+        out: PathBuf::from(m.get_one::<String>("out").cloned().unwrap_or_default()),
+        remote_bin: m.get_one::<String>("remote-bin").cloned().unwrap_or_else(|| "rperftest".into()),
+        port_base,
+        serial: m.get_flag("serial"),
+        resume: m.get_flag("resume"),
+        options,
+        floors,
+        preflight,
+        rules,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(a: &[&str]) -> Result<Config, String> {
+        let v: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        parse_config(&v).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_full_command_line() {
+        let c = cfg(&["--hosts", "node[1-4]", "--test", "write_bw,ib_send_lat", "--out", "/tmp/x", "--launcher", "ssh", "--devices", "rxe0", "--min-bw", "2", "--", "-s", "4096", "-n", "200"]).expect("parse");
+        assert_eq!(c.hosts.len(), 4);
+        assert_eq!(c.tests.iter().map(|t| t.tool).collect::<Vec<_>>(), [Tool::WriteBw, Tool::SendLat]);
+        assert_eq!(c.tests[0].unit, "MB/sec");
+        assert_eq!(c.tests[1].unit, "usec");
+        assert_eq!(c.options, ["-s", "4096", "-n", "200"]);
+        assert_eq!(c.launcher.kind, Kind::Ssh);
+        assert!(matches!(c.devices, Devices::Named(ref d) if d == &["rxe0"]));
+        assert_eq!(c.rules.min_bw, Some(2.0));
+        assert_eq!(c.port_base, 18600);
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_a_reason() {
+        for (a, want) in [
+            (&["--hosts", "n1", "--out", "o"][..], "at least two"),
+            (&["--hosts", "n[1-2", "--out", "o"], "never closed"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--test", "write_bww"], "unknown test"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--", "-d", "mlx5_0"], "-d (use --devices)"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--", "-p", "9000"], "-p (use --port-base)"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--", "-x", "3"], "-x"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--", "server1"], "a server name"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--", "-s", "banana"], "write_bw"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--rel", "-1"], ""),
+            (&["--hosts", "n[1-2]", "--out", "o", "--floor-rate", "0"], "positive"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--devices", "mlx5_0;x"], "device names"),
+            (&["--hosts", "n[1-2]"], "--out"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--port-base", "80"], "80"),
+        ] {
+            let e = cfg(a).err().unwrap_or_else(|| panic!("{a:?} should be refused"));
+            assert!(e.contains(want), "{a:?}: {e}");
+        }
+    }
+}

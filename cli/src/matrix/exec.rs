@@ -1,0 +1,243 @@
+//! `rperftest matrix-exec` (run on a node by `rperftest matrix`, through ssh or srun): one side
+//! of a pair, with the guarantees the coordinator cannot give from afar.
+//!
+//! - The tool is killed at `--deadline` on the node itself, so no process outlives its pair
+//!   even when the coordinator or its connection is gone.
+//! - `--watch-stdin`: the tool is killed when stdin ends. ssh and srun forward the end of the
+//!   coordinator's pipe, so closing it stops this side at once, and so does the launcher dying.
+//! - `--ready-port P` (server side): `@rpt-matrix ready` once something listens on TCP port P, so
+//!   the client starts when the server can take it (no `sleep 2`).
+//! - The tool writes `--out_json` into a private temporary directory; the report comes back as
+//!   one `@rpt-matrix json` line on stdout, then `@rpt-matrix exit CODE`, and the directory is
+//!   removed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::{value_parser, Arg, ArgAction};
+
+pub const TAG: &str = "@rpt-matrix ";
+
+fn cli() -> clap::Command {
+    clap::Command::new("rperftest matrix-exec")
+        .about("one side of a rperftest matrix pair (started by rperftest matrix on each node)")
+        .arg(Arg::new("deadline").long("deadline").required(true).value_parser(value_parser!(u64).range(1..=86_400 + 3600)).help("seconds; the tool is killed after them"))
+        .arg(Arg::new("ready-port").long("ready-port").value_parser(value_parser!(u16)).help("print '@rpt-matrix ready' once TCP PORT listens"))
+        .arg(Arg::new("watch-stdin").long("watch-stdin").action(ArgAction::SetTrue).help("kill the tool when stdin ends"))
+        .arg(Arg::new("tool").required(true).num_args(1..).allow_hyphen_values(true).last(true))
+}
+
+/// Lines to our stdout, whole, from several threads; a gone reader is not an error here.
+fn say(out: &Mutex<std::io::Stdout>, line: &str) {
+    if let Ok(mut o) = out.lock() {
+        let _ = writeln!(o, "{line}");
+        let _ = o.flush();
+    }
+}
+
+/// `/tmp/rperftest-matrix-XXXXXX`, mode 0700, made by mkdtemp (no name an attacker can guess).
+fn private_dir() -> std::io::Result<PathBuf> {
+    let base = std::env::var_os("TMPDIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+    let mut tmpl = base.join("rperftest-matrix-XXXXXX").into_os_string().into_encoded_bytes();
+    tmpl.push(0);
+    // SAFETY: tmpl is a writable NUL-terminated buffer that mkdtemp fills in place.
+    let p = unsafe { libc::mkdtemp(tmpl.as_mut_ptr().cast()) };
+    if p.is_null() {
+        return Err(std::io::Error::last_os_error());
+    }
+    tmpl.pop();
+    Ok(PathBuf::from(String::from_utf8_lossy(&tmpl).into_owned()))
+}
+
+/// Is anything listening on TCP `port` (IPv4 or IPv6)? `/proc/net/tcp*` lines read
+/// `sl local_address rem_address st ...` with the port in hex and st 0A for LISTEN.
+pub fn tcp_listening(port: u16, tables: &[String]) -> bool {
+    let want = format!(":{port:04X}");
+    tables.iter().flat_map(|t| t.lines().skip(1)).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 3 && f[1].ends_with(&want) && f[3] == "0A"
+    })
+}
+
+fn read_tables() -> Vec<String> {
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect()
+}
+
+fn signal(child: &Child, sig: i32) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) on our own child's pid; it has not been reaped yet.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// Stop the tool: SIGINT first (it releases its resources and exits within a second on its
+/// own), SIGKILL 3 s later.
+fn stop(child: &mut Child) -> Option<std::process::ExitStatus> {
+    signal(child, libc::SIGINT);
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(3) {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+fn forward<R: Read + Send + 'static>(r: R, to_stdout: Option<Arc<Mutex<std::io::Stdout>>>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            match &to_stdout {
+                Some(o) => say(o, &line),
+                None => {
+                    let _ = writeln!(std::io::stderr(), "{line}");
+                }
+            }
+        }
+    })
+}
+
+pub fn run(args: &[String]) -> u8 {
+    let m = match cli().try_get_matches_from(std::iter::once("matrix-exec".to_string()).chain(args.iter().cloned())) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return 2;
+        }
+    };
+    let deadline = Duration::from_secs(*m.get_one::<u64>("deadline").unwrap_or(&60));
+    let ready_port = m.get_one::<u16>("ready-port").copied();
+    let tool: Vec<String> = m.get_many::<String>("tool").map(|v| v.cloned().collect()).unwrap_or_default();
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let dir = match private_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("rperftest matrix-exec: cannot make a temporary directory: {e}");
+            return 1;
+        }
+    };
+    let code = run_in(&dir, &tool, deadline, ready_port, m.get_flag("watch-stdin"), &out);
+    let _ = std::fs::remove_dir_all(&dir);
+    say(&out, &format!("{TAG}exit {code}"));
+    u8::try_from(code).unwrap_or(255)
+}
+
+fn run_in(dir: &Path, tool: &[String], deadline: Duration, ready_port: Option<u16>, watch: bool, out: &Arc<Mutex<std::io::Stdout>>) -> i32 {
+    let t0 = Instant::now();
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("rperftest matrix-exec: cannot find this binary: {e}");
+            return 1;
+        }
+    };
+    let json_path = dir.join("out.json");
+    let mut child = match Command::new(&exe)
+        .args(tool)
+        .arg("--out_json")
+        .arg("--out_json_file")
+        .arg(&json_path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rperftest matrix-exec: cannot start {}: {e}", exe.display());
+            return 1;
+        }
+    };
+    let fo = child.stdout.take().map(|s| forward(s, Some(out.clone())));
+    let fe = child.stderr.take().map(|s| forward(s, None));
+    let gone = Arc::new(AtomicBool::new(false));
+    if watch {
+        let g = gone.clone();
+        // Detached: it may block in read() until we exit, which is fine.
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 256];
+            let mut stdin = std::io::stdin();
+            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+            g.store(true, Ordering::SeqCst);
+        });
+    }
+    let mut ready_sent = ready_port.is_none();
+    let status = loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            break Some(s);
+        }
+        if !ready_sent && tcp_listening(ready_port.unwrap_or(0), &read_tables()) {
+            say(out, &format!("{TAG}ready"));
+            ready_sent = true;
+        }
+        if gone.load(Ordering::SeqCst) {
+            say(out, &format!("{TAG}cancelled"));
+            stop(&mut child);
+            break None;
+        }
+        if t0.elapsed() >= deadline {
+            say(out, &format!("{TAG}timeout after {} s", deadline.as_secs()));
+            stop(&mut child);
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for h in [fo, fe].into_iter().flatten() {
+        let _ = h.join();
+    }
+    if let Ok(text) = std::fs::read_to_string(&json_path) {
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(v) => say(out, &format!("{TAG}json {v}")),
+            Err(e) => say(out, &format!("{TAG}badjson {e}")),
+        }
+    }
+    match status {
+        Some(s) => s.code().unwrap_or(128),
+        // 124 like timeout(1): the coordinator tells a kill from the tool's own failure.
+        None => 124,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listening_sockets_are_found_by_port_and_state() {
+        let v4 = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 00000000:4853 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1\n   1: 0100007F:4854 0100007F:9999 01 00000000:00000000 00:00000000 00000000     0        0 1 1\n".to_string();
+        let v6 = "  sl  local_address ...\n   0: 00000000000000000000000000000000:48B0 00000000000000000000000000000000:0000 0A 0 0 0 0 0 0\n".to_string();
+        let t = [v4, v6];
+        assert!(tcp_listening(18515, &t));
+        assert!(!tcp_listening(18516, &t), "established, not listening");
+        assert!(tcp_listening(0x48B0, &t));
+        assert!(!tcp_listening(18517, &t));
+        assert!(!tcp_listening(18515, &["garbage\nx y\n".to_string()]));
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let ok = cli().try_get_matches_from(["x", "--deadline", "5", "--ready-port", "18600", "--", "ib_write_bw", "-d", "rxe0"]);
+        let m = ok.expect("parse");
+        let tool: Vec<&String> = m.get_many::<String>("tool").expect("tool").collect();
+        assert_eq!(tool, ["ib_write_bw", "-d", "rxe0"]);
+        assert!(cli().try_get_matches_from(["x", "--deadline", "0", "--", "t"]).is_err());
+        assert!(cli().try_get_matches_from(["x", "--deadline", "5"]).is_err());
+        assert!(cli().try_get_matches_from(["x", "--deadline", "abc", "--", "t"]).is_err());
+    }
+
+    #[test]
+    fn the_private_directory_is_mode_0700() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = private_dir().expect("mkdtemp");
+        let mode = std::fs::metadata(&d).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        assert!(d.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rperftest-matrix-") && !n.ends_with("XXXXXX")));
+        std::fs::remove_dir(&d).expect("rmdir");
+    }
+}

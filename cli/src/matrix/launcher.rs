@@ -1,0 +1,282 @@
+//! Starting a command on a node (the user's `ssh`, or `srun`) and watching it with a bound.
+//!
+//! ssh hands the remote side one string to its login shell, so every remote argument is
+//! quoted for a POSIX shell (shlex); srun runs the argv itself, with no shell. Host names are
+//! checked by the host list parser (no leading `-`) and passed after `--` (ssh) or as the
+//! value of `-w` (srun), never inside a command string.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Ssh,
+    Srun,
+}
+
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    pub kind: Kind,
+    /// The ssh or srun program.
+    pub program: String,
+    /// ssh's ConnectTimeout (seconds).
+    pub connect_timeout: u64,
+    /// Inside an allocation (SLURM_JOB_ID set): steps may share a node's CPUs (`--overlap`).
+    pub in_allocation: bool,
+}
+
+impl Launcher {
+    /// The local argv that runs `remote` on `node`.
+    pub fn argv(&self, node: &str, remote: &[String]) -> Result<Vec<String>, String> {
+        let mut v = vec![self.program.clone()];
+        match self.kind {
+            Kind::Ssh => {
+                let cmd = shlex::try_join(remote.iter().map(String::as_str))
+                    .map_err(|e| format!("cannot quote the remote command: {e}"))?;
+                for o in [
+                    "BatchMode=yes".to_string(),
+                    format!("ConnectTimeout={}", self.connect_timeout),
+                    // A node that dies mid-pair is noticed in 15 s even without our deadline.
+                    "ServerAliveInterval=5".into(),
+                    "ServerAliveCountMax=3".into(),
+                ] {
+                    v.push("-o".into());
+                    v.push(o);
+                }
+                v.extend(["-T".into(), "--".into(), node.to_string(), cmd]);
+            }
+            Kind::Srun => {
+                v.extend(["-N1", "-n1", "--quiet", "--unbuffered", "--chdir=/tmp", "--job-name=rperftest-matrix"].map(String::from));
+                if self.in_allocation {
+                    v.push("--overlap".into());
+                }
+                v.extend(["-w".into(), node.to_string(), "--".into()]);
+                v.extend(remote.iter().cloned());
+            }
+        }
+        Ok(v)
+    }
+}
+
+/// A line from a launched command.
+pub enum Line {
+    Out(String),
+    Err(String),
+}
+
+/// A launched command: its output arrives line by line; stdin stays open until [`Proc::close_stdin`].
+pub struct Proc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: Receiver<Line>,
+    pub out: Vec<String>,
+    pub err: Vec<String>,
+    pub exit: Option<i32>,
+}
+
+/// Keep at most this many lines per stream (a chatty remote cannot eat our memory).
+const MAX_LINES: usize = 2000;
+
+fn reader<R: Read + Send + 'static>(r: R, tx: std::sync::mpsc::Sender<Line>, err: bool) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(r).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(if err { Line::Err(line) } else { Line::Out(line) }).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+impl Proc {
+    pub fn spawn(argv: &[String]) -> std::io::Result<Proc> {
+        let (prog, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
+        let mut child = Command::new(prog).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let (tx, rx) = channel();
+        if let Some(o) = child.stdout.take() {
+            reader(o, tx.clone(), false);
+        }
+        if let Some(e) = child.stderr.take() {
+            reader(e, tx, true);
+        }
+        let stdin = child.stdin.take();
+        Ok(Proc { child, stdin, rx, out: Vec::new(), err: Vec::new(), exit: None })
+    }
+
+    fn take(&mut self, l: Line) -> Option<String> {
+        match l {
+            Line::Out(s) => {
+                if self.out.len() < MAX_LINES {
+                    self.out.push(s.clone());
+                }
+                Some(s)
+            }
+            Line::Err(s) => {
+                if self.err.len() < MAX_LINES {
+                    self.err.push(s);
+                }
+                None
+            }
+        }
+    }
+
+    /// Wait up to `until` for the next stdout line (stderr is collected on the way). `None`
+    /// when the time is up or the command's output ended.
+    pub fn next_out_line(&mut self, until: Instant) -> Option<String> {
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(l) => {
+                    if let Some(s) = self.take(l) {
+                        return Some(s);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// Collect what has arrived and reap the command if it ended; true once it has.
+    pub fn poll(&mut self) -> bool {
+        while let Ok(l) = self.rx.try_recv() {
+            self.take(l);
+        }
+        if self.exit.is_none() {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                // A launcher killed by a signal: 128 + signal, as a shell says it.
+                self.exit = Some(s.code().unwrap_or(128));
+            }
+        }
+        self.exit.is_some()
+    }
+
+    /// After the command ended: the output still in the pipes (bounded: the readers end
+    /// when the pipes close, which a grandchild keeping them open could delay).
+    pub fn drain(&mut self, bound: Duration) {
+        let until = Instant::now() + bound;
+        while let Ok(l) = self.rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            self.take(l);
+        }
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Wait until the command ends or `until`; true if it ended.
+    pub fn wait_until(&mut self, until: Instant) -> bool {
+        loop {
+            if self.poll() {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stop it, politely first: closing stdin makes the remote `matrix-exec` stop its tool and
+    /// the launcher end by itself; then SIGTERM (srun passes it to the step), then SIGKILL.
+    pub fn terminate(&mut self) {
+        self.close_stdin();
+        if self.wait_until(Instant::now() + Duration::from_secs(5)) {
+            return;
+        }
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // SAFETY: kill(2) on our own child, not yet reaped (exit is None).
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        if self.wait_until(Instant::now() + Duration::from_secs(3)) {
+            return;
+        }
+        let _ = self.child.kill();
+        if let Ok(s) = self.child.wait() {
+            self.exit = Some(s.code().unwrap_or(128));
+        }
+    }
+
+    /// The lines the side printed that are not our own protocol, last `n`.
+    pub fn tail(&self, n: usize) -> Vec<String> {
+        let mine = |l: &&String| !l.starts_with(super::exec::TAG) && !l.trim().is_empty();
+        let all: Vec<String> = self.out.iter().filter(mine).chain(self.err.iter().filter(mine)).cloned().collect();
+        all[all.len().saturating_sub(n)..].to_vec()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.exit.is_none() && !self.poll() {
+            self.terminate();
+        }
+    }
+}
+
+/// Run `argv` to its end within `bound`, killed past it; (exit, stdout, stderr), exit None when
+/// it had to be killed.
+pub fn run_bounded(argv: &[String], bound: Duration) -> std::io::Result<(Option<i32>, Vec<String>, Vec<String>)> {
+    let mut p = Proc::spawn(argv)?;
+    p.close_stdin();
+    let done = p.wait_until(Instant::now() + bound);
+    if !done {
+        p.terminate();
+    }
+    p.drain(Duration::from_secs(2));
+    let exit = if done { p.exit } else { None };
+    Ok((exit, std::mem::take(&mut p.out), std::mem::take(&mut p.err)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn ssh_quotes_every_remote_argument() {
+        let l = Launcher { kind: Kind::Ssh, program: "ssh".into(), connect_timeout: 7, in_allocation: false };
+        let v = l.argv("node3", &s(&["/opt/r perf/rperftest", "matrix-exec", "--", "ib_write_bw", "x;rm -rf /", "$(id)", "it's"])).expect("argv");
+        assert_eq!(
+            v[..12],
+            s(&["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-T", "--", "node3"])[..]
+        );
+        // What the remote shell splits it into is exactly the argv we meant.
+        assert_eq!(shlex::split(&v[12]).expect("split"), s(&["/opt/r perf/rperftest", "matrix-exec", "--", "ib_write_bw", "x;rm -rf /", "$(id)", "it's"]));
+        assert!(!v[12].contains("$(id) "), "{}", v[12]);
+    }
+
+    #[test]
+    fn srun_passes_the_argv_unquoted_with_the_node_as_a_value() {
+        let mut l = Launcher { kind: Kind::Srun, program: "srun".into(), connect_timeout: 7, in_allocation: true };
+        let v = l.argv("node2", &s(&["rperftest", "a b"])).expect("argv");
+        assert_eq!(v, s(&["srun", "-N1", "-n1", "--quiet", "--unbuffered", "--chdir=/tmp", "--job-name=rperftest-matrix", "--overlap", "-w", "node2", "--", "rperftest", "a b"]));
+        l.in_allocation = false;
+        assert!(!l.argv("node2", &s(&["x"])).expect("argv").contains(&"--overlap".to_string()));
+    }
+
+    #[test]
+    fn bounded_runs_end_and_keep_their_output() {
+        let (exit, out, err) = run_bounded(&s(&["sh", "-c", "echo one; echo two >&2; exit 3"]), Duration::from_secs(20)).expect("sh");
+        assert_eq!((exit, out, err), (Some(3), s(&["one"]), s(&["two"])));
+        let t = Instant::now();
+        let (exit, out, _) = run_bounded(&s(&["sh", "-c", "echo started; exec sleep 30"]), Duration::from_millis(300)).expect("sh");
+        assert_eq!(exit, None);
+        assert_eq!(out, s(&["started"]));
+        assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+        assert!(run_bounded(&s(&["/nonexistent/launcher"]), Duration::from_secs(1)).is_err());
+    }
+
+    #[test]
+    fn closing_stdin_ends_a_reader() {
+        let mut p = Proc::spawn(&s(&["sh", "-c", "cat >/dev/null; echo eof"])).expect("sh");
+        assert!(!p.wait_until(Instant::now() + Duration::from_millis(200)));
+        p.close_stdin();
+        assert_eq!(p.next_out_line(Instant::now() + Duration::from_secs(10)).as_deref(), Some("eof"));
+        assert!(p.wait_until(Instant::now() + Duration::from_secs(10)));
+        assert_eq!(p.exit, Some(0));
+    }
+}

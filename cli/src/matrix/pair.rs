@@ -1,0 +1,298 @@
+//! One pair: the server side on node A, then (once it listens) the client on node B against
+//! A's rail address, both under the pair's deadline; the outcome as a [`Record`].
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bench::params::Tool;
+use serde_json::Value;
+
+use super::exec::TAG;
+use super::launcher::{Launcher, Proc};
+use super::results::{Record, Side, Status};
+
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub node: String,
+    pub dev: String,
+    /// The rail's IPv4 (RoCE), or the node's name (InfiniBand: the exchange may take any route).
+    pub addr: String,
+    pub gid_index: Option<u32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub tool: Tool,
+    pub rail: String,
+    pub round: usize,
+    pub port: u16,
+    pub server: Endpoint,
+    pub client: Endpoint,
+    pub options: Vec<String>,
+    pub deadline: Duration,
+    /// How long the server may take to start listening (ssh/srun start-up included).
+    pub setup: Duration,
+    /// The tool's unit: `MB/sec`, `Gb/sec` or `usec`.
+    pub unit: String,
+}
+
+/// A side's last word: after its tool ended, it still has this long to say so.
+const SIDE_GRACE: Duration = Duration::from_secs(10);
+
+fn remote_argv(bin: &str, job: &Job, e: &Endpoint, server: bool) -> Vec<String> {
+    // The node's own deadline is the pair's, in whole seconds rounded up: the coordinator's
+    // kill comes first, and this one holds when the coordinator cannot reach the node.
+    let secs = job.deadline.as_secs() + u64::from(job.deadline.subsec_nanos() > 0);
+    let mut v = vec![bin.to_string(), "matrix-exec".into(), "--deadline".into(), secs.max(1).to_string(), "--watch-stdin".into()];
+    if server {
+        v.push("--ready-port".into());
+        v.push(job.port.to_string());
+    }
+    v.push("--".into());
+    v.push(job.tool.name().to_string());
+    v.extend(["-d".into(), e.dev.clone(), "-p".into(), job.port.to_string()]);
+    if let Some(g) = e.gid_index {
+        v.extend(["-x".into(), g.to_string()]);
+    }
+    v.extend(job.options.iter().cloned());
+    if !server {
+        v.push(job.server.addr.clone());
+    }
+    v
+}
+
+/// What a side reported over our protocol lines.
+#[derive(Default, Debug)]
+struct Report {
+    json: Option<Value>,
+    exit: Option<i32>,
+    timed_out: bool,
+}
+
+fn report(out: &[String]) -> Report {
+    let mut r = Report::default();
+    for l in out {
+        let Some(rest) = l.strip_prefix(TAG) else { continue };
+        if let Some(j) = rest.strip_prefix("json ") {
+            r.json = serde_json::from_str(j).ok();
+        } else if let Some(c) = rest.strip_prefix("exit ") {
+            r.exit = c.trim().parse().ok();
+        } else if rest.starts_with("timeout") {
+            r.timed_out = true;
+        }
+    }
+    r
+}
+
+/// The figure a test is judged by, from the client's (or the server's) perftest JSON.
+pub fn value_of(tool: Tool, j: &Value) -> Option<f64> {
+    let res = j.get("results")?;
+    let keys: &[&str] = if super::judge::is_lat(tool.name()) { &["t_typical", "t_avg", "avg_lat"] } else { &["BW_average", "bw_avg"] };
+    keys.iter().find_map(|k| res.get(*k).and_then(Value::as_f64))
+}
+
+fn side(e: &Endpoint, p: Option<&Proc>, rep: &Report) -> Side {
+    Side {
+        node: e.node.clone(),
+        dev: e.dev.clone(),
+        addr: e.addr.clone(),
+        gid_index: e.gid_index,
+        exit: rep.exit.or(p.and_then(|p| p.exit)),
+        json: rep.json.clone(),
+        tail: p.map(|p| p.tail(8)).unwrap_or_default(),
+    }
+}
+
+fn now_unix() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// Run the pair; `None` when a stop signal came first (the pair is not recorded, so that
+/// `--resume` runs it again).
+pub fn run(l: &Launcher, bin: &str, job: &Job) -> Option<Record> {
+    let t0 = Instant::now();
+    let started_unix = now_unix();
+    let hard = t0 + job.deadline;
+    let mut rec = Record {
+        test: job.tool.name().to_string(),
+        rail: job.rail.clone(),
+        round: job.round,
+        port: job.port,
+        options: job.options.clone(),
+        server: side(&job.server, None, &Report::default()),
+        client: side(&job.client, None, &Report::default()),
+        status: Status::Fail,
+        reason: String::new(),
+        value: None,
+        unit: job.unit.clone(),
+        median: None,
+        started_unix,
+        wall_s: 0.0,
+        deadline_s: job.deadline.as_secs_f64(),
+    };
+    let finish = |mut rec: Record, s: Option<&Proc>, c: Option<&Proc>, status: Status, reason: String| {
+        let (rs, rc) = (report(s.map(|p| &p.out[..]).unwrap_or(&[])), report(c.map(|p| &p.out[..]).unwrap_or(&[])));
+        rec.server = side(&job.server, s, &rs);
+        rec.client = side(&job.client, c, &rc);
+        rec.status = status;
+        rec.reason = reason;
+        rec.wall_s = t0.elapsed().as_secs_f64();
+        rec
+    };
+    let argv = match l.argv(&job.server.node, &remote_argv(bin, job, &job.server, true)) {
+        Ok(a) => a,
+        Err(e) => return Some(finish(rec, None, None, Status::Fail, e)),
+    };
+    let mut server = match Proc::spawn(&argv) {
+        Ok(p) => p,
+        Err(e) => return Some(finish(rec, None, None, Status::Fail, format!("cannot start {}: {e}", l.program))),
+    };
+    // 1. The server listens (or ends, or the set-up time is up).
+    let ready_by = (t0 + job.setup).min(hard);
+    let mut ready = false;
+    while let Some(line) = server.next_out_line(ready_by) {
+        if line == format!("{TAG}ready") {
+            ready = true;
+            break;
+        }
+        if bench::signal::requested() {
+            return None;
+        }
+    }
+    if !ready {
+        let reason = if server.poll() {
+            server.drain(Duration::from_secs(2));
+            format!("server on {} ended before listening: {}", job.server.node, last_line(&server))
+        } else {
+            server.terminate();
+            server.drain(Duration::from_secs(2));
+            format!("server on {} not listening on port {} within {} s: {}", job.server.node, job.port, job.setup.as_secs(), last_line(&server))
+        };
+        rec.status = Status::Fail;
+        return Some(finish(rec, Some(&server), None, Status::Fail, reason));
+    }
+    rec.server.exit = None;
+    // 2. The client, against the server's rail address.
+    let argv = match l.argv(&job.client.node, &remote_argv(bin, job, &job.client, false)) {
+        Ok(a) => a,
+        Err(e) => return Some(finish(rec, Some(&server), None, Status::Fail, e)),
+    };
+    let mut client = match Proc::spawn(&argv) {
+        Ok(p) => p,
+        Err(e) => {
+            server.terminate();
+            return Some(finish(rec, Some(&server), None, Status::Fail, format!("cannot start {}: {e}", l.program)));
+        }
+    };
+    // 3. Both end, or the deadline. Once one side has ended, the other has SIDE_GRACE.
+    let mut first_end: Option<Instant> = None;
+    let timed_out = loop {
+        let (s, c) = (server.poll(), client.poll());
+        if s && c {
+            break false;
+        }
+        if (s || c) && first_end.is_none() {
+            first_end = Some(Instant::now());
+        }
+        if bench::signal::requested() {
+            server.terminate();
+            client.terminate();
+            return None;
+        }
+        let now = Instant::now();
+        if now >= hard || first_end.is_some_and(|t| now >= t + SIDE_GRACE) {
+            break true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if timed_out {
+        let running: Vec<&str> = [(&mut server, "server"), (&mut client, "client")]
+            .into_iter()
+            .filter_map(|(p, n)| (!p.poll()).then_some(n))
+            .collect();
+        server.terminate();
+        client.terminate();
+        server.drain(Duration::from_secs(2));
+        client.drain(Duration::from_secs(2));
+        let why = if Instant::now() >= hard {
+            format!("killed at the pair's deadline of {:.0} s ({} still running)", job.deadline.as_secs_f64(), running.join(" and "))
+        } else {
+            format!("{} still running {} s after the other side ended; killed", running.join(" and "), SIDE_GRACE.as_secs())
+        };
+        let status = if Instant::now() >= hard { Status::Timeout } else { Status::Fail };
+        return Some(finish(rec, Some(&server), Some(&client), status, why));
+    }
+    server.drain(Duration::from_secs(2));
+    client.drain(Duration::from_secs(2));
+    let (rs, rc) = (report(&server.out), report(&client.out));
+    let value = rc.json.as_ref().and_then(|j| value_of(job.tool, j)).or_else(|| rs.json.as_ref().and_then(|j| value_of(job.tool, j)));
+    let (se, ce) = (rs.exit.or(server.exit), rc.exit.or(client.exit));
+    let (status, reason) = if rs.timed_out || rc.timed_out {
+        (Status::Timeout, "a node's own deadline stopped its side".to_string())
+    } else if se == Some(0) && ce == Some(0) && value.is_some() {
+        (Status::Ok, String::new())
+    } else if se == Some(0) && ce == Some(0) {
+        (Status::Fail, "both sides exited 0 but no result came back".to_string())
+    } else {
+        // The side that failed first says why; the client usually has the better line.
+        let (who, p) = if ce != Some(0) { ("client", &client) } else { ("server", &server) };
+        let node = if who == "client" { &job.client.node } else { &job.server.node };
+        (Status::Fail, format!("{who} on {node} exited {}: {}", (if who == "client" { ce } else { se }).map(|c| c.to_string()).unwrap_or("?".into()), last_line(p)))
+    };
+    let mut rec = finish(rec, Some(&server), Some(&client), status, reason);
+    rec.value = if status == Status::Ok { value } else { None };
+    Some(rec)
+}
+
+/// The line that best says what went wrong: the last non-protocol line of stderr, else of stdout.
+fn last_line(p: &Proc) -> String {
+    let ok = |l: &&String| !l.starts_with(TAG) && !l.trim().is_empty();
+    p.err.iter().rev().find(ok).or_else(|| p.out.iter().rev().find(ok)).map(|s| s.trim().to_string()).unwrap_or_else(|| "(no output)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn job() -> Job {
+        let e = |n: &str, a: &str| Endpoint { node: n.into(), dev: "rxe0".into(), addr: a.into(), gid_index: Some(1) };
+        Job {
+            tool: Tool::WriteBw,
+            rail: "rxe0".into(),
+            round: 0,
+            port: 18601,
+            server: e("node1", "10.77.0.1"),
+            client: e("node2", "10.77.0.2"),
+            options: vec!["-s".into(), "4096".into()],
+            deadline: Duration::from_millis(30_500),
+            setup: Duration::from_secs(30),
+            unit: "MB/sec".into(),
+        }
+    }
+
+    #[test]
+    fn the_remote_command_of_each_side() {
+        let j = job();
+        let s = remote_argv("/usr/local/bin/rperftest", &j, &j.server, true);
+        assert_eq!(s.join(" "), "/usr/local/bin/rperftest matrix-exec --deadline 31 --watch-stdin --ready-port 18601 -- ib_write_bw -d rxe0 -p 18601 -x 1 -s 4096");
+        let c = remote_argv("rperftest", &j, &j.client, false);
+        assert_eq!(c.join(" "), "rperftest matrix-exec --deadline 31 --watch-stdin -- ib_write_bw -d rxe0 -p 18601 -x 1 -s 4096 10.77.0.1");
+    }
+
+    #[test]
+    fn protocol_lines_and_values() {
+        let out: Vec<String> = ["header", "@rpt-matrix ready", "@rpt-matrix json {\"results\":{\"BW_average\":5.25,\"MsgSize\":4096}}", "@rpt-matrix exit 0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let r = report(&out);
+        assert_eq!(r.exit, Some(0));
+        assert!(!r.timed_out);
+        assert_eq!(value_of(Tool::WriteBw, r.json.as_ref().expect("json")), Some(5.25));
+        assert_eq!(value_of(Tool::SendLat, &json!({"results": {"t_typical": 12.5, "t_avg": 13.0}})), Some(12.5));
+        assert_eq!(value_of(Tool::SendLat, &json!({"results": {"t_avg": 13.0}})), Some(13.0));
+        assert_eq!(value_of(Tool::WriteBw, &json!({"test_info": {}})), None);
+        let t = report(&["@rpt-matrix timeout after 31 s".to_string(), "@rpt-matrix exit 124".to_string()]);
+        assert!(t.timed_out && t.exit == Some(124));
+    }
+}

@@ -1,0 +1,162 @@
+//! `rperftest matrix-probe` (run on each node by the preflight): the node's RDMA devices as one
+//! JSON line, from sysfs alone (no device is opened, so it is quick even on a slow VM).
+//!
+//! Per device, port 1: its state, rate and link layer, and for RoCE the lowest-numbered RoCE v2
+//! GID holding an IPv4 address: that address is the rail's netdev address (what `ibdev2netdev`
+//! and `ip addr` would give) and its index is the `-x` for the tools.
+
+use serde_json::{json, Value};
+use uverbs::attr::{gid_is_ipv4, GidType, LINK_LAYER_ETHERNET, LINK_LAYER_INFINIBAND};
+use uverbs::discovery::{gid, sysfs, SysfsRoot};
+
+/// One device as the coordinator sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DevProbe {
+    pub name: String,
+    pub active: bool,
+    pub state: String,
+    pub rate: String,
+    pub ethernet: bool,
+    pub ipv4: Option<String>,
+    pub gid_index: Option<u32>,
+    pub netdev: Option<String>,
+}
+
+fn probe_dev(root: &SysfsRoot, name: &str) -> DevProbe {
+    let port = root.port(name, 1);
+    let read = |f: &str| sysfs::read_attr(&port.join(f)).map(|s| s.trim().to_string()).unwrap_or_default();
+    // "4: ACTIVE"
+    let state = read("state");
+    let state = state.split_once(':').map(|(_, s)| s.trim().to_string()).unwrap_or(state);
+    let ethernet = read("link_layer") == "Ethernet";
+    let ll = if ethernet { LINK_LAYER_ETHERNET } else { LINK_LAYER_INFINIBAND };
+    let mut d = DevProbe {
+        name: name.to_string(),
+        active: state == "ACTIVE",
+        state,
+        rate: read("rate"),
+        ethernet,
+        ipv4: None,
+        gid_index: None,
+        netdev: None,
+    };
+    if ethernet {
+        if let Ok(table) = gid::read_gid_table(root, name, 1, ll) {
+            if let Some(e) = table.iter().filter(|e| e.gid_type == GidType::RoceV2 && gid_is_ipv4(&e.gid)).min_by_key(|e| e.index) {
+                d.ipv4 = Some(format!("{}.{}.{}.{}", e.gid[12], e.gid[13], e.gid[14], e.gid[15]));
+                d.gid_index = Some(e.index);
+                d.netdev = e.netdev.clone();
+            }
+        }
+    }
+    d
+}
+
+pub fn to_json(devs: &[DevProbe]) -> Value {
+    let list: Vec<Value> = devs
+        .iter()
+        .map(|d| {
+            json!({"name": d.name, "active": d.active, "state": d.state, "rate": d.rate,
+                   "ethernet": d.ethernet, "ipv4": d.ipv4, "gid_index": d.gid_index, "netdev": d.netdev})
+        })
+        .collect();
+    json!({"rperftest": env!("CARGO_PKG_VERSION"), "devices": list})
+}
+
+/// Parse the probe's line; `None` if it is not one (an old binary, a login banner).
+pub fn from_json(v: &Value) -> Option<(String, Vec<DevProbe>)> {
+    let version = v.get("rperftest")?.as_str()?.to_string();
+    let mut out = Vec::new();
+    for d in v.get("devices")?.as_array()? {
+        let s = |k: &str| d.get(k).and_then(Value::as_str).map(str::to_string);
+        out.push(DevProbe {
+            name: s("name")?,
+            active: d.get("active").and_then(Value::as_bool).unwrap_or(false),
+            state: s("state").unwrap_or_default(),
+            rate: s("rate").unwrap_or_default(),
+            ethernet: d.get("ethernet").and_then(Value::as_bool).unwrap_or(false),
+            ipv4: s("ipv4"),
+            gid_index: d.get("gid_index").and_then(Value::as_u64).and_then(|x| u32::try_from(x).ok()),
+            netdev: s("netdev"),
+        });
+    }
+    Some((version, out))
+}
+
+/// The probe's line among whatever else the launcher printed (motd, warnings).
+pub fn find_in_output(lines: &[String]) -> Option<(String, Vec<DevProbe>)> {
+    lines
+        .iter()
+        .rev()
+        .filter_map(|l| l.strip_prefix(PREFIX))
+        .find_map(|l| serde_json::from_str::<Value>(l).ok().as_ref().and_then(from_json))
+}
+
+pub const PREFIX: &str = "@rpt-matrix probe ";
+
+pub fn run(args: &[String]) -> u8 {
+    if !args.is_empty() {
+        eprintln!("usage: rperftest matrix-probe (no arguments; run by rperftest matrix on each node)");
+        return 2;
+    }
+    let root = SysfsRoot::system();
+    let mut names = sysfs::list_dir(&root.ib_class()).unwrap_or_default();
+    names.sort();
+    let devs: Vec<DevProbe> = names.iter().map(|n| probe_dev(&root, n)).collect();
+    println!("{PREFIX}{}", to_json(&devs));
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake_sysfs(dir: &std::path::Path) {
+        let p = dir.join("class/infiniband/rxe0/ports/1");
+        for sub in ["gids", "gid_attrs/types", "gid_attrs/ndevs"] {
+            std::fs::create_dir_all(p.join(sub)).expect("mkdir");
+        }
+        std::fs::write(p.join("state"), "4: ACTIVE\n").expect("w");
+        std::fs::write(p.join("rate"), "10 Gb/sec (4X QDR)\n").expect("w");
+        std::fs::write(p.join("link_layer"), "Ethernet\n").expect("w");
+        let gids = [
+            ("fe80:0000:0000:0000:5054:0aff:fe4d:0003", "RoCE v2"),
+            ("0000:0000:0000:0000:0000:ffff:0a4d:0003", "IB/RoCE v1"),
+            ("0000:0000:0000:0000:0000:ffff:0a4d:0003", "RoCE v2"),
+            ("0000:0000:0000:0000:0000:0000:0000:0000", "RoCE v2"),
+        ];
+        for (i, (g, t)) in gids.iter().enumerate() {
+            std::fs::write(p.join(format!("gids/{i}")), format!("{g}\n")).expect("w");
+            std::fs::write(p.join(format!("gid_attrs/types/{i}")), format!("{t}\n")).expect("w");
+            std::fs::write(p.join(format!("gid_attrs/ndevs/{i}")), "eth0\n").expect("w");
+        }
+        let q = dir.join("class/infiniband/rxe1/ports/1");
+        std::fs::create_dir_all(&q).expect("mkdir");
+        std::fs::write(q.join("state"), "1: DOWN\n").expect("w");
+        std::fs::write(q.join("link_layer"), "InfiniBand\n").expect("w");
+    }
+
+    #[test]
+    fn the_rails_address_and_gid_come_from_the_roce_v2_ipv4_gid() {
+        let dir = std::env::temp_dir().join(format!("rpt-probe-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        fake_sysfs(&dir);
+        let root = SysfsRoot::new(&dir);
+        let d = probe_dev(&root, "rxe0");
+        assert!(d.active && d.ethernet, "{d:?}");
+        assert_eq!(d.ipv4.as_deref(), Some("10.77.0.3"));
+        assert_eq!(d.gid_index, Some(2));
+        assert_eq!(d.netdev.as_deref(), Some("eth0"));
+        assert_eq!(d.rate, "10 Gb/sec (4X QDR)");
+        let down = probe_dev(&root, "rxe1");
+        assert!(!down.active && !down.ethernet && down.ipv4.is_none(), "{down:?}");
+        assert_eq!(down.state, "DOWN");
+        // The line survives a round trip and is found among other output.
+        let lines = vec!["Welcome".to_string(), format!("{PREFIX}{}", to_json(&[d.clone(), down.clone()])), "bye".into()];
+        let (v, back) = find_in_output(&lines).expect("probe line");
+        assert_eq!(v, env!("CARGO_PKG_VERSION"));
+        assert_eq!(back, vec![d, down]);
+        assert!(find_in_output(&["@rpt-matrix probe {not json".to_string()]).is_none());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
