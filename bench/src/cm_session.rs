@@ -485,8 +485,11 @@ impl<P: Provider> Exchange for OobLink<P> {
     fn exchange_version(&mut self, own: &str, mark: bool) -> Result<PeerVersion, OobError> {
         delegate!(self, exchange_version(own, mark))
     }
-    fn exchange_options(&mut self, block: &[u8]) -> Result<Option<Vec<u8>>, OobError> {
-        delegate!(self, exchange_options(block))
+    fn exchange_options(
+        &mut self,
+        mine: &mut crate::oob::transport::OptionsBuilder<'_>,
+    ) -> Result<Option<Vec<u8>>, OobError> {
+        delegate!(self, exchange_options(mine))
     }
     fn exchange_sysdata(&mut self, local: SysData) -> Result<SysData, OobError> {
         delegate!(self, exchange_sysdata(local))

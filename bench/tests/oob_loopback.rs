@@ -63,6 +63,9 @@ struct TestHooks {
     /// rperftest's option lines (None: behave like C perftest, no mark, no option exchange).
     options: Option<Vec<(&'static str, String)>>,
     option_diff: Option<Vec<String>>,
+    /// `--adopt`: take the peer's -q (and the rest of its lines) and continue with this plan
+    /// shape for that many QPs.
+    adopt: Option<(Tool, PlanOptions)>,
 }
 
 impl TestHooks {
@@ -84,6 +87,7 @@ impl TestHooks {
             ledger: None,
             options: None,
             option_diff: None,
+            adopt: None,
         }
     }
     fn my_key(role: Role, qp: usize) -> KeyMsg {
@@ -174,6 +178,14 @@ impl Hooks for TestHooks {
     }
     fn options(&self) -> Option<Vec<(&'static str, String)>> {
         self.options.clone()
+    }
+    fn adopt(&mut self, theirs: &[(String, String)]) -> Result<Option<Vec<Step>>, OobError> {
+        let Some((tool, mut o)) = self.adopt else { return Ok(None) };
+        let q = theirs.iter().find(|(k, _)| k == "-q").map(|(_, v)| v.parse::<usize>().unwrap()).unwrap();
+        o.num_qps = q;
+        let keys = ["tool", "-q", "-s", "-t"];
+        self.options = Some(keys.iter().map(|k| (*k, theirs.iter().find(|(t, _)| t == k).unwrap().1.clone())).collect());
+        Ok(Some(plan(tool, self.role, &o)[1..].to_vec()))
     }
     fn on_options_differ(&mut self, lines: Vec<String>) -> Result<(), OobError> {
         self.option_diff = Some(lines.clone());
@@ -714,4 +726,32 @@ fn option_blocks_round_trip_and_refuse_garbage() {
     assert!(msg::decode_options(b"no tab here\n\0").is_err());
     assert!(msg::decode_options(b"-s\t1\n-s\t2\n\0").is_err());
     assert!(msg::encode_options(&[("-s", "a\tb".into())]).is_err());
+}
+
+#[test]
+fn an_adopting_server_answers_with_the_clients_options_and_runs_its_plan() {
+    // The client runs 2 QPs; the server was planned for 1 and adopts: no difference is seen
+    // on either side and every key of both QPs is exchanged.
+    let listener = Listener::bind(&cfg()).expect("bind");
+    let port = listener.port();
+    let server = thread::spawn(move || {
+        let mut h = TestHooks::new(Role::Server);
+        h.options = Some(opts("65536", "1"));
+        h.adopt = Some((Tool::WriteBw, PlanOptions::default()));
+        let ch = listener.accept()?;
+        execute(ch, &plan(Tool::WriteBw, Role::Server, &PlanOptions::default()), &mut h).map(|_| h)
+    });
+    let client = thread::spawn(move || {
+        let mut h = TestHooks::new(Role::Client);
+        h.options = Some(opts("4096", "2"));
+        let ch = Channel::connect("127.0.0.1", &OobConfig { port, ..cfg() })?;
+        let o = PlanOptions { num_qps: 2, ..Default::default() };
+        execute(ch, &plan(Tool::WriteBw, Role::Client, &o), &mut h).map(|_| h)
+    });
+    let (c, s) = (client.join().unwrap().expect("client"), server.join().unwrap().expect("server"));
+    assert!(c.option_diff.is_none() && s.option_diff.is_none());
+    assert_eq!(s.options, Some(opts("4096", "2")));
+    let qp_info = |h: &TestHooks| h.remote_keys.iter().filter(|(_, p, _)| *p == KeyPurpose::QpInfo).count();
+    assert_eq!((qp_info(&c), qp_info(&s)), (2, 2));
+    assert_eq!(s.remote_reports.len(), 1);
 }

@@ -5,7 +5,7 @@
 use super::error::OobError;
 use super::msg::{self, BwReport, KeyFormat, KeyMsg, Negotiate, NegotiateLayout, PeerVersion, SysData};
 use super::plan::{Action, KeyPurpose, Step};
-use super::transport::Channel;
+use super::transport::{Channel, OptionsBuilder};
 
 /// What the engine supplies and receives while a plan runs.
 pub trait Hooks {
@@ -24,6 +24,12 @@ pub trait Hooks {
     /// The peer's options differ from ours: one line per option (an rperftest peer).
     fn on_options_differ(&mut self, _lines: Vec<String>) -> Result<(), Self::Error> {
         Ok(())
+    }
+    /// Server, before it answers an rperftest client's option block: take the client's
+    /// options (`--adopt`). `Some(rest)`: adopted; the plan continues with `rest` (the steps
+    /// after the version exchange for the new options) and [`Hooks::options`] now gives them.
+    fn adopt(&mut self, _theirs: &[(String, String)]) -> Result<Option<Vec<Step>>, Self::Error> {
+        Ok(None)
     }
     /// Our page size and cache line.
     fn sysdata(&self) -> SysData;
@@ -77,7 +83,11 @@ pub fn execute<H: Hooks, C: Exchange>(mut ch: C, plan: &[Step], hooks: &mut H) -
     let own = PeerVersion::from_text(hooks.own_version());
     let mut measuring = false;
     let mut run_basis: Option<String> = None;
-    for step in plan {
+    let mut steps: Vec<Step> = plan.to_vec();
+    let mut i = 0;
+    while i < steps.len() {
+        let step = &steps[i].clone();
+        i += 1;
         if !measuring && starts_measurement(step) {
             measuring = true;
             if let Some((t, basis)) = hooks.run_timeout() {
@@ -86,6 +96,12 @@ pub fn execute<H: Hooks, C: Exchange>(mut ch: C, plan: &[Step], hooks: &mut H) -
             }
         }
         let r = run_step(&mut ch, step, hooks, &own, &mut peer);
+        if let Ok(Some(rest)) = r {
+            // --adopt: the rest of the plan for the options taken from the peer.
+            steps = rest;
+            i = 0;
+            continue;
+        }
         if let Err(e) = r {
             return Err(match (e, &run_basis) {
                 (StepError::Oob(OobError::Timeout { step, secs, got, expected }), Some(basis)) => {
@@ -132,23 +148,41 @@ fn run_step<H: Hooks, C: Exchange>(
     hooks: &mut H,
     own: &PeerVersion,
     peer: &mut Option<PeerVersion>,
-) -> Result<(), StepError<H::Error>> {
+) -> Result<Option<Vec<Step>>, StepError<H::Error>> {
     let hook = StepError::Hook;
     match *step {
         Step::Version => {
             let opts = hooks.options();
             let v = ch.exchange_version(&own.text, opts.is_some())?;
             hooks.on_version(&v).map_err(hook)?;
-            if let (true, Some(mine)) = (v.rperftest, opts) {
-                let block = msg::encode_options(&mine)?;
-                if let Some(theirs) = ch.exchange_options(&block)? {
+            *peer = Some(v.clone());
+            if let (true, Some(_)) = (v.rperftest, opts) {
+                let mut replan = None;
+                let mut hook_err = None;
+                let mut build = |theirs: Option<&[u8]>| -> Result<Vec<u8>, OobError> {
+                    if let Some(t) = theirs {
+                        match hooks.adopt(&msg::decode_options(t)?) {
+                            Ok(r) => replan = r,
+                            Err(e) => hook_err = Some(e),
+                        }
+                    }
+                    msg::encode_options(&hooks.options().unwrap_or_default())
+                };
+                let theirs = ch.exchange_options(&mut build);
+                if let Some(e) = hook_err {
+                    return Err(StepError::Hook(e));
+                }
+                if let Some(theirs) = theirs? {
+                    let mine = hooks.options().unwrap_or_default();
                     let diff = msg::option_differences(&mine, &msg::decode_options(&theirs)?);
                     if !diff.is_empty() {
                         hooks.on_options_differ(diff).map_err(hook)?;
                     }
                 }
+                if let Some(rest) = replan {
+                    return Ok(Some(rest));
+                }
             }
-            *peer = Some(v);
         }
         Step::PageSize => {
             // Both SYSDATA exchanges happen here; CacheLine is then a no-op.
@@ -189,7 +223,7 @@ fn run_step<H: Hooks, C: Exchange>(
         }
         Step::Do(a) => hooks.action(a).map_err(hook)?,
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The exchanges a plan needs, over whatever carries them: the TCP [`Channel`] or the rdma_cm
@@ -200,9 +234,13 @@ pub trait Exchange {
     fn set_timeout(&mut self, timeout: std::time::Duration) -> Result<(), OobError>;
     /// `mark`: advertise rperftest after the version text ([`msg::RPERFTEST_MARK`]).
     fn exchange_version(&mut self, own: &str, mark: bool) -> Result<PeerVersion, OobError>;
-    /// The rperftest option exchange; `None` where the channel does not carry it (rdma_cm's
-    /// control QP: both sides then skip it, as they use the same transport).
-    fn exchange_options(&mut self, _block: &[u8]) -> Result<Option<Vec<u8>>, OobError> {
+    /// The rperftest option exchange (see [`Channel::exchange_options`]); `None` where the
+    /// channel does not carry it (rdma_cm's control QP: both sides then skip it, as they use
+    /// the same transport).
+    fn exchange_options(
+        &mut self,
+        _mine: &mut OptionsBuilder<'_>,
+    ) -> Result<Option<Vec<u8>>, OobError> {
         Ok(None)
     }
     fn exchange_sysdata(&mut self, local: SysData) -> Result<SysData, OobError>;
@@ -221,8 +259,11 @@ impl Exchange for Channel {
     fn exchange_version(&mut self, own: &str, mark: bool) -> Result<PeerVersion, OobError> {
         Channel::exchange_version_marked(self, own, mark)
     }
-    fn exchange_options(&mut self, block: &[u8]) -> Result<Option<Vec<u8>>, OobError> {
-        Channel::exchange_options(self, block).map(Some)
+    fn exchange_options(
+        &mut self,
+        mine: &mut OptionsBuilder<'_>,
+    ) -> Result<Option<Vec<u8>>, OobError> {
+        Channel::exchange_options(self, mine).map(Some)
     }
     fn exchange_sysdata(&mut self, local: SysData) -> Result<SysData, OobError> {
         Channel::exchange_sysdata(self, local)

@@ -112,6 +112,9 @@ impl Listener {
 }
 
 /// A connected exchange channel.
+/// Builds our option block, given the peer's where this side has read it first.
+pub type OptionsBuilder<'a> = dyn FnMut(Option<&[u8]>) -> Result<Vec<u8>, OobError> + 'a;
+
 pub struct Channel {
     stream: TcpStream,
     role: Role,
@@ -326,9 +329,24 @@ impl Channel {
         Ok(peer)
     }
 
-    /// The rperftest-only option exchange (both sides rperftest): our block, the peer's.
-    pub fn exchange_options(&mut self, block: &[u8]) -> Result<Vec<u8>, OobError> {
-        self.exchange("the rperftest option exchange", block, msg::OPTIONS_LEN)
+    /// The rperftest-only option exchange (both sides rperftest), in perftest's order (the
+    /// client writes first). `mine` builds our block from the peer's where the server has read
+    /// it first (so a `--adopt` server can answer with the options it took); the peer's block.
+    pub fn exchange_options(
+        &mut self,
+        mine: &mut OptionsBuilder<'_>,
+    ) -> Result<Vec<u8>, OobError> {
+        const STEP: &str = "the rperftest option exchange";
+        if self.role == Role::Server {
+            let theirs = self.recv(STEP, msg::OPTIONS_LEN)?;
+            let block = mine(Some(&theirs))?;
+            self.send(STEP, &block)?;
+            Ok(theirs)
+        } else {
+            let block = mine(None)?;
+            self.send(STEP, &block)?;
+            self.recv(STEP, msg::OPTIONS_LEN)
+        }
     }
 
     /// SYSDATA (page size, cache line) as two exchanges; returns the peer's values.

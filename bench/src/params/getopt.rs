@@ -141,6 +141,7 @@ pub(crate) enum Opt {
     DisableNuma,
     // rperftest's own
     Loopback,
+    Adopt,
 }
 
 /// Short options: (char, option, takes an argument). Same set as perftest's
@@ -363,6 +364,7 @@ pub(crate) const LONG: &[(&str, Opt, bool)] = &[
     ("numa_node", Opt::NumaNode, true),
     ("disable_numa", Opt::DisableNuma, false),
     ("loopback", Opt::Loopback, false),
+    ("adopt", Opt::Adopt, false),
 ];
 
 /// One recognised option occurrence.

@@ -462,6 +462,12 @@ pub struct Params {
     pub reversed: bool,
     /// rperftest: run server and client in one process.
     pub loopback: bool,
+    /// `--adopt` (rperftest extension, server): take an rperftest client's -s/-q/-n/-t/-m/-a/-D
+    /// instead of refusing to run when they differ.
+    pub adopt: bool,
+    /// The command line after argv[0], where `--adopt` needs it to re-parse with the client's
+    /// options (set by the tool's entry point; empty otherwise).
+    pub cmdline: Vec<String>,
 
     // device, port, addressing
     pub ib_dev: Option<String>,
@@ -615,6 +621,8 @@ impl Params {
             machine: Role::Server,
             reversed: false,
             loopback: false,
+            adopt: false,
+            cmdline: Vec::new(),
             ib_dev: None,
             ib_port: 1,
             ib_port2: 2,
@@ -1392,6 +1400,7 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
         Opt::NumaNode => p.numa_node = Some(narrow(int_in(f, "NUMA node", 0, I32_MAX)?)),
         Opt::DisableNuma => p.disable_numa = true,
         Opt::Loopback => p.loopback = true,
+        Opt::Adopt => p.adopt = true,
         Opt::Help | Opt::Version => {}
     }
     Ok(())

@@ -216,6 +216,10 @@ pub fn run_tool(tool: Tool, args: &[String]) -> i32 {
     if p.loopback {
         return run_loopback(tool, args);
     }
+    let mut p = p;
+    if p.adopt {
+        p.cmdline = args.to_vec();
+    }
     let out = Out { quiet: false, only_result: p.output != Output::Full };
     match run_side(&p, out, None) {
         Ok(()) => 0,
@@ -439,6 +443,33 @@ mod tests {
         let d = get(&["-D", "5"], Tool::WriteBw);
         assert!(d.contains("-D=5") && !d.contains("-n="), "{d}");
         assert!(get(&[], Tool::AtomicBw).ends_with("-A=FETCH_AND_ADD"));
+    }
+
+    #[test]
+    fn adopt_takes_the_clients_test_options_and_nothing_else() {
+        let srv = |args: &[&str]| {
+            let mut p = parsed(Tool::WriteBw, args);
+            p.cmdline = args.iter().map(|s| s.to_string()).collect();
+            p
+        };
+        let client = |args: &[&str]| {
+            side::option_summary(&parsed(Tool::WriteBw, args)).into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Vec<_>>()
+        };
+        let p = srv(&["-d", "rxe0", "-x", "1", "--adopt"]);
+        let args = side::adopted_cmdline(&p, &client(&["-s", "4096", "-q", "2", "-n", "500"])).unwrap().unwrap();
+        assert_eq!(args.join(" "), "-d rxe0 -x 1 --adopt -q 2 -s 4096 -n 500");
+        let a = side::adopted_cmdline(&p, &client(&["-a", "-m", "1024"])).unwrap().unwrap();
+        assert_eq!(a.join(" "), "-d rxe0 -x 1 --adopt -a -m 1024");
+        let d = side::adopted_cmdline(&p, &client(&["-D", "3"])).unwrap().unwrap();
+        assert_eq!(d.join(" "), "-d rxe0 -x 1 --adopt -D 3");
+        // -c, -b and the tool are not adopted: the ordinary mismatch lines report them.
+        assert_eq!(side::adopted_cmdline(&p, &client(&["-c", "UC"])).unwrap(), None);
+        assert_eq!(side::adopted_cmdline(&p, &client(&["-b"])).unwrap(), None);
+        // A server that sets an adopted option itself is told so.
+        for own in [&["--adopt", "-s", "64"][..], &["--adopt", "--size=64"], &["--adopt", "-q2"]] {
+            let e = side::adopted_cmdline(&srv(own), &client(&["-s", "4096"])).unwrap_err();
+            assert!(e.starts_with("--adopt: the server takes -s, -q, -n, -t, -m, -a and -D from the client"), "{e}");
+        }
     }
 
     #[test]

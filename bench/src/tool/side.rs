@@ -54,19 +54,7 @@ pub(super) fn run_with_context<P: Provider>(
     } else {
         1
     };
-    // Local MTU: the port's active MTU, or -m lowered to it.
-    let active = dev.port.active_mtu.clamp(1, 5) as u8;
-    let local_mtu = match p.mtu.and_then(params::mtu_enum) {
-        Some(m) if m > active => {
-            out.text(&format!(
-                " Requested mtu is higher than active mtu \n Changing to active mtu - {}\n",
-                msg::mtu_bytes(active).unwrap_or(0)
-            ));
-            active
-        }
-        Some(m) => m,
-        None => active,
-    };
+    let local_mtu = local_mtu_for(p, &dev, out);
 
     // -W: read the counters once before connecting (perftest's create_comm_struct).
     let counters = SharedCounters::default();
@@ -79,19 +67,7 @@ pub(super) fn run_with_context<P: Provider>(
     // first) follows the TCP role, which the channel keeps.
     let oob_role = if p.machine == Role::Client { oob::Role::Client } else { oob::Role::Server };
     let sizes = p.sizes();
-    let run_bound = bound::run_wait(
-        &bound::Work {
-            sizes: &sizes,
-            iters: p.iters,
-            qps: u64::from(p.num_qps),
-            both_ways: p.duplex || p.kind == TestKind::Lat,
-            duration: (p.test_type == TestType::Duration).then_some(p.duration),
-            infinite: p.test_method == TestMethod::Infinitely,
-        },
-        setup_timeout,
-        // The rdma_cm control channel cannot wait without a deadline.
-        p.use_rdma_cm,
-    );
+    let run_bound = run_bound_for(p, &sizes, setup_timeout);
     let src = source_ip(p);
     let cfg = OobConfig { port: p.port, timeout: setup_timeout, source_addr: src, bind_addr: src, ..OobConfig::default() };
     let mut cm_data = None;
@@ -154,18 +130,6 @@ pub(super) fn run_with_context<P: Provider>(
         cm_session::OobLink::Cm(_) => None,
     };
 
-    let plan_opts = oob::PlanOptions {
-        num_qps: p.num_qps as usize,
-        bidirectional: p.duplex,
-        all_sizes: if p.test_method == TestMethod::All { Some(sizes.len()) } else { None },
-        write_with_imm: p.verb == Verb::WriteImm,
-        duration: p.test_type == TestType::Duration,
-        report_per_port: p.report_per_port,
-        negotiate: false,
-        rdma_cm: p.use_rdma_cm,
-        cm_qps: p.work_rdma_cm,
-        exchange_versions: !p.dont_xchg_versions,
-    };
     let mut side = SideRun {
         p,
         out,
@@ -195,6 +159,8 @@ pub(super) fn run_with_context<P: Provider>(
         peer_gone: AtomicBool::new(false),
         peer_sock,
         stall,
+        setup_timeout,
+        oob_role,
         run_bound,
         cm_data,
         measuring: false,
@@ -202,14 +168,7 @@ pub(super) fn run_with_context<P: Provider>(
         counters,
         hw_rate_taken: false,
     };
-    let mut plan_opts = plan_opts;
-    if side.p.connection == Connection::Ud && side.p.test_method == TestMethod::All {
-        // sizes are capped to the MTU later; the plan needs the final count, computed from the
-        // local MTU (the peer applies the same rule with the same effective MTU in practice).
-        let cap = u64::from(msg::mtu_bytes(local_mtu).unwrap_or(4096));
-        plan_opts.all_sizes = Some(side.sizes.iter().filter(|&&s| s <= cap).count());
-    }
-    let steps = oob::plan(to_tool(p.tool), oob_role, &plan_opts);
+    let steps = oob::plan(to_tool(p.tool), oob_role, &plan_options(p, &side.sizes, local_mtu));
     let r = oob::execute(ch, &steps, &mut side);
     if let Some(d) = side.cm_data.as_mut() {
         d.finish();
@@ -271,6 +230,10 @@ pub(super) struct SideRun<'a, P: Provider> {
     peer_sock: Option<std::net::TcpStream>,
     /// Data-path stall timeout.
     stall: Duration,
+    /// OOB read bound of one setup message.
+    setup_timeout: Duration,
+    /// Who writes first in each exchange (the TCP role).
+    oob_role: oob::Role,
     /// OOB read bound of the measurement phase ([`bound::run_wait`]).
     run_bound: bound::Bound,
     /// `-R`: the rdma_cm data connections.
@@ -1061,6 +1024,32 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     fn on_options_differ(&mut self, lines: Vec<String>) -> Result<(), ToolError> {
         Err(ToolError::new(1, lines.join("\n")))
     }
+    fn adopt(&mut self, theirs: &[(String, String)]) -> Result<Option<Vec<oob::Step>>, ToolError> {
+        if !self.p.adopt || self.p.is_tcp_client() {
+            return Ok(None);
+        }
+        let Some(args) = adopted_cmdline(self.p, theirs).map_err(|m| ToolError::new(1, m))? else { return Ok(None) };
+        let mut np = match params::parse(self.p.tool, &args) {
+            Ok(ParseOutcome::Run(np)) => np,
+            Ok(_) => return Err(ToolError::new(1, "--adopt: the client's options ask for help or the version")),
+            Err(e) => return Err(ToolError::new(1, format!("--adopt: the client's options do not work here: {e}"))),
+        };
+        np.cmdline = args;
+        // The run keeps borrowing its parameters for its whole life; the adopted set replaces
+        // the command line's once per process, so it is leaked rather than threaded through.
+        let np: &'static Params = Box::leak(np);
+        self.p = np;
+        self.sizes = np.sizes();
+        self.local_mtu = local_mtu_for(np, &self.dev, self.out);
+        self.mtu = self.local_mtu;
+        self.run_bound = run_bound_for(np, &self.sizes, self.setup_timeout);
+        self.key_ledger =
+            oob::plausible::KeyLedger::new(np.num_qps as usize, !np.use_mcg && np.connection != Connection::Dc, np.connection == Connection::Dc);
+        let steps = oob::plan(to_tool(np.tool), self.oob_role, &plan_options(np, &self.sizes, self.local_mtu));
+        // The version exchange is done: the new plan continues after it.
+        let rest = steps.iter().position(|s| *s == oob::Step::Version).map_or(steps.clone(), |i| steps[i + 1..].to_vec());
+        Ok(Some(rest))
+    }
     fn sysdata(&self) -> SysData {
         self.sys
     }
@@ -1253,4 +1242,100 @@ pub(super) fn option_summary(p: &Params) -> Vec<(&'static str, String)> {
         v.push(("-A", p.atomic_type.as_str().to_string()));
     }
     v
+}
+
+/// The local MTU: the port's active MTU, or `-m` lowered to it (with perftest's note).
+fn local_mtu_for(p: &Params, dev: &DevFacts, out: Out) -> u8 {
+    let active = dev.port.active_mtu.clamp(1, 5) as u8;
+    match p.mtu.and_then(params::mtu_enum) {
+        Some(m) if m > active => {
+            out.text(&format!(
+                " Requested mtu is higher than active mtu \n Changing to active mtu - {}\n",
+                msg::mtu_bytes(active).unwrap_or(0)
+            ));
+            active
+        }
+        Some(m) => m,
+        None => active,
+    }
+}
+
+fn run_bound_for(p: &Params, sizes: &[u64], setup_timeout: Duration) -> bound::Bound {
+    bound::run_wait(
+        &bound::Work {
+            sizes,
+            iters: p.iters,
+            qps: u64::from(p.num_qps),
+            both_ways: p.duplex || p.kind == TestKind::Lat,
+            duration: (p.test_type == TestType::Duration).then_some(p.duration),
+            infinite: p.test_method == TestMethod::Infinitely,
+        },
+        setup_timeout,
+        // The rdma_cm control channel cannot wait without a deadline.
+        p.use_rdma_cm,
+    )
+}
+
+/// The shape of this side's exchange.
+fn plan_options(p: &Params, sizes: &[u64], local_mtu: u8) -> oob::PlanOptions {
+    let mut all_sizes = if p.test_method == TestMethod::All { Some(sizes.len()) } else { None };
+    if p.connection == Connection::Ud && p.test_method == TestMethod::All {
+        // sizes are capped to the MTU later; the plan needs the final count, computed from the
+        // local MTU (the peer applies the same rule with the same effective MTU in practice).
+        let cap = u64::from(msg::mtu_bytes(local_mtu).unwrap_or(4096));
+        all_sizes = Some(sizes.iter().filter(|&&s| s <= cap).count());
+    }
+    oob::PlanOptions {
+        num_qps: p.num_qps as usize,
+        bidirectional: p.duplex,
+        all_sizes,
+        write_with_imm: p.verb == Verb::WriteImm,
+        duration: p.test_type == TestType::Duration,
+        report_per_port: p.report_per_port,
+        negotiate: false,
+        rdma_cm: p.use_rdma_cm,
+        cm_qps: p.work_rdma_cm,
+        exchange_versions: !p.dont_xchg_versions,
+    }
+}
+
+/// Options `--adopt` takes from the client, with their long spellings (to refuse a server
+/// command line that sets them itself).
+const ADOPTED: [(&str, &str); 7] =
+    [("-s", "--size"), ("-q", "--qp"), ("-n", "--iters"), ("-t", "--tx-depth"), ("-m", "--mtu"), ("-a", "--all"), ("-D", "--duration")];
+
+/// `--adopt`: the server's command line with the client's values of [`ADOPTED`] added, or why
+/// not (`Ok(None)`: options other than those differ, which the ordinary lines report).
+pub(super) fn adopted_cmdline(p: &Params, theirs: &[(String, String)]) -> Result<Option<Vec<String>>, String> {
+    let mine = option_summary(p);
+    let differs = |k: &str| {
+        let m = mine.iter().find(|(mk, _)| *mk == k).map(|(_, v)| v.as_str());
+        let t = theirs.iter().find(|(tk, _)| tk == k).map(|(_, v)| v.as_str());
+        m != t
+    };
+    let fixed = ["tool", "-c", "-b", "--run_infinitely", "-A"];
+    if fixed.iter().any(|k| differs(k)) {
+        return Ok(None);
+    }
+    for a in &p.cmdline {
+        let given = ADOPTED.iter().find(|(short, long)| {
+            (a.starts_with(short) && !a.starts_with("--")) || a == long || a.starts_with(&format!("{long}="))
+        });
+        if let Some((short, _)) = given {
+            return Err(format!(
+                "--adopt: the server takes -s, -q, -n, -t, -m, -a and -D from the client; do not give {short} ({a:?}) to the server"
+            ));
+        }
+    }
+    let mut args = p.cmdline.clone();
+    for (k, v) in theirs {
+        match k.as_str() {
+            "-a" if v == "on" => args.push("-a".into()),
+            "-D" if v != "off" => args.extend(["-D".into(), v.clone()]),
+            "-m" if v == "the port's" => {}
+            "-s" | "-q" | "-n" | "-t" | "-m" if differs(k) => args.extend([k.clone(), v.clone()]),
+            _ => {}
+        }
+    }
+    Ok(Some(args))
 }
