@@ -68,6 +68,8 @@ fi
 cp "$HERE/guest/suite-runner.sh" "$WORK/suite/runner.sh"
 cp "$CASES/lib.sh" "$WORK/suite/cases/lib.sh"
 cp "$HERE/guest/tcp-listening.bash" "$WORK/suite/cases/tcp-listening.bash"
+cp "$HERE/guest/kill-soak.sh" "$WORK/suite/cases/kill-soak.bash"     # for 71-kill-soak
+cp "$HERE/guest/burnin-flat.sh" "$WORK/suite/cases/burnin-flat.bash" # for 72-burnin-flat
 NAMES=()
 VM_TIMEOUT=180
 for c in "$CASES"/*.sh; do
