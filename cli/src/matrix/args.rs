@@ -164,6 +164,7 @@ pub fn parse_config(args: &[String]) -> Result<Config, clap::Error> {
         program: if kind == Kind::Ssh { m.get_one::<String>("ssh").cloned().unwrap_or_else(|| "ssh".into()) } else { "srun".into() },
         connect_timeout: preflight.as_secs().clamp(1, 30),
         in_allocation,
+        control_dir: (kind == Kind::Ssh).then(|| std::env::temp_dir().join(format!("rperftest-matrix-{}", std::process::id()))),
     };
     let f = |k: &str| m.get_one::<f64>(k).copied();
     let positive = |k: &str, v: Option<f64>| -> Result<Option<f64>, clap::Error> {

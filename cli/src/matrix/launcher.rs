@@ -25,6 +25,10 @@ pub struct Launcher {
     pub connect_timeout: u64,
     /// Inside an allocation (SLURM_JOB_ID set): steps may share a node's CPUs (`--overlap`).
     pub in_allocation: bool,
+    /// ssh only: a private directory for connection sharing (ControlMaster). Every pair
+    /// starts two remote commands; without sharing each pays a full login (key exchange and
+    /// authentication), which on a slow login node costs seconds of its CPU per command.
+    pub control_dir: Option<std::path::PathBuf>,
 }
 
 impl Launcher {
@@ -45,6 +49,16 @@ impl Launcher {
                     v.push("-o".into());
                     v.push(o);
                 }
+                if let Some(d) = &self.control_dir {
+                    // The first command to a node becomes its master; the master outlives
+                    // its own command by ControlPersist, and [`Launcher::close_shared`]
+                    // ends it at the end of the run (60 s is the safety net if we are
+                    // killed first).
+                    for o in ["ControlMaster=auto".to_string(), format!("ControlPath={}/%C", d.display()), "ControlPersist=60".into()] {
+                        v.push("-o".into());
+                        v.push(o);
+                    }
+                }
                 v.extend(["-T".into(), "--".into(), node.to_string(), cmd]);
             }
             Kind::Srun => {
@@ -57,6 +71,35 @@ impl Launcher {
             }
         }
         Ok(v)
+    }
+}
+
+impl Launcher {
+    /// Makes the private directory for ssh connection sharing (mode 0700: the sockets in it
+    /// open sessions as this user).
+    pub fn open_shared(&self) -> std::io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        match &self.control_dir {
+            Some(d) if self.kind == Kind::Ssh => std::fs::DirBuilder::new().mode(0o700).create(d),
+            _ => Ok(()),
+        }
+    }
+
+    /// Ends the shared ssh connections to `nodes` (`ssh -O exit`, bounded) and removes the
+    /// directory; no ssh process of ours stays behind.
+    pub fn close_shared(&self, nodes: &[String]) {
+        let Some(d) = &self.control_dir else { return };
+        if self.kind != Kind::Ssh {
+            return;
+        }
+        for n in nodes {
+            let argv: Vec<String> = [self.program.as_str(), "-o", &format!("ControlPath={}/%C", d.display()), "-O", "exit", "--", n]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let _ = run_bounded(&argv, Duration::from_secs(10));
+        }
+        let _ = std::fs::remove_dir_all(d);
     }
 }
 
@@ -238,7 +281,7 @@ mod tests {
 
     #[test]
     fn ssh_quotes_every_remote_argument() {
-        let l = Launcher { kind: Kind::Ssh, program: "ssh".into(), connect_timeout: 7, in_allocation: false };
+        let l = Launcher { kind: Kind::Ssh, program: "ssh".into(), connect_timeout: 7, in_allocation: false, control_dir: None };
         let v = l.argv("node3", &s(&["/opt/r perf/rperftest", "matrix-exec", "--", "ib_write_bw", "x;rm -rf /", "$(id)", "it's"])).expect("argv");
         assert_eq!(
             v[..12],
@@ -251,7 +294,7 @@ mod tests {
 
     #[test]
     fn srun_passes_the_argv_unquoted_with_the_node_as_a_value() {
-        let mut l = Launcher { kind: Kind::Srun, program: "srun".into(), connect_timeout: 7, in_allocation: true };
+        let mut l = Launcher { kind: Kind::Srun, program: "srun".into(), connect_timeout: 7, in_allocation: true, control_dir: None };
         let v = l.argv("node2", &s(&["rperftest", "a b"])).expect("argv");
         assert_eq!(v, s(&["srun", "-N1", "-n1", "--quiet", "--unbuffered", "--chdir=/tmp", "--job-name=rperftest-matrix", "--overlap", "-w", "node2", "--", "rperftest", "a b"]));
         l.in_allocation = false;

@@ -182,6 +182,13 @@ pub fn run(argv: &[String]) -> u8 {
 }
 
 fn run_config(cfg: &Config) -> Result<bool, String> {
+    cfg.launcher.open_shared().map_err(|e| format!("cannot make a private directory for ssh connection sharing: {e}"))?;
+    let r = run_shared(cfg);
+    cfg.launcher.close_shared(&cfg.hosts);
+    r
+}
+
+fn run_shared(cfg: &Config) -> Result<bool, String> {
     let t_start = Instant::now();
     bench::signal::install();
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("--out {}: {e}", cfg.out.display()))?;

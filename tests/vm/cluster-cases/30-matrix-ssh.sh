@@ -9,7 +9,7 @@
 . "$CLUSTER_LIB"
 O=/tmp/m30
 t0=$(date +%s)
-on node1 rperftest matrix --launcher ssh --hosts "node[1-$CLUSTER_NODES]" --test write_bw,send_lat \
+on node1 rperftest matrix --launcher ssh --preflight-timeout 120 --hosts "node[1-$CLUSTER_NODES]" --test write_bw,send_lat \
     --devices rxe0 --rel 0.25 --rel-lat 10 --out $O -- -s 4096 -n 200 >m.out 2>m.err; rc=$?
 s=$(( $(date +%s) - t0 ))
 cat m.out; echo "--- stderr (last lines)"; tail -n 20 m.err
