@@ -55,6 +55,7 @@ fi
 
 # The targets are the [[bin]]s of fuzz/Cargo.toml (what `cargo fuzz list` prints).
 mapfile -t ALL < <(cargo +nightly fuzz list)
+[ ${#ALL[@]} -gt 0 ] || { echo "fuzz/run.sh: cargo +nightly fuzz list found no targets" >&2; exit 2; }
 if [ $# -gt 0 ]; then
     TARGETS=("$@")
     for t in "${TARGETS[@]}"; do
