@@ -67,10 +67,13 @@ else
 fi
 
 HOST=$(rustc +nightly -vV | sed -n 's/^host: //p')
-BIN_DIR=$ROOT/fuzz/target/$HOST/release
-echo "=== fuzz/run.sh: building ${#ALL[@]} targets ($(cargo +nightly fuzz --version), $(rustc +nightly --version))"
+# FUZZ_TARGET_DIR: where the instrumented build goes (default fuzz/target); CI keeps it
+# outside its fresh clone so that the build is incremental from one run to the next
+TDIR=${FUZZ_TARGET_DIR:-$ROOT/fuzz/target}
+BIN_DIR=$TDIR/$HOST/release
+echo "=== fuzz/run.sh: building ${#ALL[@]} targets ($(cargo +nightly fuzz --version), $(rustc +nightly --version)) in $TDIR"
 # -a: debug assertions (overflow checks), as in the stable replay; one build for all targets.
-cargo +nightly fuzz build -a --target "$HOST"
+cargo +nightly fuzz build -a --target "$HOST" --target-dir "$TDIR"
 
 mkdir -p "$WORK"
 echo "=== fuzz/run.sh: ${#TARGETS[@]} targets x ${SECONDS_PER_TARGET}s, $JOBS at a time, scratch in $WORK"
