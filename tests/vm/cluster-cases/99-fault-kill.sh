@@ -1,5 +1,5 @@
 #!/bin/bash
-# fault kill (last: node4 stays dead): the server's VM is killed outright in
+# fault kill (numbered 99 to run last: node4 stays dead): the server's VM is killed outright in
 # the middle of a run; the client ends with a clear error within its bound,
 # and cluster status says node4 stopped.
 # timeout: 240
