@@ -61,17 +61,19 @@ mkdir -p /usr/local/bin
 [ -f "$D/rperftest" ] && put 755 "$D/rperftest" /usr/local/bin/rperftest
 
 # ---- OpenSSH
-mkdir -p /etc/ssh /run/sshd /root/.ssh /var/log
-chmod 755 /run/sshd; chmod 700 /root/.ssh
+# root's home as the passwd entry above gives it
+RSSH=~root/.ssh
+mkdir -p /etc/ssh /run/sshd "$RSSH" /var/log
+chmod 755 /run/sshd; chmod 700 "$RSSH"
 put 600 "$D/host_ed25519" /etc/ssh/ssh_host_ed25519_key
 put 644 "$D/host_ed25519.pub" /etc/ssh/ssh_host_ed25519_key.pub
-put 600 "$D/id_ed25519" /root/.ssh/id_ed25519
-put 644 "$D/id_ed25519.pub" /root/.ssh/id_ed25519.pub
-put 600 "$D/id_ed25519.pub" /root/.ssh/authorized_keys
+put 600 "$D/id_ed25519" "$RSSH/id_ed25519"
+put 644 "$D/id_ed25519.pub" "$RSSH/id_ed25519.pub"
+put 600 "$D/id_ed25519.pub" "$RSSH/authorized_keys"
 put 644 "$D/ssh_known_hosts" /etc/ssh/ssh_known_hosts
 # sessions get the bed's variables (RXE_DEV, RXE_GID_IDX, PATH, ...) the way
 # a site profile would give them
-put 600 "$D/env" /root/.ssh/environment
+put 600 "$D/env" "$RSSH/environment"
 cat >/etc/ssh/sshd_config <<'EOF'
 Port 22
 HostKey /etc/ssh/ssh_host_ed25519_key
