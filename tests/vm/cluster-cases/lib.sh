@@ -69,3 +69,10 @@ ends_with_error() {
     [ -n "$line" ] || { cat "$f"; fail "$label: no error line"; }
     echo "ok: $label: exit $rc after ${s}s: $line"
 }
+
+# The two-host tool set of cases 10 and 11 (issue: write_bw, read_bw,
+# send_lat, atomic_bw, and -R), small enough for TCG VMs.
+TWO_HOST_TESTS=("ib_write_bw -s 4096 -n 200" "ib_read_bw -s 4096 -n 200" "ib_send_lat -n 100"
+                "ib_atomic_bw -A FETCH_AND_ADD -n 200" "ib_write_bw -R -s 4096 -n 200")
+# dev_args TEST: the device options for TEST (-R picks its GID through rdma_cm)
+dev_args() { case "$1" in *" -R"*) echo "-d rxe0" ;; *) echo "-d rxe0 -x $GIDX" ;; esac; }
