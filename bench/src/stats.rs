@@ -49,15 +49,6 @@ impl fmt::Display for StatsError {
 
 impl std::error::Error for StatsError {}
 
-/// x86-64 `(int)double` (cvttsd2si): truncation toward zero, `INT_MIN` for NaN or out of range.
-pub fn c_double_to_int(v: f64) -> i32 {
-    if v.is_nan() || v >= 2_147_483_648.0 || v <= -2_147_483_649.0 {
-        i32::MIN
-    } else {
-        v.trunc() as i32
-    }
-}
-
 /// Latency statistics of one run (values already in µs, or ticks with `-C`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LatencyStats {
@@ -128,9 +119,12 @@ pub fn latency_from_deltas(deltas: &[u64], ticks_per_usec: f64, rtt_factor: u32)
     let average = average_sum / m as f64;
     let mut stdev_sum = 0.0f64;
     for &x in &d[..m] {
-        let temp_var = c_double_to_int(average - x as f64 / q);
-        let pow_var = c_double_to_int(f64::from(temp_var).powi(2));
-        stdev_sum += f64::from(pow_var);
+        // perftest truncates each deviation and its square to a 32-bit int, so one sample
+        // 46.3 ms or more from the mean (common under TCG) overflows its square into INT_MIN
+        // and the stdev comes out -nan. The same truncation in 64 bits gives perftest's figure
+        // whenever perftest has one, and a true figure where it has none.
+        let temp_var = (average - x as f64 / q).trunc();
+        stdev_sum += (temp_var * temp_var).trunc();
     }
     let i99 = ((m as f64) * 0.99).ceil() as usize;
     let i999 = ((m as f64) * 0.999).ceil() as usize;

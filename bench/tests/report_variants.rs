@@ -148,6 +148,22 @@ fn json_variants() {
     let b = JsonResults::Bw { size: 8, iters: 1, bw_peak: 0.0, bw_avg: 1.5, msg_rate: 0.1, high_precision: false };
     let j = json_report(&ReportHeader::new(Verb::Write, true, "rxe0"), &b, Style::V629, None, OutputMode::Bandwidth);
     assert!(j.ends_with("\"results\": {\n\"bw_avg\": 1.500000,\n\n}\n}\n"), "{j}");
+    // A statistic that is not a number is null, so the rest of the report still parses.
+    let nan = JsonResults::Lat {
+        size: 2,
+        iters: 1000,
+        t_min: 1.0,
+        t_max: 4.0,
+        t_typical: 1.5,
+        t_avg: 1.6,
+        t_stdev: f64::NAN,
+        p99: f64::INFINITY,
+        p99_9: 4.0,
+    };
+    let j = json_report(&h, &nan, Style::V629, None, OutputMode::Full);
+    let v: serde_json::Value = serde_json::from_str(&j).expect("valid JSON with a NaN stdev");
+    assert!(v["results"]["t_stdev"].is_null() && v["results"]["percentile_99"].is_null(), "{j}");
+    assert_eq!(v["results"]["t_typical"], 1.5);
     let d = JsonResults::LatDuration { size: 2, iters: 10, t_avg: 1.0, tps: 2.0 };
     let j = json_report(&h, &d, Style::V629, None, OutputMode::Full);
     assert!(j.ends_with("\"t_avg\": 1.00,\n\"tps_average\": 2.00\n}\n}\n"), "{j}");

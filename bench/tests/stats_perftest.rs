@@ -1,6 +1,6 @@
 //! perftest's statistics on hand-computed examples (perftest-facts.md §4.5, §4.8, §4.9).
 
-use bench::stats::{bandwidth, c_double_to_int, cpu_util, latency, latency_duration, BwInput, StatsError};
+use bench::stats::{bandwidth, cpu_util, latency, latency_duration, BwInput, StatsError};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9 * b.abs().max(1.0)
@@ -87,11 +87,21 @@ fn latency_errors_not_panics() {
 }
 
 #[test]
-fn c_conversion_semantics() {
-    assert_eq!(c_double_to_int(2.9), 2);
-    assert_eq!(c_double_to_int(-2.9), -2);
-    assert_eq!(c_double_to_int(f64::NAN), i32::MIN);
-    assert_eq!(c_double_to_int(3e9), i32::MIN);
+fn stdev_survives_a_sample_far_from_the_mean() {
+    // 200 ms round trips among 8 ms ones (seen under TCG in the cluster bed): a deviation
+    // squared past i32::MAX, where perftest's int arithmetic gives -nan. 1 µs ticks, rtt 1.
+    let mut stamps = vec![0u64];
+    for i in 0..40u64 {
+        let step = if i % 10 == 3 { 200_000 } else { 8_000 };
+        stamps.push(stamps.last().copied().unwrap_or(0) + step);
+    }
+    let s = latency(&stamps, 1.0, 1).unwrap().stats;
+    // 40 samples less the 2 largest: 2 of 200 ms and 36 of 8 ms; deviations truncate to µs.
+    assert_eq!(s.measured, 38);
+    let avg = (2.0 * 200_000.0 + 36.0 * 8_000.0) / 38.0;
+    let dev = |x: f64| (avg - x).trunc().powi(2);
+    let want = ((2.0 * dev(200_000.0) + 36.0 * dev(8_000.0)) / 38.0).sqrt();
+    assert!(s.t_stdev.is_finite() && close(s.t_stdev, want), "{} vs {want}", s.t_stdev);
 }
 
 #[test]

@@ -33,7 +33,9 @@ const CLUSTER: &str = "cluster";
 #[derive(PartialEq)]
 enum Outcome {
     Ok,
-    Failed,
+    /// With the case's last `FAIL:` line, repeated under "failures:" so that the reason
+    /// survives a log that keeps only its head and tail.
+    Failed(String),
     Ignored(String),
 }
 
@@ -170,6 +172,7 @@ fn run_mode(
         }
     };
     let mut summary = None;
+    let mut last_fail = String::new();
     let out = BufReader::new(child.stdout.take().unwrap());
     for line in out.lines() {
         let Ok(line) = line else { break };
@@ -184,14 +187,18 @@ fn run_mode(
                 "ok" => (Outcome::Ok, "ok".to_string()),
                 "skipped" => (Outcome::Ignored(note.clone()), format!("ignored, {note}")),
                 "xfail" => (Outcome::Ignored(note.clone()), format!("ignored, xfail {note}")),
-                _ => (Outcome::Failed, format!("FAILED ({}s {note})", f[3])),
+                _ => (Outcome::Failed(std::mem::take(&mut last_fail)), format!("FAILED ({}s {note})", f[3])),
             };
             let secs = if matches!(outcome, Outcome::Ok) { format!(" <{}s>", f[3]) } else { String::new() };
             println!("test {name} ... {shown}{secs}");
             results.push((name, outcome));
+            last_fail.clear();
         } else if f.first() == Some(&"VMSUITE") {
             summary = Some(line.clone());
         } else if !line.starts_with("VMTEST-") {
+            if let Some(i) = line.find("FAIL: ") {
+                last_fail = line[i..].trim_end().to_string();
+            }
             println!("{line}");
         }
     }
@@ -310,7 +317,7 @@ fn main() -> ExitCode {
             let n = format!("vm::{mode}::{c}");
             if !results[before..].iter().any(|(r, _)| *r == n) {
                 println!("test {n} ... FAILED (no result, run-suite rc={rc})");
-                results.push((n, Outcome::Failed));
+                results.push((n, Outcome::Failed(format!("no result, run-suite rc={rc}"))));
             }
         }
         if rc != 0 && rc != 1 {
@@ -322,11 +329,18 @@ fn main() -> ExitCode {
     println!("vm: timings: {}", timings.join("; "));
 
     let passed = results.iter().filter(|(_, o)| *o == Outcome::Ok).count();
-    let failed: Vec<&String> = results.iter().filter(|(_, o)| *o == Outcome::Failed).map(|(n, _)| n).collect();
+    let failed: Vec<(&String, &String)> =
+        results.iter().filter_map(|(n, o)| if let Outcome::Failed(why) = o { Some((n, why)) } else { None }).collect();
     let ignored = results.iter().filter(|(_, o)| matches!(o, Outcome::Ignored(_))).count();
     if !failed.is_empty() {
+        // The reasons in a block of their own: the libtest-style "failures:" list below
+        // stays names only, as tools that read it expect.
+        println!("\nwhy they failed:");
+        for (n, why) in &failed {
+            println!("    {n}: {}", if why.is_empty() { "(no FAIL: line; see its output above)" } else { why });
+        }
         println!("\nfailures:");
-        for n in &failed {
+        for (n, _) in &failed {
             println!("    {n}");
         }
     }

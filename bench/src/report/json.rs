@@ -138,6 +138,20 @@ fn test_info(h: &ReportHeader, style: Style) -> String {
     s
 }
 
+/// A JSON number, `null` where the figure is not finite: perftest writes `-nan` there, which no
+/// JSON parser reads, so one bad statistic would lose the whole report.
+fn num(v: f64, prec: usize) -> String {
+    if v.is_finite() {
+        cfmt::f(v, prec)
+    } else {
+        "null".into()
+    }
+}
+
+fn num6(v: f64) -> String {
+    num(v, 6)
+}
+
 fn results(r: &JsonResults, style: Style, cpu_util: Option<f32>, output: OutputMode) -> String {
     let v629 = style == Style::V629;
     let k = |name: &str| if v629 { format!("\"{name}\"") } else { name.to_string() };
@@ -147,25 +161,25 @@ fn results(r: &JsonResults, style: Style, cpu_util: Option<f32>, output: OutputM
     let mut ext = true;
     match (*r, output) {
         (JsonResults::Bw { bw_avg, .. }, OutputMode::Bandwidth) => {
-            s.push_str(&format!("{}: {},\n", k("bw_avg"), cfmt::f6(bw_avg)));
+            s.push_str(&format!("{}: {},\n", k("bw_avg"), num6(bw_avg)));
         }
         (JsonResults::Bw { msg_rate, .. }, OutputMode::MessageRate) => {
-            s.push_str(&format!("{}: {},\n", k("msgRate_avg"), cfmt::f6(msg_rate)));
+            s.push_str(&format!("{}: {},\n", k("msgRate_avg"), num6(msg_rate)));
         }
         (JsonResults::Bw { size, iters, bw_peak, bw_avg, msg_rate, high_precision }, _) => {
             let p = if high_precision { 6 } else { 2 };
             fields.push(format!("{}: {size}", k("MsgSize")));
             fields.push(format!("{}: {iters}", k("n_iterations")));
-            fields.push(format!("{}: {}", k("BW_peak"), cfmt::f(bw_peak, p)));
-            fields.push(format!("{}: {}", k("BW_average"), cfmt::f(bw_avg, p)));
-            fields.push(format!("{}: {}", k("MsgRate"), cfmt::f(msg_rate, 6)));
+            fields.push(format!("{}: {}", k("BW_peak"), num(bw_peak, p)));
+            fields.push(format!("{}: {}", k("BW_average"), num(bw_avg, p)));
+            fields.push(format!("{}: {}", k("MsgRate"), num(msg_rate, 6)));
         }
         (JsonResults::Lat { t_avg, .. }, OutputMode::Latency) => {
             ext = false;
             if v629 {
-                s.push_str(&format!("\"avg_lat\": {}\n", cfmt::f6(t_avg)));
+                s.push_str(&format!("\"avg_lat\": {}\n", num6(t_avg)));
             } else {
-                s.push_str(&format!("avg_lat: {},\n", cfmt::f6(t_avg)));
+                s.push_str(&format!("avg_lat: {},\n", num6(t_avg)));
             }
         }
         (JsonResults::Lat { size, iters, t_min, t_max, t_typical, t_avg, t_stdev, p99, p99_9 }, _) => {
@@ -180,25 +194,25 @@ fn results(r: &JsonResults, style: Style, cpu_util: Option<f32>, output: OutputM
                 ("percentile_99", p99),
                 ("percentile_99.9", p99_9),
             ] {
-                fields.push(format!("{}: {}", k(name), cfmt::f(v, 2)));
+                fields.push(format!("{}: {}", k(name), num(v, 2)));
             }
         }
         (JsonResults::LatDuration { t_avg, .. }, OutputMode::Latency) => {
             ext = false;
-            s.push_str(&format!("{}: {}\n", k("t_avg"), cfmt::f6(t_avg)));
+            s.push_str(&format!("{}: {}\n", k("t_avg"), num6(t_avg)));
         }
         (JsonResults::LatDuration { size, iters, t_avg, tps }, _) => {
             fields.push(format!("{}: {size}", k("MsgSize")));
             fields.push(format!("{}: {iters}", k("n_iterations")));
-            fields.push(format!("{}: {}", k("t_avg"), cfmt::f(t_avg, 2)));
-            fields.push(format!("{}: {}", k("tps_average"), cfmt::f(tps, 2)));
+            fields.push(format!("{}: {}", k("t_avg"), num(t_avg, 2)));
+            fields.push(format!("{}: {}", k("tps_average"), num(tps, 2)));
         }
     }
     s.push_str(&fields.join(",\n"));
     if v629 {
         if ext {
             match cpu_util {
-                Some(u) => s.push_str(&format!(",\n\"CPU_util\": {}\n", cfmt::f(f64::from(u), 2))),
+                Some(u) => s.push_str(&format!(",\n\"CPU_util\": {}\n", num(f64::from(u), 2))),
                 None => s.push('\n'),
             }
         }
@@ -209,7 +223,7 @@ fn results(r: &JsonResults, style: Style, cpu_util: Option<f32>, output: OutputM
         }
         if ext {
             if let Some(u) = cpu_util {
-                s.push_str(&format!("CPU_util: {},\n", cfmt::f(f64::from(u), 2)));
+                s.push_str(&format!("CPU_util: {},\n", num(f64::from(u), 2)));
             }
         }
         s.push_str("},\n");

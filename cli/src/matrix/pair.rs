@@ -66,6 +66,8 @@ struct Report {
     json: Option<Value>,
     exit: Option<i32>,
     timed_out: bool,
+    /// The side's JSON file was there but did not parse (matrix-exec's `badjson` line).
+    bad_json: Option<String>,
 }
 
 fn report(out: &[String]) -> Report {
@@ -74,6 +76,8 @@ fn report(out: &[String]) -> Report {
         let Some(rest) = l.strip_prefix(TAG) else { continue };
         if let Some(j) = rest.strip_prefix("json ") {
             r.json = serde_json::from_str(j).ok();
+        } else if let Some(e) = rest.strip_prefix("badjson ") {
+            r.bad_json = Some(e.trim().to_string());
         } else if let Some(c) = rest.strip_prefix("exit ") {
             r.exit = c.trim().parse().ok();
         } else if rest.starts_with("timeout") {
@@ -231,7 +235,12 @@ pub fn run(l: &Launcher, bin: &str, job: &Job) -> Option<Record> {
     } else if se == Some(0) && ce == Some(0) && value.is_some() {
         (Status::Ok, String::new())
     } else if se == Some(0) && ce == Some(0) {
-        (Status::Fail, "both sides exited 0 but no result came back".to_string())
+        let why = match (&rc.bad_json, &rs.bad_json) {
+            (Some(e), _) => format!("both sides exited 0 but the client's JSON report did not parse: {e}"),
+            (None, Some(e)) => format!("both sides exited 0 but the server's JSON report did not parse: {e}"),
+            (None, None) => "both sides exited 0 but neither wrote a JSON report with a figure".to_string(),
+        };
+        (Status::Fail, why)
     } else {
         // The side that failed first says why; the client usually has the better line.
         let (who, p) = if ce != Some(0) { ("client", &client) } else { ("server", &server) };
@@ -292,6 +301,9 @@ mod tests {
         assert_eq!(value_of(Tool::SendLat, &json!({"results": {"t_typical": 12.5, "t_avg": 13.0}})), Some(12.5));
         assert_eq!(value_of(Tool::SendLat, &json!({"results": {"t_avg": 13.0}})), Some(13.0));
         assert_eq!(value_of(Tool::WriteBw, &json!({"test_info": {}})), None);
+        let b = report(&["@rpt-matrix badjson expected value at line 9 column 12".to_string(), "@rpt-matrix exit 0".to_string()]);
+        assert_eq!(b.bad_json.as_deref(), Some("expected value at line 9 column 12"));
+        assert!(b.json.is_none());
         let t = report(&["@rpt-matrix timeout after 31 s".to_string(), "@rpt-matrix exit 124".to_string()]);
         assert!(t.timed_out && t.exit == Some(124));
     }

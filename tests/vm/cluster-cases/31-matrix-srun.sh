@@ -4,7 +4,6 @@
 # send_lat, all 6 pairs of each OK, 12 records; exit 0.
 # --rel 0.25 --rel-lat 10: under TCG one pair's figures differ from the next by 2-3x
 # (seen: 0.56 to 1.45 MB/s in one run), so only 32 tests the 0.9 default.
-# xfail: intermittent: over srun a pair sometimes ends with both sides exit 0 but no result (1 pair in 1 of 3 runs, 2026-12-01); not yet explained
 # timeout: 300
 . "$CLUSTER_LIB"
 O=/tmp/m31
