@@ -8,7 +8,8 @@
 #         strace, glibc + libgcc_s.  NO rdma-core library, provider, tool or
 #         perftest (checked here and again by a guest case).
 #   full  initramfs-base.cpio + initramfs-rdma.cpio (an overlay: libibverbs1,
-#         ibverbs-providers, librdmacm1, ibverbs-utils, rdmacm-utils, perftest
+#         ibverbs-providers, librdmacm1, ibverbs-utils, rdmacm-utils, perftest,
+#         qperf, infiniband-diags (ibstat)
 #         and their library closure, ld.so.cache, mode file).  The kernel
 #         unpacks concatenated newc archives in order; run-in-vm.sh joins them.
 # A third overlay serves the multi-VM cluster (tests/vm/cluster.sh), on top of
@@ -87,6 +88,7 @@ BASE_PKGS=(
 #  uncompressed vmlinux from the xz bzImage; it is not put into the image)
 RDMA_PKGS=(
   libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils rdmacm-utils perftest
+  qperf infiniband-diags libibmad5 libibnetdisc5
   libnl-3-200 libnl-route-3-200 libpci3 libudev1 libibumad3
 )
 # The cluster overlay: Debian's OpenSSH, munge and Slurm 22.05 with the
@@ -248,6 +250,7 @@ RDMA_BINS=(
   usr/bin/rping usr/bin/ucmatose usr/bin/udaddy usr/bin/mckey
   usr/bin/rdma_server usr/bin/rdma_client usr/bin/rdma_xserver usr/bin/rdma_xclient
   usr/bin/riostream usr/bin/rstream usr/bin/cmtime
+  usr/bin/qperf usr/sbin/ibstat usr/sbin/ibaddr
 )
 for b in "$STAGE"/usr/bin/ib_*_{bw,lat}; do RDMA_BINS+=("${b#$STAGE/}"); done
 CLUSTER_BINS=(
