@@ -365,6 +365,55 @@ for name, text in [
     add("sysfs", name, text)
 
 # ---------------------------------------------------------------------------------------------
+# rperftest matrix: results.jsonl records, the probe line among launcher noise, hostlists
+# ---------------------------------------------------------------------------------------------
+
+def side(node, addr, exit_code, js=None, tail=()):
+    return {"node": node, "dev": "rxe0", "addr": addr, "gid_index": 1, "exit": exit_code,
+            "json": js, "tail": list(tail)}
+
+
+def record(test, status, value, unit, server, client, reason="", rnd=0):
+    return {"test": test, "rail": "rxe0", "round": rnd, "port": 18601, "options": ["-s", "4096", "-n", "200"],
+            "server": server, "client": client, "status": status, "reason": reason, "value": value,
+            "unit": unit, "median": value, "started_unix": 1764633600.25, "wall_s": 3.3, "deadline_s": 30.5}
+
+
+bw_json = {"test_info": {"test": "RDMA_Write_BW_Test", "Device": "rxe0"},
+           "results": {"MsgSize": 4096, "n_iterations": 200, "BW_peak": 0.0, "BW_average": 4.27, "MsgRate": 0.001093}}
+lat_json = {"results": {"MsgSize": 2, "n_iterations": 200, "t_typical": 8072.89, "t_avg": 8100.5, "t_stdev": None}}
+ok_bw = record("ib_write_bw", "OK", 4.27, "MB/sec", side("node3", "10.77.0.3", 0, bw_json), side("node1", "10.77.0.1", 0, bw_json), rnd=1)
+ok_lat = record("ib_send_lat", "OK", 8072.89, "usec", side("node3", "10.77.0.3", 0, lat_json), side("node2", "10.77.0.2", 0, lat_json))
+fail = record("ib_write_bw", "FAIL", None, "MB/sec", side("node4", "10.77.0.4", 1, tail=["Failed status 12: transport retry counter exceeded"]),
+              side("node1", "10.77.0.1", None), reason='client on node1 exited 1: "quoted, with a comma"\nand a line break', rnd=2)
+line = lambda r: json.dumps(r, separators=(",", ":")).encode()
+add("matrix_results", "three-records", b"\n".join(line(r) for r in (ok_bw, ok_lat, fail)) + b"\n")
+add("matrix_results", "cut-short", line(ok_bw) + b"\n" + line(fail)[:120])
+add("matrix_results", "blank-and-garbage", b"\n\n" + line(ok_lat) + b"\nnot json\n{}\n[1,2]\n")
+add("matrix_results", "bad-status", line(dict(ok_bw, status="MAYBE")) + b"\n")
+add("matrix_results", "odd-types", line(dict(ok_bw, round=-1, port=70000, value="4.2", options=[1, "x"])) + b"\n")
+
+probe = {"rperftest": "0.1.0", "devices": [
+    {"name": "rxe0", "active": True, "state": "ACTIVE", "rate": "2.5 Gb/sec (1X SDR)", "ethernet": True,
+     "ipv4": "10.77.0.2", "gid_index": 1, "netdev": "eth0"},
+    {"name": "mlx5_0", "active": False, "state": "DOWN", "rate": "", "ethernet": False, "ipv4": None,
+     "gid_index": None, "netdev": None}]}
+pline = b"@rpt-matrix probe " + json.dumps(probe, separators=(",", ":")).encode()
+add("matrix_probe", "banner-then-probe", b"Welcome to node2\nWarning: Permanently added 'node2' to known hosts.\n" + pline + b"\n")
+add("matrix_probe", "two-probes", pline.replace(b"rxe0", b"rxe9") + b"\n" + pline + b"\n")
+add("matrix_probe", "no-devices", b'@rpt-matrix probe {"rperftest":"0.1.0","devices":[]}\n')
+add("matrix_probe", "bad-device", b'@rpt-matrix probe {"rperftest":"0.1.0","devices":[{"active":true}]}\n')
+add("matrix_probe", "truncated", pline[:60] + b"\n")
+
+for name, text in [
+    ("simple", b"node[1-8]"), ("padded", b"n[01-10],gpu3"), ("product", b"rack[1-2]-n[1-4]"),
+    ("list-in-bracket", b"node[1,3,5-7]"), ("huge-range", b"n[1-1000000000]"), ("huge-product", b"a[1-300]b[1-300]"),
+    ("option-like", b"-oProxyCommand=x"), ("duplicate", b"node1,node[1-2]"), ("nested", b"n[1-[2-3]]"),
+    ("hostfile", b"# nodes\nnode1 slots=4\nnode[2-3]\n\nnode4\n"), ("reversed", b"n[9-1]"), ("empty-item", b"a,,b"),
+]:
+    add("matrix_hostlist", name, text)
+
+# ---------------------------------------------------------------------------------------------
 
 def main() -> int:
     total = 0

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 mod cmtest;
 mod devinfo;
-mod matrix;
 mod selftest;
+
+use rperftest::matrix;
 
 const TOOLS: [&str; 8] = [
     "ib_write_bw",

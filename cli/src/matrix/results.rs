@@ -182,11 +182,16 @@ impl JsonlLog {
 
 /// The records of an earlier run (`--resume`); lines that do not parse are skipped and counted.
 pub fn read_jsonl(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-        Err(e) => return Err(e),
-    };
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(parse_jsonl(&String::from_utf8_lossy(&bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Vec::new(), 0)),
+        Err(e) => Err(e),
+    }
+}
+
+/// The records in a results.jsonl text and how many non-blank lines were not records. The file
+/// may have been cut short by a killed coordinator or edited by hand: nothing in it is trusted.
+pub fn parse_jsonl(text: &str) -> (Vec<Record>, usize) {
     let (mut out, mut bad) = (Vec::new(), 0);
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         match serde_json::from_str::<Value>(line).ok().as_ref().and_then(Record::from_json) {
@@ -194,7 +199,7 @@ pub fn read_jsonl(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
             None => bad += 1,
         }
     }
-    Ok((out, bad))
+    (out, bad)
 }
 
 /// RFC 4180 field: quoted when it holds a comma, a quote or a line break.
