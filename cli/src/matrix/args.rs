@@ -30,6 +30,12 @@ pub struct Config {
     pub remote_bin: String,
     pub port_base: u16,
     pub serial: bool,
+    /// Each pair also the other way round (the server on the other node).
+    pub both_directions: bool,
+    /// Re-run each suspect (LOW, FAIL, TIMEOUT) pair once after its test and rail's rounds.
+    pub retry: bool,
+    /// `--push`: copy this binary to the nodes first (ssh: scp, srun: sbcast) and remove it at the end.
+    pub push: bool,
     pub resume: bool,
     pub options: Vec<String>,
     pub floors: Floors,
@@ -57,10 +63,14 @@ pub fn command() -> Command {
         .arg(Arg::new("remote-bin").long("remote-bin").value_name("PATH").default_value("rperftest").help("rperftest on the nodes"))
         .arg(Arg::new("port-base").long("port-base").value_parser(value_parser!(u16).range(1024..=65000)).default_value("18600").help("pair k of a round uses PORT+k"))
         .arg(Arg::new("serial").long("serial").action(ArgAction::SetTrue).help("one pair at a time"))
+        .arg(Arg::new("both-directions").long("both-directions").action(ArgAction::SetTrue).help("run each pair both ways (each node once as the server)"))
+        .arg(Arg::new("no-retry").long("no-retry").action(ArgAction::SetTrue).help("report suspect pairs as they are (default: each LOW, FAIL or TIMEOUT pair runs once more, after its test and rail's rounds)"))
+        .arg(Arg::new("push").long("push").action(ArgAction::SetTrue).conflicts_with("remote-bin").help("copy this binary to a private directory on every node (scp, or sbcast inside an allocation) and remove it at the end"))
         .arg(Arg::new("resume").long("resume").action(ArgAction::SetTrue).help("keep OUT/results.jsonl and run only the pairs it lacks"))
         .arg(f64_arg("min-bw", "LOW below this bandwidth (the tool's unit: MB/sec, or Gb/sec with --report_gbits)"))
         .arg(f64_arg("max-lat", "LOW above this latency (usec)"))
         .arg(f64_arg("rel", "LOW below REL x the median of the test and rail").default_value("0.9"))
+        .arg(f64_arg("port-rate", "LOW below FRAC x the slower port's rate from sysfs (bandwidth tests; off by default: only large messages reach the line rate)"))
         .arg(f64_arg("rel-lat", "LOW above REL x the median latency of the test and rail").default_value("1.5"))
         .arg(f64_arg("floor-rate", "slowest working link for deadlines, MB/s").default_value("1"))
         .arg(f64_arg("floor-lat", "slowest working round trip for deadlines, ms").default_value("20"))
@@ -183,7 +193,15 @@ pub fn parse_config(args: &[String]) -> Result<Config, clap::Error> {
         max_lat: positive("max-lat", f("max-lat"))?,
         rel: positive("rel", f("rel"))?.unwrap_or(0.9),
         rel_lat: positive("rel-lat", f("rel-lat"))?.unwrap_or(1.5),
+        port_rate: match positive("port-rate", f("port-rate"))? {
+            Some(x) if x > 1.0 => return Err(bad(format!("--port-rate {x}: a fraction of the port's rate, at most 1"))),
+            v => v,
+        },
     };
+    let push = m.get_flag("push");
+    if push && kind == Kind::Srun && !in_allocation {
+        return Err(bad("--push over srun needs an allocation (sbcast copies to the allocation's nodes): run it inside salloc, or use --launcher ssh".into()));
+    }
     let port_base = *m.get_one::<u16>("port-base").unwrap_or(&18600);
     // Pair k of a round listens on port_base + k; a round has at most hosts/2 pairs.
     if usize::from(port_base) + hosts.len() / 2 > usize::from(u16::MAX) {
@@ -198,6 +216,9 @@ pub fn parse_config(args: &[String]) -> Result<Config, clap::Error> {
         remote_bin: m.get_one::<String>("remote-bin").cloned().unwrap_or_else(|| "rperftest".into()),
         port_base,
         serial: m.get_flag("serial"),
+        both_directions: m.get_flag("both-directions"),
+        retry: !m.get_flag("no-retry"),
+        push,
         resume: m.get_flag("resume"),
         options,
         floors,
@@ -227,6 +248,10 @@ mod tests {
         assert!(matches!(c.devices, Devices::Named(ref d) if d == &["rxe0"]));
         assert_eq!(c.rules.min_bw, Some(2.0));
         assert_eq!(c.port_base, 18600);
+        assert!(c.retry && !c.both_directions && !c.push && c.rules.port_rate.is_none());
+        let c = cfg(&["--hosts", "n[1-2]", "--out", "o", "--launcher", "ssh", "--both-directions", "--no-retry", "--push", "--port-rate", "0.8"]).expect("parse");
+        assert!(!c.retry && c.both_directions && c.push);
+        assert_eq!(c.rules.port_rate, Some(0.8));
     }
 
     #[test]
@@ -245,6 +270,8 @@ mod tests {
             (&["--hosts", "n[1-2]", "--out", "o", "--devices", "mlx5_0;x"], "device names"),
             (&["--hosts", "n[1-2]"], "--out"),
             (&["--hosts", "n[1-2]", "--out", "o", "--port-base", "80"], "80"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--port-rate", "1.5"], "at most 1"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--push", "--remote-bin", "/x"], "--remote-bin"),
         ] {
             let e = cfg(a).err().unwrap_or_else(|| panic!("{a:?} should be refused"));
             assert!(e.contains(want), "{a:?}: {e}");

@@ -15,6 +15,8 @@ pub struct Rules {
     pub max_lat: Option<f64>,
     pub rel: f64,
     pub rel_lat: f64,
+    /// `--port-rate`: LOW below this fraction of the slower port's rate.
+    pub port_rate: Option<f64>,
 }
 
 /// Latency tools report time (lower is better); the others bandwidth.
@@ -33,6 +35,21 @@ pub fn median(v: &mut [f64]) -> Option<f64> {
 
 fn group_key(r: &Record) -> (String, String) {
     (r.test.clone(), r.rail.clone())
+}
+
+/// A port's rate as sysfs writes it (`100 Gb/sec (4X EDR)`), in Gb/s.
+pub fn port_gbps(rate: &str) -> Option<f64> {
+    let mut w = rate.split_whitespace();
+    let v: f64 = w.next()?.parse().ok()?;
+    (w.next()? == "Gb/sec" && v.is_finite() && v > 0.0).then_some(v)
+}
+
+/// The slower port of the pair: its rate in Gb/s and in the record's unit (perftest's MB/sec
+/// is 2^20 bytes per second).
+fn line_rate(r: &Record) -> Option<(f64, f64)> {
+    let gbps = port_gbps(&r.server.rate)?.min(port_gbps(&r.client.rate)?);
+    let in_unit = if r.unit == "Gb/sec" { gbps } else { gbps * 1e9 / 8.0 / 1_048_576.0 };
+    Some((gbps, in_unit))
 }
 
 /// Fill in each record's median and turn OK into LOW where the rules say so.
@@ -60,10 +77,21 @@ pub fn judge(records: &mut [Record], rules: &Rules) {
                 _ => None,
             }
         } else {
+            let line = rules.port_rate.and_then(|f| line_rate(r).map(|(rate, in_unit)| (f, rate, in_unit)));
             match (rules.min_bw, med) {
                 (Some(min), _) if v < min => Some(format!("{v:.2} {} below --min-bw {min}", r.unit)),
-                (_, Some(m)) if v < rules.rel * m => Some(format!("{v:.2} {} below {} x the median {m:.2}", r.unit, rules.rel)),
-                _ => None,
+                _ => match line {
+                    Some((f, rate, in_unit)) if v < f * in_unit => Some(format!(
+                        "{v:.2} {} below {f} x the port rate {rate} Gb/sec ({in_unit:.2} {})",
+                        r.unit, r.unit
+                    )),
+                    _ => match med {
+                        Some(m) if v < rules.rel * m => {
+                            Some(format!("{v:.2} {} below {} x the median {m:.2}", r.unit, rules.rel))
+                        }
+                        _ => None,
+                    },
+                },
             }
         };
         if let Some(why) = why {
@@ -151,7 +179,7 @@ mod tests {
     use super::*;
     use crate::matrix::results::sample;
 
-    const RULES: Rules = Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5 };
+    const RULES: Rules = Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5, port_rate: None };
 
     fn four(test: &str, rail: &str, vals: [f64; 6]) -> Vec<Record> {
         let pairs = [("n1", "n2"), ("n3", "n4"), ("n1", "n3"), ("n2", "n4"), ("n1", "n4"), ("n2", "n3")];
@@ -177,6 +205,41 @@ mod tests {
         assert!((rs[0].median.expect("median") - 2.95).abs() < 1e-9);
         let d = diagnose(&rs);
         assert_eq!(d, ["3 of 3 bad pairs of ib_write_bw on rail rxe0 include n4; n4's pairs on rail rxe1 are fine"]);
+    }
+
+    #[test]
+    fn the_port_rate_rule_uses_the_slower_port() {
+        assert_eq!(port_gbps("100 Gb/sec (4X EDR)"), Some(100.0));
+        assert_eq!(port_gbps("2.5 Gb/sec (1X SDR)"), Some(2.5));
+        for bad in ["", "fast", "100 Mb/sec", "-1 Gb/sec", "NaN Gb/sec", "inf Gb/sec"] {
+            assert_eq!(port_gbps(bad), None, "{bad:?}");
+        }
+        // 100 and 25 Gb/s ports: 25 Gb/s = 2980.23 MB/sec (2^20 bytes); 0.9 of it is 2682.21.
+        let mut rs = four("ib_write_bw", "r", [2700.0, 2600.0, 2700.0, 2700.0, 2700.0, 2700.0]);
+        for r in &mut rs {
+            r.server.rate = "100 Gb/sec (4X EDR)".into();
+            r.client.rate = "25 Gb/sec (1X EDR)".into();
+        }
+        judge(&mut rs, &Rules { port_rate: Some(0.9), ..RULES });
+        assert_eq!(rs.iter().filter(|r| r.status == Status::Low).count(), 1);
+        assert!(rs[1].reason.contains("below 0.9 x the port rate 25 Gb/sec (2980.23 MB/sec)"), "{}", rs[1].reason);
+        // Without a readable rate on one side the rule does not apply (the median rule does).
+        let mut rs2 = rs.clone();
+        for r in &mut rs2 {
+            r.status = Status::Ok;
+            r.server.rate.clear();
+        }
+        judge(&mut rs2, &Rules { port_rate: Some(0.99), ..RULES });
+        assert!(rs2.iter().all(|r| r.status == Status::Ok));
+        // In Gb/sec the unit is the rate's own.
+        let mut g = four("ib_write_bw", "r", [20.0, 24.0, 24.0, 24.0, 24.0, 24.0]);
+        for r in &mut g {
+            r.unit = "Gb/sec".into();
+            (r.server.rate, r.client.rate) = ("25 Gb/sec (1X EDR)".into(), "25 Gb/sec (1X EDR)".into());
+        }
+        judge(&mut g, &Rules { port_rate: Some(0.9), rel: 0.5, ..RULES });
+        assert_eq!(g.iter().filter(|r| r.status == Status::Low).count(), 1);
+        assert!(g[0].reason.contains("below 0.9 x the port rate 25 Gb/sec (25.00 Gb/sec)"), "{}", g[0].reason);
     }
 
     #[test]

@@ -75,6 +75,39 @@ impl Launcher {
 }
 
 impl Launcher {
+    /// ssh options shared by ssh and scp: no prompts, the connect bound, the shared connection.
+    fn ssh_options(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut opts = vec!["BatchMode=yes".to_string(), format!("ConnectTimeout={}", self.connect_timeout)];
+        if let Some(d) = &self.control_dir {
+            opts.extend(["ControlMaster=auto".to_string(), format!("ControlPath={}/%C", d.display()), "ControlPersist=60".into()]);
+        }
+        for o in opts {
+            v.push("-o".into());
+            v.push(o);
+        }
+        v
+    }
+
+    /// `--push`: the local argv that copies `local` to `remote` on `node` (scp, which uses the
+    /// shared ssh connection), or to every node of the allocation (sbcast; `node` unused).
+    /// `remote` is ours (letters, digits, `/`, `-`, `.`), never a user's string.
+    pub fn copy_argv(&self, node: &str, local: &str, remote: &str) -> Vec<String> {
+        match self.kind {
+            Kind::Ssh => {
+                let scp = match self.program.rsplit_once('/') {
+                    Some((dir, _)) => format!("{dir}/scp"),
+                    None => "scp".into(),
+                };
+                let mut v = vec![scp, "-q".into(), "-p".into()];
+                v.extend(self.ssh_options());
+                v.extend(["--".into(), local.to_string(), format!("{node}:{remote}")]);
+                v
+            }
+            Kind::Srun => vec!["sbcast".into(), "--force".into(), "--preserve".into(), local.to_string(), remote.to_string()],
+        }
+    }
+
     /// Makes the private directory for ssh connection sharing (mode 0700: the sockets in it
     /// open sessions as this user).
     pub fn open_shared(&self) -> std::io::Result<()> {

@@ -17,6 +17,8 @@ pub struct Endpoint {
     /// The rail's IPv4 (RoCE), or the node's name (InfiniBand: the exchange may take any route).
     pub addr: String,
     pub gid_index: Option<u32>,
+    /// The port's rate from sysfs (recorded for `--port-rate`).
+    pub rate: String,
 }
 
 #[derive(Clone, Debug)]
@@ -100,6 +102,7 @@ fn side(e: &Endpoint, p: Option<&Proc>, rep: &Report) -> Side {
         dev: e.dev.clone(),
         addr: e.addr.clone(),
         gid_index: e.gid_index,
+        rate: e.rate.clone(),
         exit: rep.exit.or(p.and_then(|p| p.exit)),
         json: rep.json.clone(),
         tail: p.map(|p| p.tail(8)).unwrap_or_default(),
@@ -132,6 +135,7 @@ pub fn run(l: &Launcher, bin: &str, job: &Job) -> Option<Record> {
         started_unix,
         wall_s: 0.0,
         deadline_s: job.deadline.as_secs_f64(),
+        retried: None,
     };
     let finish = |mut rec: Record, s: Option<&Proc>, c: Option<&Proc>, status: Status, reason: String| {
         let (rs, rc) = (report(s.map(|p| &p.out[..]).unwrap_or(&[])), report(c.map(|p| &p.out[..]).unwrap_or(&[])));
@@ -264,7 +268,7 @@ mod tests {
     use serde_json::json;
 
     fn job() -> Job {
-        let e = |n: &str, a: &str| Endpoint { node: n.into(), dev: "rxe0".into(), addr: a.into(), gid_index: Some(1) };
+        let e = |n: &str, a: &str| Endpoint { node: n.into(), dev: "rxe0".into(), addr: a.into(), gid_index: Some(1), rate: "2.5 Gb/sec (1X SDR)".into() };
         Job {
             tool: Tool::WriteBw,
             rail: "rxe0".into(),

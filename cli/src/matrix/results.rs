@@ -49,6 +49,8 @@ pub struct Side {
     /// The address the client connected to (server side only), or this node's rail address.
     pub addr: String,
     pub gid_index: Option<u32>,
+    /// The port's rate as sysfs gives it (`100 Gb/sec (4X EDR)`), for `--port-rate`.
+    pub rate: String,
     pub exit: Option<i32>,
     /// The side's perftest `--out_json` report, if it wrote one.
     pub json: Option<Value>,
@@ -76,13 +78,15 @@ pub struct Record {
     pub started_unix: f64,
     pub wall_s: f64,
     pub deadline_s: f64,
+    /// A re-run pair: its first run's status and reason (`LOW: 1.02 MB/sec below ...`).
+    pub retried: Option<String>,
 }
 
 impl Record {
     pub fn to_json(&self) -> Value {
         let side = |s: &Side| {
             json!({
-                "node": s.node, "dev": s.dev, "addr": s.addr, "gid_index": s.gid_index,
+                "node": s.node, "dev": s.dev, "addr": s.addr, "gid_index": s.gid_index, "rate": s.rate,
                 "exit": s.exit, "json": s.json, "tail": s.tail,
             })
         };
@@ -91,7 +95,7 @@ impl Record {
             "options": self.options, "server": side(&self.server), "client": side(&self.client),
             "status": self.status.name(), "reason": self.reason, "value": self.value,
             "unit": self.unit, "median": self.median, "started_unix": self.started_unix,
-            "wall_s": self.wall_s, "deadline_s": self.deadline_s,
+            "wall_s": self.wall_s, "deadline_s": self.deadline_s, "retried": self.retried,
         })
     }
 
@@ -108,6 +112,7 @@ impl Record {
             node: s(v, "node"),
             dev: s(v, "dev"),
             addr: s(v, "addr"),
+            rate: s(v, "rate"),
             gid_index: v.get("gid_index").and_then(Value::as_u64).and_then(|x| u32::try_from(x).ok()),
             exit: v.get("exit").and_then(Value::as_i64).and_then(|x| i32::try_from(x).ok()),
             json: v.get("json").filter(|j| !j.is_null()).cloned(),
@@ -138,6 +143,7 @@ impl Record {
             started_unix: f("started_unix").unwrap_or(0.0),
             wall_s: f("wall_s").unwrap_or(0.0),
             deadline_s: f("deadline_s").unwrap_or(0.0),
+            retried: v.get("retried").and_then(Value::as_str).map(str::to_string),
         })
     }
 }
@@ -260,6 +266,7 @@ pub(crate) fn sample(test: &str, rail: &str, a: &str, b: &str, status: Status, v
         started_unix: 1.5,
         wall_s: 2.25,
         deadline_s: 31.0,
+        retried: None,
     }
 }
 
