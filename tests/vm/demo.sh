@@ -7,6 +7,11 @@
 #   4. boots the VM (full mode) and runs an ib_write_bw server in the
 #      background and the client against $RXE_IP on rxe0, then prints
 #      both result tables.
+#   5. as root (network namespace, bridge and taps), boots a 4-VM cluster
+#      (tests/vm/cluster.sh: node2 and node4 without rdma-core) and runs
+#      `rperftest matrix` over ssh from node1: every pair, its text matrix,
+#      and where its results are; then takes the cluster down.
+#      --no-cluster skips it.
 # Needs a Rust toolchain (rustup) for step 3.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -15,6 +20,8 @@ say() { echo "[demo] $*" >&2; }
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
+CLUSTER=1
+[ "${1:-}" = --no-cluster ] && CLUSTER=0
 
 if ! command -v qemu-system-x86_64 >/dev/null 2>&1; then
     say "installing qemu-system-x86 (apt)"
@@ -50,3 +57,23 @@ wait_server 60
 GUEST
 say "booting the VM: ib_write_bw server + client on rxe0"
 tests/vm/run-in-vm.sh -q --mode full "$BIN" "$W/lib.sh" "$W/tcp-listening.bash" "$W/demo-guest.sh" -- bash /mnt/host/demo-guest.sh
+
+[ "$CLUSTER" = 1 ] || exit 0
+if [ "$(id -u)" != 0 ]; then
+    say "skipping the cluster matrix: tests/vm/cluster.sh needs root (network namespace, bridge, taps)"
+    exit 0
+fi
+for need in "ssh openssh-client" "ip iproute2" "tc iproute2"; do
+    set -- $need
+    command -v "$1" >/dev/null 2>&1 || { say "installing $2 (apt)"; apt-get install -y -q --no-install-recommends "$2"; }
+done
+CL=tests/vm/cluster.sh
+export RPT_CLUSTER_DIR="$W/cluster"
+say "booting a 4-node cluster (node2, node4 without rdma-core): rperftest matrix over ssh from node1"
+trap '"$CL" down >/dev/null 2>&1 || true; rm -rf "$W"' EXIT
+"$CL" up 4 --bare 2,4 --bin "$BIN"
+# --rel 0.25: TCG VMs differ 2-3x from one pair to the next (docs/testbed.md).
+"$CL" exec node1 -- rperftest matrix --launcher ssh --preflight-timeout 120 --hosts 'node[1-4]' \
+    --test write_bw,send_lat --devices rxe0 --rel 0.25 --rel-lat 10 --out /tmp/matrix -- -s 4096 -n 200 || true
+say "node1:/tmp/matrix holds results.jsonl and results.csv ($CL exec node1 -- cat /tmp/matrix/results.csv, before the cluster goes down)"
+"$CL" down
