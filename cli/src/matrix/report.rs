@@ -1,6 +1,8 @@
 //! The text a person reads at the end: one matrix per test and rail, flagged cells marked.
 //!
-//! Cell (i, j) is the pair of nodes i and j, whichever served; the matrix is symmetric. A
+//! Cell (i, j) is the pair with node i serving and node j the client; a pair that ran one way
+//! only (the default) fills both cells, so the matrix is symmetric unless `--both-directions`
+//! ran each way. A
 //! number is the judged figure; a mark after it (`!`) says LOW; a pair without a figure shows
 //! its status word. Beyond [`MAX_MATRIX`] nodes a matrix no longer fits a terminal, so only the
 //! pairs that are not OK are listed.
@@ -62,7 +64,13 @@ pub fn text(nodes: &[String], records: &[Record]) -> String {
         for r in &rs {
             if let (Some(&i), Some(&j)) = (index.get(r.server.node.as_str()), index.get(r.client.node.as_str())) {
                 grid[i][j] = cell(r);
-                grid[j][i] = cell(r);
+            }
+        }
+        for i in 0..n {
+            for j in 0..n {
+                if grid[i][j].is_empty() && !grid[j][i].is_empty() {
+                    grid[i][j] = grid[j][i].clone();
+                }
             }
         }
         let name_w = nodes.iter().map(|x| x.len()).max().unwrap_or(0);
@@ -122,6 +130,43 @@ ib_write_bw on rail rxe0: BW average [MB/sec], 3 of 6 pairs OK, median 5.01 (! =
 
 ";
         assert_eq!(t, want, "\n{t}");
+    }
+
+    #[test]
+    fn both_directions_fill_their_own_cells() {
+        let nodes: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        let rs = vec![sample("ib_write_bw", "r", "a", "b", Status::Ok, Some(5.0)), sample("ib_write_bw", "r", "b", "a", Status::Low, Some(1.0))];
+        let t = text(&nodes, &rs);
+        assert!(t.contains("\n  a     .  5.00\n  b 1.00!     .\n"), "\n{t}");
+    }
+
+    #[test]
+    fn a_synthetic_256_node_two_rail_run_renders_and_is_diagnosed() {
+        use crate::matrix::{judge, schedule};
+        let n = 256;
+        let nodes: Vec<String> = (1..=n).map(|i| format!("gpu{i:03}")).collect();
+        let mut rs = Vec::new();
+        for rail in ["mlx5_0", "mlx5_1"] {
+            for (k, round) in schedule::circle_rounds(n).iter().enumerate() {
+                for p in round {
+                    let bad = rail == "mlx5_1" && (p.a == 16 || p.b == 16);
+                    let v = if bad { 3000.0 } else { 11_000.0 + (k % 7) as f64 };
+                    let mut r = sample("ib_write_bw", rail, &nodes[p.a], &nodes[p.b], Status::Ok, Some(v));
+                    r.round = k;
+                    rs.push(r);
+                }
+            }
+        }
+        assert_eq!(rs.len(), 2 * n * (n - 1) / 2);
+        judge::judge(&mut rs, &judge::Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5, port_rate: None });
+        let t = text(&nodes, &rs);
+        assert!(t.contains("ib_write_bw on rail mlx5_0: BW average [MB/sec], 32640 of 32640 pairs OK"), "{}", &t[..200]);
+        assert!(t.contains("ib_write_bw on rail mlx5_1: BW average [MB/sec], 32385 of 32640 pairs OK"), "{}", &t[..400]);
+        // Above 32 nodes only the 255 LOW pairs are listed, each once.
+        let low: Vec<&str> = t.lines().filter(|l| l.contains("gpu017") && l.contains("below")).collect();
+        assert_eq!(low.len(), 255, "{:?}", &low[..low.len().min(3)]);
+        let d = judge::diagnose(&rs);
+        assert_eq!(d, ["255 of 255 bad pairs of ib_write_bw on rail mlx5_1 include gpu017; gpu017's pairs on rail mlx5_0 are fine"]);
     }
 
     #[test]
