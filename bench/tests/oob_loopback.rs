@@ -63,6 +63,8 @@ struct TestHooks {
     /// rperftest's option lines (None: behave like C perftest, no mark, no option exchange).
     options: Option<Vec<(&'static str, String)>>,
     option_diff: Option<Vec<String>>,
+    /// `on_options_match` was called (the options were compared and are equal).
+    options_matched: bool,
     /// `--adopt`: take the peer's -q (and the rest of its lines) and continue with this plan
     /// shape for that many QPs.
     adopt: Option<(Tool, PlanOptions)>,
@@ -87,6 +89,7 @@ impl TestHooks {
             ledger: None,
             options: None,
             option_diff: None,
+            options_matched: false,
             adopt: None,
         }
     }
@@ -186,6 +189,9 @@ impl Hooks for TestHooks {
         let keys = ["tool", "-q", "-s", "-t"];
         self.options = Some(keys.iter().map(|k| (*k, theirs.iter().find(|(t, _)| t == k).unwrap().1.clone())).collect());
         Ok(Some(plan(tool, self.role, &o)[1..].to_vec()))
+    }
+    fn on_options_match(&mut self) {
+        self.options_matched = true;
     }
     fn on_options_differ(&mut self, lines: Vec<String>) -> Result<(), OobError> {
         self.option_diff = Some(lines.clone());
@@ -684,6 +690,7 @@ fn equal_options_run_on_and_a_c_like_peer_sees_the_606_wire() {
     let (c, s) = (c.expect("client"), s.expect("server"));
     assert!(c.peer_version.as_ref().unwrap().rperftest && s.peer_version.as_ref().unwrap().rperftest);
     assert!(c.option_diff.is_none() && s.option_diff.is_none());
+    assert!(c.options_matched && s.options_matched, "both sides know the options were compared");
     // One side rperftest, the other without the mark (as C perftest): no option block is sent,
     // both complete exactly as before.
     for (oc, os) in [(Some(opts("4096", "1")), None), (None, Some(opts("65536", "2")))] {
@@ -691,6 +698,7 @@ fn equal_options_run_on_and_a_c_like_peer_sees_the_606_wire() {
         let (c, s) = (c.expect("client"), s.expect("server"));
         assert_eq!(c.remote_reports.len(), s.remote_reports.len());
         assert!(c.option_diff.is_none() && s.option_diff.is_none());
+        assert!(!c.options_matched && !s.options_matched, "nothing was compared with a C-like peer");
     }
 }
 
