@@ -419,9 +419,10 @@ fn plans_start_with_the_prelude() {
     }
 }
 
-/// `--report-per-port` (perftest-facts §2.4.6, items 6–9): after the five usual blocks, four BE
-/// doubles in the order BW port 1, MsgRate port 1, BW port 2, MsgRate port 2; each block is a
-/// separate exchange (client writes first). A C 6.06 peer is emulated byte by byte.
+/// `--report-per-port` (docs/perftest-wire.md, "Report exchange", items 6–9): after the five
+/// usual blocks, four BE doubles in the order BW port 1, MsgRate port 1, BW port 2, MsgRate
+/// port 2; each block is a separate exchange (client writes first). A C 6.06 peer is emulated
+/// byte by byte.
 #[test]
 fn per_port_report_adds_four_blocks_in_perftests_order() {
     let mine = BwReport {
@@ -711,7 +712,7 @@ fn the_mark_is_after_the_nul_where_perftest_does_not_look() {
     assert_eq!(c_string, b"6.06");
     let v = msg::decode_version(&b).unwrap();
     assert_eq!((v.text.as_str(), v.value, v.rperftest), ("6.06", 6.06, true));
-    // C perftest's own block (captures/tcp/ib_write_bw: 362e3036 then 12 NULs).
+    // C perftest's own block (fixtures/tcp/ib_write_bw.transcript.txt: 362e3036 then 12 NULs).
     let v = msg::decode_version(b"6.06\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
     assert!(!v.rperftest);
     // A version too long for the mark is sent without it.
