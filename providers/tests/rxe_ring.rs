@@ -85,7 +85,7 @@ impl MockKernel {
             assert_eq!(
                 u32_at(&w, WQE_DMA + DMA_RESID),
                 len,
-                "resid must equal length (errata E4)"
+                "resid must equal length (docs/rxe-kernel.md, E4)"
             );
             assert_eq!(u32_at(&w, WQE_STATE), 0, "state must be 'posted'");
             assert_eq!(u32_at(&w, WQE_MASK), 0, "slot must be re-initialised");
