@@ -66,7 +66,7 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
             0
         }
         "-h" | "--help" | "help" => {
-            print!("{}", usage());
+            print!("{}\n{}", usage(), bench::params::extensions_help());
             0
         }
         c if TOOLS.contains(&c) => match bench::params::Tool::from_name(c) {
