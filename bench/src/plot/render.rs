@@ -75,6 +75,8 @@ fn draw_chart(area: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> Result<()
     let mut ctx = ChartBuilder::on(area)
         .caption(&c.title, ("sans-serif", 18))
         .margin(12)
+        // Room for the last size tick ("8M") centred on the frame's edge.
+        .margin_right(32)
         .x_label_area_size(44)
         .y_label_area_size(72)
         .build_cartesian_2d(x0..x1, y0..y1)

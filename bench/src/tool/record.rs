@@ -123,3 +123,54 @@ impl Recorder {
         std::fs::write(path, svg).map_err(|e| format!("--plot {path}: cannot write it: {e}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(size: u64, bw: f64) -> String {
+        format!(
+            "{{\n\"test_info\": {{\n\"test\": \"RDMA_Write_BW\",\n\"Device\": \"rxe0\"\n}},\n\"results\": {{\n\"MsgSize\": {size},\n\"n_iterations\": 5,\n\"BW_peak\": {bw},\n\"BW_average\": {bw},\n\"MsgRate\": 0.5\n}}\n}}\n"
+        )
+    }
+
+    #[test]
+    fn every_line_reaches_the_series_file_and_the_picture() {
+        let dir = std::env::temp_dir();
+        let tag = std::process::id();
+        let series = dir.join(format!("rperftest-rec-{tag}.jsonl"));
+        let svg = dir.join(format!("rperftest-rec-{tag}.svg"));
+        let meta = run::RunMeta { bw_unit: "MB/sec".into(), hosts: "h → s".into(), ..Default::default() };
+        let mut r = Recorder::new(Some(svg.to_string_lossy().into()), Some(series.to_string_lossy().into()), meta);
+        let out = Out { quiet: true, only_result: false };
+        for (s, bw) in [(2, 1.5), (4, 3.0), (8, 6.0)] {
+            r.line(&report(s, bw), false, out);
+        }
+        r.finish(out).unwrap();
+        let back = run::parse_run(&std::fs::read_to_string(&series).unwrap(), "s").unwrap();
+        assert_eq!(back.meta.test, "RDMA_Write_BW");
+        assert_eq!(back.meta.hosts, "h → s");
+        assert_eq!(back.points.iter().map(|p| (p.size, p.get("BW_average").unwrap())).collect::<Vec<_>>(), vec![(2, 1.5), (4, 3.0), (8, 6.0)]);
+        assert!(back.points.iter().all(|p| p.t.is_none()));
+        let pic = std::fs::read_to_string(&svg).unwrap();
+        render::check_xml(&pic).unwrap();
+        assert!(pic.contains("\nRDMA Write BW on rxe0\n"));
+        std::fs::remove_file(series).ok();
+        std::fs::remove_file(svg).ok();
+    }
+
+    #[test]
+    fn periodic_lines_get_times_and_nothing_is_written_when_inactive() {
+        let mut r = Recorder::new(None, None, run::RunMeta::default());
+        let out = Out { quiet: true, only_result: false };
+        r.line(&report(2, 1.0), true, out);
+        assert!(r.run.points.is_empty(), "inactive recorder keeps nothing");
+        assert!(r.finish(out).is_ok());
+        let mut r = Recorder::new(Some("/nonexistent-dir/x.svg".into()), None, run::RunMeta::default());
+        r.start_clock();
+        r.line(&report(2, 1.0), true, out);
+        r.line(&report(2, 1.0), true, out);
+        assert!(r.run.points.iter().all(|p| p.t.is_some()));
+        assert!(r.finish(out).unwrap_err().contains("cannot write it"));
+    }
+}

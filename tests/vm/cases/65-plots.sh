@@ -3,8 +3,9 @@
 # --series draw SVGs of the right shape (python3 is not in the guest: the structure is checked
 # here with grep, well-formedness by the host unit tests of the same renderer); rperftest plot
 # redraws the series as SVG and HTML; rperftest compare of two runs of the same test exits 0
-# and of a run with the sender throttled (SW rate limiter, 8 MB/s: tc on the dummy netdev does
-# not slow rxe loopback, whose packets never reach the qdisc) exits 1 naming the size; a
+# and of a run with the sender throttled (SW rate limiter at a fifth of the base's message rate:
+# tc on the dummy netdev does not slow rxe loopback, whose packets never reach the qdisc) exits
+# 1 naming the size; a
 # --run_infinitely run whose client is stopped for 3 s in the middle has that interval marked.
 # mode: any
 # timeout: 240
@@ -32,8 +33,8 @@ svg_shape bw.svg "Message size [bytes]" "Bandwidth [MB/sec]" "Message rate [Mpps
 [ "$(grep -c '"results"' bw.jsonl)" = 23 ] || fail "bw.jsonl holds $(grep -c '"results"' bw.jsonl) lines, want 23"
 
 log "== send_lat -a --plot --series"
-pair ib_send_lat rperftest ib_send_lat "${X[@]}" -a -n 10 -- \
-    rperftest ib_send_lat "${X[@]}" -a -n 10 --plot lat.svg --series lat.jsonl "$RXE_IP"
+pair ib_send_lat rperftest ib_send_lat "${X[@]}" -a -n 5 -- \
+    rperftest ib_send_lat "${X[@]}" -a -n 5 --plot lat.svg --series lat.jsonl "$RXE_IP"
 svg_shape lat.svg "Latency [usec]" t_min t_typical t_avg p99 p99.9 "Message size [bytes]"
 
 log "== send_lat -s 2 -H --plot: histogram and CDF"
@@ -56,14 +57,18 @@ one() { # one NAME CLIENT-OPTS...: a 64 KiB write_bw -D 2 run with --out_json NA
 }
 one base.json
 one new.json
-# -D runs under TCG move by a few percent between runs; 25% separates noise from the 8 MB/s limit.
-expect_rc 0 rperftest compare base.json new.json --tolerance 25%
-expect_contains "No regression beyond 25%"
-one slow.json --rate_limit 8 --rate_units M --rate_limit_type SW --burst_size 16
-expect_rc 1 rperftest compare base.json slow.json --tolerance 25%
+# -D runs under TCG on a shared host move by 10-20% between runs; 40% separates that noise from
+# a sender throttled to a fifth of the base run's message rate (the SW limiter, messages/s:
+# a fixed MB/s limit can sit above what a loaded host reaches at all).
+expect_rc 0 rperftest compare base.json new.json --tolerance 40%
+expect_contains "No regression beyond 40%"
+pps=$(awk -F': *' '/"MsgRate"/ { r = $2 + 0; p = int(r * 1e6 / 5); print (p < 2 ? 2 : p) }' base.json)
+log "base run: $(grep '"MsgRate"' base.json); throttled to $pps messages/s"
+one slow.json --rate_limit "$pps" --rate_units p --rate_limit_type SW --burst_size 1
+expect_rc 1 rperftest compare base.json slow.json --tolerance 40%
 expect_contains "REGRESSION"
 expect_contains "at sizes 65536"
-expect_rc 1 rperftest compare base.json slow.json --tolerance 25% --json
+expect_rc 1 rperftest compare base.json slow.json --tolerance 40% --json
 expect_contains '"regressed_sizes": ['
 
 log "== burn-in: --run_infinitely, client stopped for 3 s in the middle"
@@ -85,4 +90,9 @@ grep -q 'more than 10% below running median ([1-9]' soak.svg || fail "soak.svg h
 expect_rc 0 rperftest plot soak.jsonl -o soak2.html --drop 10%
 expect_contains "below the running median: "
 wait_server 20
+# The artefacts into the log, for a host-side XML parse and render (tests/plot-render.sh
+# --from-log): one "ARTEFACT name" line, then the file with a "| " prefix.
+for f in bw.svg lat.svg hist.svg soak.svg overlay.svg lat.html bw.jsonl lat.jsonl soak.jsonl; do
+    echo "ARTEFACT $f"; sed 's/^/| /' "$f"
+done
 log "ok"
