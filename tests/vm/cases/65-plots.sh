@@ -90,9 +90,12 @@ grep -q 'more than 10% below running median ([1-9]' soak.svg || fail "soak.svg h
 expect_rc 0 rperftest plot soak.jsonl -o soak2.html --drop 10%
 expect_contains "below the running median: "
 wait_server 20
-# The artefacts into the log, for a host-side XML parse and render (tests/plot-render.sh
-# --from-log): one "ARTEFACT name" line, then the file with a "| " prefix.
-for f in bw.svg lat.svg hist.svg soak.svg overlay.svg lat.html bw.jsonl lat.jsonl soak.jsonl; do
-    echo "ARTEFACT $f"; sed 's/^/| /' "$f"
-done
+# With run-suite -v, the artefacts into the log for a host-side XML parse and render
+# (tests/plot-render.sh --from-log): one "ARTEFACT name" line, then the file, "| " before
+# each line.
+if [ "${VMTEST_VERBOSE:-0}" = 1 ]; then
+    for f in bw.svg lat.svg hist.svg soak.svg overlay.svg lat.html bw.jsonl lat.jsonl soak.jsonl; do
+        echo "ARTEFACT $f"; sed 's/^/| /' "$f"
+    done
+fi
 log "ok"
