@@ -33,6 +33,9 @@ if echo "$NEEDED" | grep -Eq 'libibverbs|librdmacm|libmlx5|librxe|libefa'; then
 fi
 echo "readelf -d: ${NEEDED:-no NEEDED entries (static)}; size $(stat -c %s "$BIN") bytes"
 mark "static-build" "$t"
+# The plots of the static binary: XML parse of every SVG, and with chromium installed a
+# headless render of SVGs and an HTML overlay (tests/plot-render.sh; docs/plots.md).
+tests/plot-render.sh --bin "$BIN"
 
 step "3/3 VM suite: cargo test -p vmtest --test vm"
 t=$(date +%s)
