@@ -5,6 +5,7 @@ pub mod counters;
 pub mod engine;
 pub mod mcast;
 pub mod params;
+pub mod plot;
 pub mod oob;
 pub mod report;
 pub mod signal;

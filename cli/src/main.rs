@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod cmtest;
 mod devinfo;
+mod plot_cmd;
 mod selftest;
 
 use rperftest::matrix;
@@ -31,7 +32,9 @@ fn usage() -> String {
          devices            list RDMA devices (like ibv_devices)\n  \
          devinfo            device and port attributes (like ibv_devinfo)\n  \
          selftest           exercise every verb between two QPs on one device\n  \
-         matrix             perftest between every pair of nodes and rails, over ssh or srun\n\
+         matrix             perftest between every pair of nodes and rails, over ssh or srun\n  \
+         plot               draw runs (--out_json / --series files) as SVG or HTML\n  \
+         compare            base against new runs per size; exit 1 on a regression\n\
          \n\
          rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
@@ -64,7 +67,7 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
             0
         }
         "-h" | "--help" | "help" => {
-            print!("{}", usage());
+            print!("{}\n{}", usage(), bench::params::extensions_help());
             0
         }
         c if TOOLS.contains(&c) => match bench::params::Tool::from_name(c) {
@@ -77,6 +80,8 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
         "selftest" => selftest::run_selftest(rest),
         "cm-ping" => cmtest::run(rest),
         "matrix" => matrix::run(rest),
+        "plot" => plot_cmd::run_plot(rest),
+        "compare" => plot_cmd::run_compare(rest),
         // The two halves of `matrix` that run on the nodes.
         "matrix-exec" => matrix::exec::run(rest),
         "matrix-probe" => matrix::probe::run(rest),

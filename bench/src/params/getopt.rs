@@ -142,6 +142,8 @@ pub(crate) enum Opt {
     // rperftest's own
     Loopback,
     Adopt,
+    Plot,
+    Series,
 }
 
 /// Short options: (char, option, takes an argument). Same set as perftest's
@@ -365,6 +367,8 @@ pub(crate) const LONG: &[(&str, Opt, bool)] = &[
     ("disable_numa", Opt::DisableNuma, false),
     ("loopback", Opt::Loopback, false),
     ("adopt", Opt::Adopt, false),
+    ("plot", Opt::Plot, true),
+    ("series", Opt::Series, true),
 ];
 
 /// One recognised option occurrence.

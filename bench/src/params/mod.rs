@@ -465,6 +465,11 @@ pub struct Params {
     /// `--adopt` (rperftest extension, server): take an rperftest client's -s/-q/-n/-t/-m/-a/-D
     /// instead of refusing to run when they differ.
     pub adopt: bool,
+    /// `--plot FILE.svg` (rperftest extension): draw the run's result lines (docs/plots.md).
+    pub plot_file: Option<String>,
+    /// `--series FILE` (rperftest extension): every result line as JSON Lines, for
+    /// `rperftest plot` and `compare` (a `--out_json` file keeps only the last line).
+    pub series_file: Option<String>,
     /// The command line after argv[0], where `--adopt` needs it to re-parse with the client's
     /// options (set by the tool's entry point; empty otherwise).
     pub cmdline: Vec<String>,
@@ -622,6 +627,8 @@ impl Params {
             reversed: false,
             loopback: false,
             adopt: false,
+            plot_file: None,
+            series_file: None,
             cmdline: Vec::new(),
             ib_dev: None,
             ib_port: 1,
@@ -1401,6 +1408,13 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
         Opt::DisableNuma => p.disable_numa = true,
         Opt::Loopback => p.loopback = true,
         Opt::Adopt => p.adopt = true,
+        Opt::Plot | Opt::Series => {
+            let (what, slot) = if f.opt == Opt::Plot { ("--plot", &mut p.plot_file) } else { ("--series", &mut p.series_file) };
+            if arg(f).is_empty() {
+                return Err(invalid(f, format!("{what} needs a file name, e.g. {what} run.{}", if what == "--plot" { "svg" } else { "jsonl" })));
+            }
+            *slot = Some(arg(f).to_string());
+        }
         Opt::Help | Opt::Version => {}
     }
     Ok(())

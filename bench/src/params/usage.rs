@@ -195,6 +195,10 @@ pub fn extensions_help() -> &'static str {
     "rperftest extensions (not printed by -h, which matches perftest 6.06 byte for byte):\n\
      \x20     --loopback  Run server and client in one process (no <host> argument)\n\
      \x20     --adopt     Server: run with an rperftest client's -s, -q, -n, -t, -m, -a and -D\n\
+     \x20     --plot=<file.svg>  Draw the run: -a sweep against size, -H histogram and CDF,\n\
+     \x20                 --run_infinitely bandwidth over time (see docs/plots.md)\n\
+     \x20     --series=<file>  Write every result line as JSON Lines (for rperftest plot/compare;\n\
+     \x20                 --out_json keeps only the last line, as perftest does)\n\
      Also accepted (perftest 6.29 spellings and options):\n\
      \x20     --comm_rdma_cm (= -z/--com_rdma_cm), --bind_source_ip (= --source_ip),\n\
      \x20     --report-histogrm (perftest's real long name for -H), --ipv6-addr, --write_with_imm,\n\

@@ -32,6 +32,7 @@ use crate::stats::{self, BwInput, BwResult, LatencyReport};
 
 /// Text output style (Debian 12's perftest, the version we present).
 mod bound;
+mod record;
 mod setup;
 mod side;
 use setup::*;

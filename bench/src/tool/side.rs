@@ -130,6 +130,12 @@ pub(super) fn run_with_context<P: Provider>(
         cm_session::OobLink::Cm(_) => None,
     };
 
+    let recorder = std::rc::Rc::new(std::cell::RefCell::new(record::Recorder::new(
+        // The loopback server's copy is silent: only the client draws and streams.
+        if out.quiet { None } else { p.plot_file.clone() },
+        if out.quiet { None } else { p.series_file.clone() },
+        plot_meta(p),
+    )));
     let mut side = SideRun {
         p,
         out,
@@ -167,11 +173,18 @@ pub(super) fn run_with_context<P: Provider>(
         last_line: std::cell::Cell::new(None),
         counters,
         hw_rate_taken: false,
+        recorder,
     };
     let steps = oob::plan(to_tool(p.tool), oob_role, &plan_options(p, &side.sizes, local_mtu));
     let r = oob::execute(ch, &steps, &mut side);
     if let Some(d) = side.cm_data.as_mut() {
         d.finish();
+    }
+    // The picture and the burn-in summary also at the end of a --run_infinitely run, which a
+    // signal (or its peer going away) ends.
+    let drawn = side.recorder.borrow_mut().finish(side.out);
+    if let Err(m) = &drawn {
+        side.out.err(&format!(" {m}\n"));
     }
     if r.is_err() && side.client_ended_infinite_run() {
         // perftest's server of an infinite run ends when its client does.
@@ -180,6 +193,7 @@ pub(super) fn run_with_context<P: Provider>(
         return Ok(());
     }
     r?;
+    drawn.map_err(|m| ToolError::new(1, format!(" {m}")))?;
     if let Some(msg) = limits_verdict(p, side.last_line.get()) {
         return Err(ToolError::new(1, msg));
     }
@@ -246,6 +260,8 @@ pub(super) struct SideRun<'a, P: Provider> {
     counters: SharedCounters,
     /// perftest's HW rate limiter: every QP took the static rate, so no SW limiter runs.
     hw_rate_taken: bool,
+    /// `--plot` / `--series`: every result line (shared with the periodic reporter).
+    recorder: record::SharedRecorder,
 }
 
 pub(super) type SharedCounters = std::rc::Rc<std::cell::RefCell<Option<crate::counters::Counters>>>;
@@ -785,6 +801,9 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 let posted = std::mem::take(&mut self.posted);
                 let recv_len = self.recv_len(size);
                 let stop = &self.stop;
+                if infinite {
+                    self.recorder.borrow_mut().start_clock();
+                }
                 let mut periodic = self.infinite_reporter(size);
                 let ep = self.ep.as_mut().ok_or_else(|| ToolError::new(1, "no resources"))?;
                 let r = watched(stop, &self.peer_gone, self.peer_sock.as_ref(), || {
@@ -863,6 +882,8 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let cols = self.columns();
         let mut cpu_prev = if cols.cpu_util { read_proc_stat() } else { None };
         let counters = self.counters.clone();
+        let recorder = self.recorder.clone();
+        let header = self.header.clone();
         move |messages: u64, ticks: u64| {
             let cpu_now = if cols.cpu_util { read_proc_stat() } else { None };
             let cpu = cpu_between([cpu_prev, cpu_now]);
@@ -886,6 +907,10 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 let line = BwLine { size, iters: r.iters, bw_peak: 0.0, bw_avg: r.bw_avg, msg_rate: r.msg_rate, ..Default::default() };
                 out.result(&report::bw_result_line(STYLE, cols, &line, cpu, output_mode(p.output)));
                 print_counters(out, &counters);
+                if let Some(h) = &header {
+                    let r = bw_json(&line, cols.gbits);
+                    recorder.borrow_mut().line(&json::json_report(h, &r, Style::V629, cpu, output_mode(p.output)), true, out);
+                }
             }
         }
     }
@@ -898,12 +923,21 @@ impl<'a, P: Provider> SideRun<'a, P> {
         }
     }
 
-    fn write_json(&self, r: &json::JsonResults, cpu: Option<f32>) {
-        if !self.p.out_json {
+    /// `--out_json` (rewritten at every line, as perftest does) and, with `record`, the line for
+    /// `--plot` / `--series`.
+    fn write_json(&self, r: &json::JsonResults, cpu: Option<f32>, record: bool) {
+        let recording = record && self.recorder.borrow().active();
+        if !self.p.out_json && !recording {
             return;
         }
         if let Some(h) = &self.header {
             let content = json::json_report(h, r, Style::V629, cpu, output_mode(self.p.output));
+            if recording {
+                self.recorder.borrow_mut().line(&content, false, self.out);
+            }
+            if !self.p.out_json {
+                return;
+            }
             if let Err(e) = json::write_json_file(std::path::Path::new(&self.p.out_json_file), &content) {
                 self.out.err(&format!(" Failed to write {}: {e}\n", self.p.out_json_file));
             }
@@ -919,17 +953,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let c = self.columns();
         self.out.result(&report::bw_result_line(STYLE, c, line, cpu, output_mode(self.p.output)));
         print_counters(self.out, &self.counters);
-        self.write_json(
-            &json::JsonResults::Bw {
-                size: line.size,
-                iters: line.iters,
-                bw_peak: line.bw_peak,
-                bw_avg: line.bw_avg,
-                msg_rate: line.msg_rate,
-                high_precision: report::bw_high_precision(c.gbits, line.bw_avg),
-            },
-            cpu,
-        );
+        self.write_json(&bw_json(line, c.gbits), cpu, true);
     }
 
     fn print_own(&self, size_index: usize) {
@@ -956,12 +980,17 @@ impl<'a, P: Provider> SideRun<'a, P> {
                         p99_9: st.p99_9,
                     },
                     *cpu,
+                    true,
                 );
+                // -H on one size: the samples behind the histogram lines.
+                if p.histogram && self.sizes.len() <= 1 {
+                    self.recorder.borrow_mut().samples(&rep.sorted, self.out);
+                }
             }
             RunResult::LatDuration { iters, t_avg, tps } => {
                 self.out.result(&report::lat_duration_line(size, *iters, *t_avg, *tps, *cpu, mode));
                 print_counters(self.out, &self.counters);
-                self.write_json(&json::JsonResults::LatDuration { size, iters: *iters, t_avg: *t_avg, tps: *tps }, *cpu);
+                self.write_json(&json::JsonResults::LatDuration { size, iters: *iters, t_avg: *t_avg, tps: *tps }, *cpu, true);
             }
             RunResult::Nothing => {}
         }
@@ -1000,6 +1029,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                     high_precision: report::bw_high_precision(c.gbits, l.bw_avg),
                 },
                 cpu,
+                false,
             );
         }
     }
@@ -1210,6 +1240,43 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
 
 /// The QP count of the BW report: perftest's `num_of_qps`, halved for `-c XRC -b` (only the
 /// sending half counts).
+/// The JSON results of a BW line.
+fn bw_json(line: &BwLine, gbits: bool) -> json::JsonResults {
+    json::JsonResults::Bw {
+        size: line.size,
+        iters: line.iters,
+        bw_peak: line.bw_peak,
+        bw_avg: line.bw_avg,
+        msg_rate: line.msg_rate,
+        high_precision: report::bw_high_precision(gbits, line.bw_avg),
+    }
+}
+
+/// What `--plot` and `--series` say produced the run: hosts, the agreed options, the BW unit.
+fn plot_meta(p: &Params) -> crate::plot::run::RunMeta {
+    let me = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "this host".into());
+    let hosts = match (p.loopback, p.server_name.as_deref()) {
+        (true, _) => format!("{me} (loopback)"),
+        (false, Some(peer)) => format!("{me} → {peer}"),
+        (false, None) => format!("{me} (server)"),
+    };
+    let options: Vec<String> = option_summary(p)
+        .into_iter()
+        .filter(|(k, v)| *k != "tool" && v != "off" && !v.starts_with("the port"))
+        .map(|(k, v)| if v == "on" { k.to_string() } else { format!("{k} {v}") })
+        .collect();
+    crate::plot::run::RunMeta {
+        hosts,
+        options: options.join(" "),
+        bw_unit: if p.report_fmt == ReportFormat::Gbs { "Gb/sec".into() } else { "MB/sec".into() },
+        ..Default::default()
+    }
+}
+
 fn report_qps(p: &Params) -> u64 {
     params::lane_plan(p).map_or(u64::from(p.num_qps), |x| x.lanes() as u64)
 }
