@@ -1,12 +1,12 @@
-//! perftest's rdma_cm paths without librdmacm (perftest-facts.md §3, the `ib_write_bw -R`
-//! capture in shared/reference/captures/rdma_cm/sequence.md):
+//! perftest's rdma_cm paths without librdmacm (docs/perftest-wire.md, "rdma_cm (-z, -R)"; our
+//! capture of `ib_write_bw -R`, excerpted in uverbs/tests/fixtures/cm/):
 //!
 //! - `-z` (also implied by `-R`): the out-of-band exchange runs over an RC "control" QP of its
 //!   own, connected through rdma_cm on the same port as the TCP exchange would use. Every block
-//!   of §2 becomes one signaled SEND of exactly the block's size, received into a single
-//!   pre-posted receive that is re-posted after each message ([`CmOob`]). The key records are
-//!   not text there but perftest's raw `struct pingpong_dest` with big-endian integers: 56 bytes
-//!   up to 6.28, 64 in 6.29. We send the size the peer's version implies and accept either
+//!   of the TCP exchange becomes one signaled SEND of exactly the block's size, received into a
+//!   single pre-posted receive that is re-posted after each message ([`CmOob`]). The key records
+//!   are not text there but perftest's raw `struct pingpong_dest` with big-endian integers: 56
+//!   bytes up to 6.28, 64 in 6.29. We send the size the peer's version implies and accept either
 //!   (the receive buffer holds both; the completion's length tells which).
 //! - `-R`: additionally the data QPs are connected through rdma_cm ([`CmData`]): one connection
 //!   per QP, same port number, no private data of our own (perftest passes none for IP
@@ -370,7 +370,8 @@ impl<P: Provider> CmOob<P> {
 }
 
 /// The size of the key struct a peer of this version posts its receive for: 64 bytes from 6.29
-/// on (tail_markers_vaddr), 56 before (6.28 still sends 56; facts §3.1).
+/// on (tail_markers_vaddr), 56 before (6.28 still sends 56; docs/perftest-wire.md, "Binary key
+/// struct").
 pub fn key_len_for(peer: &PeerVersion) -> usize {
     if peer.value >= 6.285 {
         CM_KEY_LEN_V629

@@ -1,7 +1,8 @@
 //! Multicast send tests (`-g/--mcg`, `-M/--MGID`) as perftest 6.06 runs them on RoCE: no SA
 //! join; the receiving QP is attached to the group with ATTACH_MCAST, its key message carries
 //! the group (MGID, MLID 0, QPN 0xFFFFFF) and the sender's UD address handle points at the
-//! MGID (perftest-facts "Multicast send tests", send_bw.c / send_lat.c / multicast_resources.c).
+//! MGID (docs/perftest-wire.md, "Multicast keys"; perftest's send_bw.c / send_lat.c /
+//! multicast_resources.c).
 
 use crate::params::{Params, Role, Tool};
 

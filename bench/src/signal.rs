@@ -88,8 +88,9 @@ thread_local! {
 /// No watcher thread: a second thread makes the file table shared, and then the kernel takes
 /// and drops a reference on the uverbs file at every system call (`fdget`), so every doorbell
 /// `write()` of the measured loop paid two atomic operations more than perftest's (measured in
-/// docs/benchmarks.md §10). The loops call [`watch_tick`] where they already look at the clock
-/// while waiting; a loop that is making progress does not need to know the peer is gone.
+/// docs/benchmarks-data/2026-12-01-split.md). The loops call [`watch_tick`] where they already
+/// look at the clock while waiting; a loop that is making progress does not need to know the
+/// peer is gone.
 pub fn watch<R>(stop: &AtomicBool, peer_gone: &AtomicBool, sock: Option<std::os::fd::RawFd>, f: impl FnOnce() -> R) -> R {
     /// Puts back the watch that was registered before (nested watches), on every exit path.
     struct Restore(Option<Watch>);

@@ -1,4 +1,4 @@
-//! perftest's statistics, with its quirks (perftest-facts.md §4.5, §4.8, §4.9):
+//! perftest's statistics, with its quirks (docs/perftest-wire.md, "Statistics"):
 //!
 //! * latency: samples are differences of consecutive post timestamps; the two largest are
 //!   dropped; t_max is the second largest; the median of an even count is the *integer* mean of

@@ -63,6 +63,8 @@ struct TestHooks {
     /// rperftest's option lines (None: behave like C perftest, no mark, no option exchange).
     options: Option<Vec<(&'static str, String)>>,
     option_diff: Option<Vec<String>>,
+    /// `on_options_match` was called (the options were compared and are equal).
+    options_matched: bool,
     /// `--adopt`: take the peer's -q (and the rest of its lines) and continue with this plan
     /// shape for that many QPs.
     adopt: Option<(Tool, PlanOptions)>,
@@ -87,6 +89,7 @@ impl TestHooks {
             ledger: None,
             options: None,
             option_diff: None,
+            options_matched: false,
             adopt: None,
         }
     }
@@ -186,6 +189,9 @@ impl Hooks for TestHooks {
         let keys = ["tool", "-q", "-s", "-t"];
         self.options = Some(keys.iter().map(|k| (*k, theirs.iter().find(|(t, _)| t == k).unwrap().1.clone())).collect());
         Ok(Some(plan(tool, self.role, &o)[1..].to_vec()))
+    }
+    fn on_options_match(&mut self) {
+        self.options_matched = true;
     }
     fn on_options_differ(&mut self, lines: Vec<String>) -> Result<(), OobError> {
         self.option_diff = Some(lines.clone());
@@ -413,9 +419,10 @@ fn plans_start_with_the_prelude() {
     }
 }
 
-/// `--report-per-port` (perftest-facts §2.4.6, items 6–9): after the five usual blocks, four BE
-/// doubles in the order BW port 1, MsgRate port 1, BW port 2, MsgRate port 2; each block is a
-/// separate exchange (client writes first). A C 6.06 peer is emulated byte by byte.
+/// `--report-per-port` (docs/perftest-wire.md, "Report exchange", items 6–9): after the five
+/// usual blocks, four BE doubles in the order BW port 1, MsgRate port 1, BW port 2, MsgRate
+/// port 2; each block is a separate exchange (client writes first). A C 6.06 peer is emulated
+/// byte by byte.
 #[test]
 fn per_port_report_adds_four_blocks_in_perftests_order() {
     let mine = BwReport {
@@ -684,6 +691,7 @@ fn equal_options_run_on_and_a_c_like_peer_sees_the_606_wire() {
     let (c, s) = (c.expect("client"), s.expect("server"));
     assert!(c.peer_version.as_ref().unwrap().rperftest && s.peer_version.as_ref().unwrap().rperftest);
     assert!(c.option_diff.is_none() && s.option_diff.is_none());
+    assert!(c.options_matched && s.options_matched, "both sides know the options were compared");
     // One side rperftest, the other without the mark (as C perftest): no option block is sent,
     // both complete exactly as before.
     for (oc, os) in [(Some(opts("4096", "1")), None), (None, Some(opts("65536", "2")))] {
@@ -691,6 +699,7 @@ fn equal_options_run_on_and_a_c_like_peer_sees_the_606_wire() {
         let (c, s) = (c.expect("client"), s.expect("server"));
         assert_eq!(c.remote_reports.len(), s.remote_reports.len());
         assert!(c.option_diff.is_none() && s.option_diff.is_none());
+        assert!(!c.options_matched && !s.options_matched, "nothing was compared with a C-like peer");
     }
 }
 
@@ -703,7 +712,7 @@ fn the_mark_is_after_the_nul_where_perftest_does_not_look() {
     assert_eq!(c_string, b"6.06");
     let v = msg::decode_version(&b).unwrap();
     assert_eq!((v.text.as_str(), v.value, v.rperftest), ("6.06", 6.06, true));
-    // C perftest's own block (captures/tcp/ib_write_bw: 362e3036 then 12 NULs).
+    // C perftest's own block (fixtures/tcp/ib_write_bw.transcript.txt: 362e3036 then 12 NULs).
     let v = msg::decode_version(b"6.06\0\0\0\0\0\0\0\0\0\0\0\0").unwrap();
     assert!(!v.rperftest);
     // A version too long for the mark is sent without it.

@@ -1,4 +1,4 @@
-//! perftest's statistics on hand-computed examples (perftest-facts.md §4.5, §4.8, §4.9).
+//! perftest's statistics on hand-computed examples (docs/perftest-wire.md, "Statistics").
 
 use bench::stats::{bandwidth, cpu_util, latency, latency_duration, BwInput, StatsError};
 

@@ -567,7 +567,8 @@ fn check_send(slot: &[u8], wr: &SendWr<'_>, lim: &SqLimits) {
             assert_eq!(rd_u64(slot, WQE_IOVA), 0);
         }
     }
-    // Kernel-owned fields are reset on every post (errata E4).
+    // Kernel-owned fields are reset on every post
+    // (docs/rxe-kernel.md, "E4 kernel-owned WQE fields").
     for off in [
         WQE_STATUS,
         WQE_STATE,

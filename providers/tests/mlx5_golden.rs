@@ -1,6 +1,6 @@
-//! Golden-byte tests: replay the oracle's run (rdma-core 44 libmlx5 against a fake kernel, see
-//! /work/shared/reference/mlx5-golden/README.md) through our provider and compare every WQE
-//! block, doorbell record, UAR/BlueFlame store and work completion it recorded.
+//! Golden-byte tests: replay the oracle's run (rdma-core 44 libmlx5 against a fake kernel; the
+//! mlx5 golden captures, copied into providers/tests/fixtures/mlx5) through our provider and
+//! compare every WQE block, doorbell record, UAR/BlueFlame store and work completion it recorded.
 //!
 //! Not compared (deliberate differences, see docs/mlx5.md): the CREATE_QP driver flags (libmlx5
 //! asks for SCATTER_CQE, we do not) and GET_CONTEXT lib_caps (we never ask for DYN_UAR);

@@ -42,7 +42,8 @@ struct MockKernel {
     sq_cons: u32,
     rq_cons: u32,
     cq_prod: u32,
-    /// Completions the kernel had to drop because the CQ was full (errata E11).
+    /// Completions the kernel had to drop because the CQ was full (docs/rxe-kernel.md,
+    /// "E11 CQ overflow drops completions").
     dropped: u32,
 }
 
@@ -84,11 +85,12 @@ impl MockKernel {
             assert_eq!(
                 u32_at(&w, WQE_DMA + DMA_RESID),
                 len,
-                "resid must equal length (errata E4)"
+                "resid must equal length (docs/rxe-kernel.md, E4)"
             );
             assert_eq!(u32_at(&w, WQE_STATE), 0, "state must be 'posted'");
             assert_eq!(u32_at(&w, WQE_MASK), 0, "slot must be re-initialised");
-            // The kernel writes its bookkeeping back into the slot (errata E4).
+            // The kernel writes its bookkeeping back into the slot (docs/rxe-kernel.md,
+            // "E4 kernel-owned WQE fields").
             let mut back = [0u8; 8];
             back[..4].copy_from_slice(&2u32.to_ne_bytes());
             back[4..].copy_from_slice(&0x11u32.to_ne_bytes());
@@ -172,7 +174,8 @@ fn setup(cq_slots: u32) -> (RxeQp<HeapRing>, RxeCq<HeapRing>, MockKernel) {
         HeapRing::new(7, cq_slots),
     );
     let attr = rc_attr(false);
-    // CREATE_QP on 6.1 echoes the requested max_send_wr (4) but grows inline to 16 (errata E1).
+    // CREATE_QP on 6.1 echoes the requested max_send_wr (4) but grows inline to 16
+    // (docs/rxe-kernel.md, "E1 QP capacity comes from the ring").
     let caps = QpCaps {
         max_inline_data: 16,
         ..attr.caps
@@ -563,7 +566,8 @@ fn ud_atomic_and_inline_reach_the_ring() {
     wr.opcode = WrOpcode::RdmaWrite;
     assert!(qp.post_send_with(&[wr], &NoInline, |_| Ok(())).is_err());
 
-    // RC atomic with a 4-byte SGE: refused before the kernel sees it (errata E3).
+    // RC atomic with a 4-byte SGE: refused before the kernel sees it (docs/rxe-kernel.md,
+    // "E3 atomic SGE length").
     let (mut qp, _cq, k) = setup(16);
     let small = [Sge {
         addr: 0x1000,

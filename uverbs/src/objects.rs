@@ -38,12 +38,12 @@ use crate::wr::{RecvWr, SendWr, WorkCompletion};
 
 static TEARDOWN_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);
 
-/// Report a destroy failure from `Drop`: once per process, on stderr; EIO is success.
 /// A GID as eight colon-separated groups of four hex digits (`ff01:0000:…`).
 fn gid_text(g: &[u8; 16]) -> String {
     g.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":")
 }
 
+/// Report a destroy failure from `Drop`: once per process, on stderr; EIO is success.
 fn report_drop(r: Result<()>) {
     if let Err(e) = r {
         if e.errno == Some(libc::EIO) {

@@ -1,5 +1,5 @@
-//! Discovery and devinfo against fixture sysfs trees built from the rxe captures
-//! (shared/reference/captures/sysfs), and golden `ibv_devices` / `ibv_devinfo [-v]` text.
+//! Discovery and devinfo against fixture sysfs trees built from our rxe captures
+//! (fixtures/sysfs/, see its README), and golden `ibv_devices` / `ibv_devinfo [-v]` text.
 
 use std::path::{Path, PathBuf};
 
@@ -32,8 +32,8 @@ fn put(root: &Path, rel: &str, text: &str) {
     std::fs::write(p, format!("{text}\n")).unwrap();
 }
 
-/// QUERY_DEVICE (EX) response values of rxe, from captures/uverbs/decoded/ibv_devinfo.decoded.txt
-/// (#4), with the GUIDs of the boot the sysfs and text captures come from.
+/// QUERY_DEVICE (EX) response values of rxe, decoded from our capture of `ibv_devinfo`'s uverbs
+/// commands (its 4th command), with the GUIDs of the boot the sysfs and text captures come from.
 fn rxe_device_attr() -> DeviceAttr {
     DeviceAttr {
         fw_ver: uverbs::attr::fw_ver_from_raw(0),

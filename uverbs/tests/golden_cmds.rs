@@ -1,5 +1,6 @@
 //! Our command buffers against what rdma-core 44 sent to a real 6.1 kernel (rxe), captured
-//! by an LD_PRELOAD tap (fixtures/ are excerpts of /work/shared/reference/captures/uverbs).
+//! by an LD_PRELOAD tap (fixtures/ are excerpts of that capture; the full capture is not kept in
+//! the repository).
 //! Pointer values are the captured ones, passed to our encoders explicitly.
 //!
 //! The fixture parser rebuilds each call's header + attribute bytes from the decoded fields and,
@@ -368,7 +369,8 @@ fn write_framing_matches_captured_core_requests() {
         assert_eq!(hex(&b[8..]), hex(&expect), "{} body", c.l.name);
     }
 
-    // Commands rdma-core sent as native ioctls: the §7 word counts of their write form.
+    // Commands rdma-core sent as native ioctls: the in/out word counts of their legacy write()
+    // form.
     let cq = cmd::create_cq_req(&CreateCqArgs { user_handle: 1, cqe: 50, ..Default::default() });
     let qp = cmd::create_qp_req(&CreateQpArgs::default());
     let dq = sys::DestroyQp::default();

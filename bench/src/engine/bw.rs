@@ -11,7 +11,8 @@ use super::clock::{self, TICKS_PER_SEC};
 use super::rate::{Bursts, RateLimiter};
 use super::{check_wc, make_wr_id, wait_event, CpuProbe, CqKind, Endpoint, EngineError, WaitMode};
 
-/// Everything the BW loops need, already derived (perftest's §1.3 rules applied by the caller).
+/// Everything the BW loops need, already derived (perftest's rules, docs/perftest-wire.md,
+/// "Derived values", applied by the caller).
 #[derive(Clone, Debug)]
 pub struct BwConfig {
     /// Iterations per QP (iteration mode); ignored in duration mode.

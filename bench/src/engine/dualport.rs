@@ -2,7 +2,7 @@
 //! first half on the `-i` port and the second half on the second port (port 2) of the same
 //! device; with `--report-per-port` (duration mode only) each port's share of the messages
 //! counted in the sample window is reported next to the total, and the report exchange carries
-//! four more doubles (perftest-facts.md §2.4.6, items 6–9).
+//! four more doubles (docs/perftest-wire.md, "Report exchange", items 6–9).
 //!
 //! Pure logic only (port of a QP, per-port sums, the port-count check); the verbs side takes the
 //! port of each QP from [`port_slot`]. **Never run on a two-port device**: rxe has one port, so

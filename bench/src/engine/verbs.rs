@@ -2,10 +2,10 @@
 //! memory region the test uses, over `uverbs` objects. Generic over the provider, so the loops'
 //! post/poll calls are static and inline.
 //!
-//! Buffer layout (perftest §4.1): `B = max(size, cycle_buffer)`; the send area of QP `i` starts
-//! at `i × B`, its receive/target area (the advertised VAddr) at `(num_qps + i) × B`; the region
-//! is `round_up(B, cache_line) × 2 × num_qps` bytes (+ one cache line for UD, whose receives
-//! carry a 40-byte GRH in front of the payload).
+//! Buffer layout (docs/perftest-wire.md, "Buffer layout"): `B = max(size, cycle_buffer)`; the
+//! send area of QP `i` starts at `i × B`, its receive/target area (the advertised VAddr) at
+//! `(num_qps + i) × B`; the region is `round_up(B, cache_line) × 2 × num_qps` bytes (+ one cache
+//! line for UD, whose receives carry a 40-byte GRH in front of the payload).
 //!
 //! This is the only module of the engine with `unsafe`: posting work requests hands buffer
 //! addresses to the device. Every SGE is checked to lie inside this endpoint's own MR under its

@@ -2,8 +2,8 @@
 //! ([`msg`]), the per-tool order of exchanges ([`plan`]), a blocking transport
 //! ([`transport`]) and a plan executor ([`session`]).
 //!
-//! Wire facts: shared/reference/perftest-facts.md §2 and the 6.06 captures in
-//! shared/reference/captures/tcp/ (replayed by tests/oob_golden.rs).
+//! Wire facts: docs/perftest-wire.md, "The TCP exchange", and our 6.06 captures in
+//! tests/fixtures/tcp/ (replayed by tests/oob_golden.rs).
 
 pub mod error;
 pub mod msg;

@@ -2,7 +2,7 @@
 //!
 //! No I/O here. Every decoder takes untrusted bytes and returns [`OobError`] instead of
 //! panicking; every encoder produces exactly the bytes C perftest writes for the same inputs.
-//! Layouts: perftest-facts.md §2.4 (TCP) and §3.1 (rdma_cm binary key struct).
+//! Layouts: docs/perftest-wire.md, "Block layouts" (TCP) and "Binary key struct" (rdma_cm).
 
 use super::error::OobError;
 
@@ -36,7 +36,7 @@ pub const CM_KEY_LEN_V629: usize = 64;
 const HINT_PROTO: &str = "is the peer perftest (or rperftest) started with the same tool and options?";
 
 // ------------------------------------------------------------------------------------------------
-// Wire enums (perftest-facts.md §0.4)
+// Wire enums (docs/perftest-wire.md, "Wire enums")
 // ------------------------------------------------------------------------------------------------
 
 /// Connection type as perftest numbers it.

@@ -1,5 +1,6 @@
-//! Per-tool order of the out-of-band exchanges (perftest-facts.md §2.5, checked against the
-//! 6.06 TCP captures and the HEAD mains), as a flat list of steps for each role.
+//! Per-tool order of the out-of-band exchanges (docs/perftest-wire.md, "Handshake order per
+//! tool", checked against the 6.06 TCP captures and the HEAD mains), as a flat list of steps for
+//! each role.
 //!
 //! A plan interleaves exchanges (`Step::Exchange*`) with the local actions the engine performs
 //! between them (`Step::Do`). The engine walks the list in order; [`super::session::execute`]
@@ -367,7 +368,7 @@ pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
 }
 
 /// The wire-level shape of a plan: the exchanges only, one token per block each side writes,
-/// in the notation of captures/tcp/summary.md (`ver u32 u32 mtu key… u64×5 key done`).
+/// in the notation of tests/fixtures/tcp/summary.md (`ver u32 u32 mtu key… u64×5 key done`).
 pub fn wire_shape(plan: &[Step], report_blocks: usize) -> Vec<&'static str> {
     let mut v = Vec::new();
     for s in plan {

@@ -21,6 +21,8 @@ pub trait Hooks {
     fn options(&self) -> Option<Vec<(&'static str, String)>> {
         None
     }
+    /// An rperftest peer's options were compared with ours and are the same.
+    fn on_options_match(&mut self) {}
     /// The peer's options differ from ours: one line per option (an rperftest peer).
     fn on_options_differ(&mut self, _lines: Vec<String>) -> Result<(), Self::Error> {
         Ok(())
@@ -175,7 +177,9 @@ fn run_step<H: Hooks, C: Exchange>(
                 if let Some(theirs) = theirs? {
                     let mine = hooks.options().unwrap_or_default();
                     let diff = msg::option_differences(&mine, &msg::decode_options(&theirs)?);
-                    if !diff.is_empty() {
+                    if diff.is_empty() {
+                        hooks.on_options_match();
+                    } else {
                         hooks.on_options_differ(diff).map_err(hook)?;
                     }
                 }

@@ -1,6 +1,6 @@
 //! perftest's text output, byte for byte, as pure functions of plain values
-//! (perftest-facts.md §5; verified against the 6.06 and 6.29 outputs in
-//! shared/reference/perftest-6.29-observed/).
+//! (docs/perftest-wire.md, "Output"; verified against the 6.06 and 6.29 outputs in
+//! tests/fixtures/perftest-6.29-observed/).
 //!
 //! Two styles: [`Style::V606`] (Debian 12's perftest 4.5-0.17) and [`Style::V629`] (upstream
 //! 26.04). The lead fills a [`ReportHeader`] from `Params` and the device.

@@ -127,7 +127,7 @@ impl Out {
     }
 }
 
-/// Exit status of a failed run loop (perftest-facts §6.1).
+/// Exit status of a failed run loop (docs/perftest-wire.md, "Exit status").
 fn run_fail_code(p: &Params) -> i32 {
     match p.tool {
         Tool::SendBw | Tool::SendLat | Tool::ReadLat | Tool::AtomicLat => 17,

@@ -163,6 +163,7 @@ pub(super) fn run_with_context<P: Provider>(
         posted: Vec::new(),
         stop: AtomicBool::new(false),
         peer_gone: AtomicBool::new(false),
+        options_matched: false,
         peer_sock,
         stall,
         setup_timeout,
@@ -240,6 +241,9 @@ pub(super) struct SideRun<'a, P: Provider> {
     stop: AtomicBool,
     /// Set by `signal::watch_tick` when the peer closed the OOB connection during a run.
     peer_gone: AtomicBool,
+    /// An rperftest peer compared its options with ours and found them equal: a completion
+    /// error then cannot come from a -s/-q/-c mismatch.
+    options_matched: bool,
     /// A second handle on the OOB socket, watched for a hang-up while the engine runs.
     peer_sock: Option<std::net::TcpStream>,
     /// Data-path stall timeout.
@@ -317,6 +321,20 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 if matches!(status, WcStatus::RemAccessErr | WcStatus::RemInvReqErr)
                     && matches!(self.p.verb, Verb::Write | Verb::WriteImm | Verb::Read | Verb::Atomic) =>
             {
+                if self.options_matched {
+                    // Both sides are rperftest and their options were compared equal.
+                    return ToolError::new(
+                        run_fail_code(self.p),
+                        format!(
+                            "Completion with error at {side}: {} (status {}, vendor error 0x{vendor_err:x}, QP #{qp}, wr_id 0x{wr_id:x}): \
+                             not an option mismatch (the peer's options were compared with ours and match): the responder \
+                             rejected the request; on rxe that follows retransmissions on a slow or lossy path (look for \
+                             drops, and in the peer's kernel log), else the peer's memory registration changed",
+                            status.name(),
+                            status.raw()
+                        ),
+                    );
+                }
                 // A C peer < 6.28 cannot tell us its -s: an RDMA access beyond its buffer is the
                 // usual reason for these, far more often than a bad rkey.
                 format!(
@@ -329,7 +347,9 @@ impl<'a, P: Provider> SideRun<'a, P> {
             }
             EngineError::Completion { status, .. } => {
                 let hint = match status {
-                    WcStatus::LocLenErr | WcStatus::LocQpOpErr | WcStatus::RemInvReqErr | WcStatus::RemOpErr if self.p.verb.has_recv_comp() => {
+                    WcStatus::LocLenErr | WcStatus::LocQpOpErr | WcStatus::RemInvReqErr | WcStatus::RemOpErr
+                        if self.p.verb.has_recv_comp() && !self.options_matched =>
+                    {
                         "\n (are both sides run with the same message size -s / -a and connection type -c?)"
                     }
                     _ => "",
@@ -1130,6 +1150,9 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         Some((self.run_bound.limit.unwrap_or(Duration::ZERO), self.run_bound.basis.clone()))
     }
 
+    fn on_options_match(&mut self) {
+        self.options_matched = true;
+    }
     fn on_version(&mut self, peer: &PeerVersion) -> Result<(), ToolError> {
         msg::check_version(peer)?;
         Ok(())

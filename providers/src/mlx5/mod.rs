@@ -435,10 +435,6 @@ impl<U: UarWriter> Mlx5<U> {
         drop(guard);
     }
 
-    /// The QP a CQE names, borrowed from the CQ's one-entry cache (`last`): no reference-count
-    /// traffic when consecutive CQEs name the same QP. The key is the CQE's 24-bit user index
-    /// (CQE version 1) or QPN, both already masked by `cqe::parse_into`; the registry bounds-checks
-    /// it on a cache miss.
     /// `post_send` of a single request that `wqe::build_send_fast` encodes (RC, one SGE, not
     /// inline), straight-line: the same flow-control check, bookkeeping and ring as the general
     /// loop. `false` (nothing written, nothing changed) when the request or the QP's state is
@@ -469,6 +465,10 @@ impl<U: UarWriter> Mlx5<U> {
         true
     }
 
+    /// The QP a CQE names, borrowed from the CQ's one-entry cache (`last`): no reference-count
+    /// traffic when consecutive CQEs name the same QP. The key is the CQE's 24-bit user index
+    /// (CQE version 1) or QPN, both already masked by `cqe::parse_into`; the registry bounds-checks
+    /// it on a cache miss.
     fn resolve<'a>(
         &self,
         last: &'a mut Option<(u32, Arc<QpShared>)>,

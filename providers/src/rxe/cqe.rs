@@ -2,10 +2,11 @@
 //! Pure and total: any bytes decode to a [`WorkCompletion`]; status and opcode values this
 //! tool does not know are kept as `Unknown(n)`.
 //!
-//! rxe quirks worth knowing when reading the result (errata E5): an error or flush completion
-//! carries only `wr_id`, `status` and `qp_num` (opcode 0 = SEND, byte_len 0), so identify the
-//! operation from the wr_id, never from the opcode; RC receive completions carry the GRH flag
-//! although no GRH is written; `src_qp` is only set on UD.
+//! rxe quirks worth knowing when reading the result (docs/rxe-kernel.md, "E5 completion
+//! contents"): an error or flush completion carries only `wr_id`, `status` and `qp_num`
+//! (opcode 0 = SEND, byte_len 0), so identify the operation from the wr_id, never from the
+//! opcode; RC receive completions carry the GRH flag although no GRH is written; `src_qp` is
+//! only set on UD.
 
 use uverbs::wr::{WcOpcode, WcStatus, WorkCompletion};
 
@@ -89,8 +90,9 @@ mod tests {
     use super::*;
     use uverbs::wr::wc_flags;
 
-    /// Golden bytes of an RC receive-with-immediate completion as rxe writes it (errata E5:
-    /// GRH|WITH_IMM, src_qp 0, port 1), offsets as literal numbers from ib_user_verbs.h.
+    /// Golden bytes of an RC receive-with-immediate completion as rxe writes it
+    /// (docs/rxe-kernel.md, "E5 completion contents": GRH|WITH_IMM, src_qp 0, port 1), offsets
+    /// as literal numbers from ib_user_verbs.h.
     #[test]
     fn rc_recv_with_imm_golden() {
         let mut b = [0u8; 48];

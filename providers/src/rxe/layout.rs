@@ -30,7 +30,7 @@ pub const WR_SEND_FLAGS: usize = 16;
 /// `rxe_send_wr.ex.imm_data` (__be32) / `ex.invalidate_rkey`.
 pub const WR_IMM_DATA: usize = 20;
 /// `rxe_send_wr.wr.rdma.remote_addr` (u64). The kernel takes the address from `iova` instead
-/// (errata E4); we fill both, as librxe does.
+/// (docs/rxe-kernel.md, "E4 kernel-owned WQE fields"); we fill both, as librxe does.
 pub const WR_RDMA_REMOTE_ADDR: usize = 24;
 /// `rxe_send_wr.wr.rdma.rkey` (u32).
 pub const WR_RDMA_RKEY: usize = 32;
@@ -60,7 +60,8 @@ pub const SEND_WR_SIZE: usize = 144;
 pub const WQE_STATUS: usize = 144;
 /// `rxe_send_wqe.state` (u32; 0 = posted; written back by the kernel).
 pub const WQE_STATE: usize = 148;
-/// `rxe_send_wqe.iova` (u64): the remote address the kernel really uses (errata E4).
+/// `rxe_send_wqe.iova` (u64): the remote address the kernel really uses
+/// (docs/rxe-kernel.md, "E4 kernel-owned WQE fields").
 pub const WQE_IOVA: usize = 152;
 /// `rxe_send_wqe.mask` (u32; computed by the kernel).
 pub const WQE_MASK: usize = 160;
@@ -83,7 +84,8 @@ pub const SEND_WQE_SIZE: usize = 208;
 // ---- struct rxe_dma_info (offsets relative to the struct) ----------------------------------
 /// `rxe_dma_info.length` (u32): the message length, reported back as the CQE byte_len.
 pub const DMA_LENGTH: usize = 0;
-/// `rxe_dma_info.resid` (u32): what the kernel actually transfers (errata E4: must equal length).
+/// `rxe_dma_info.resid` (u32): what the kernel actually transfers; must equal length
+/// (docs/rxe-kernel.md, "E4 kernel-owned WQE fields").
 pub const DMA_RESID: usize = 4;
 /// `rxe_dma_info.cur_sge` (u32).
 pub const DMA_CUR_SGE: usize = 8;

@@ -57,7 +57,8 @@ unsafe impl Sync for Mapping {}
 impl Mapping {
     /// mmap `mi.size` bytes at cookie `mi.offset` of the uverbs fd, PROT_READ|PROT_WRITE,
     /// MAP_SHARED. Always read-write: a read-only map consumes the single-use cookie and the
-    /// CQ consumer index could then never be written (errata E6).
+    /// CQ consumer index could then never be written (docs/rxe-kernel.md, "E6 ring mappings
+    /// are read-write").
     ///
     /// # Safety
     /// Nothing else in this process may access the mapped pages except through the ring protocol

@@ -17,7 +17,8 @@
 //! outside the region.
 //!
 //! Capacity is `index_mask` (one slot always stays empty), taken from the ring header and not
-//! from what CREATE_QP reported (errata E1: on 6.1 the response echoes the request).
+//! from what CREATE_QP reported: on 6.1 the response echoes the request (docs/rxe-kernel.md,
+//! "E1 QP capacity comes from the ring").
 //!
 //! This module and [`super::mem`] are the only ones of the provider that touch shared memory;
 //! each `unsafe` block says why it is sound.
@@ -213,7 +214,8 @@ impl<M: RingMem> Producer<M> {
     pub fn outstanding(&self) -> Result<u32> {
         // Acquire: pairs with the kernel's release store of consumer_index, so that once we see
         // a slot as consumed, the kernel's last access to it (it writes state back into SQ
-        // slots, errata E4) happens-before our next write to it.
+        // slots: docs/rxe-kernel.md, "E4 kernel-owned WQE fields") happens-before our next
+        // write to it.
         let cons = self.ring.index(QB_CONSUMER_INDEX).load(Ordering::Acquire);
         if cons > self.ring.mask {
             return Err(self.ring.corrupt("consumer", cons));

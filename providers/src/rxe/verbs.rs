@@ -63,7 +63,8 @@ impl<M: RingMem> RxeCq<M> {
     }
 
     /// Completions the ring can hold (`index_mask`). The kernel drops completions beyond it
-    /// (errata E11), so size CQs for every signaled send and posted receive feeding them.
+    /// (docs/rxe-kernel.md, "E11 CQ overflow drops completions"), so size CQs for every
+    /// signaled send and posted receive feeding them.
     pub fn capacity(&self) -> u32 {
         self.ring.capacity()
     }
@@ -96,7 +97,8 @@ pub struct RxeQp<M: RingMem = Mapping> {
 
 impl<M: RingMem> RxeQp<M> {
     /// Build over the two rings. `caps` are what CREATE_QP reported (SGE and inline limits; the
-    /// work-request capacities come from the rings, errata E1).
+    /// work-request capacities come from the rings: docs/rxe-kernel.md, "E1 QP capacity comes
+    /// from the ring").
     pub fn from_rings(
         handle: u32,
         qpn: u32,
@@ -215,7 +217,8 @@ impl<M: RingMem> RxeQp<M> {
             return Err(PostError { index: 0, error });
         };
         if self.state == QpState::Reset && !wrs.is_empty() {
-            // librxe's policy (the kernel does not check user rings, errata E7).
+            // librxe's policy; the kernel does not check user rings (docs/rxe-kernel.md,
+            // "E7 receives posted in RESET").
             let error = Error::msg("post receive", format!("QP {:#x} is in RESET", self.qpn))
                 .with_hint("move the QP to INIT before posting receives");
             return Err(PostError { index: 0, error });

@@ -2,11 +2,11 @@
 //! `rxe_recv_wqe` slot. Pure: no I/O, no unsafe, any input gives `Ok` or a [`WqeError`], never a
 //! panic or a write outside the slot.
 //!
-//! What the kernel reads (errata E4, measured on 6.1): the remote address comes from `iova`, the
-//! transfer from `dma.resid` (so resid must equal length, or data is silently not moved), the
-//! rkey from `wr.rdma.rkey` / `wr.atomic.rkey`. The kernel writes `state`, `mask`, PSNs, `resid`
-//! and `sge_offset` back into the slot while it owns it, so every post rewrites the whole
-//! 208-byte header (zeros included) before filling it in.
+//! What the kernel reads (measured on 6.1: docs/rxe-kernel.md, "E4 kernel-owned WQE fields"):
+//! the remote address comes from `iova`, the transfer from `dma.resid` (so resid must equal
+//! length, or data is silently not moved), the rkey from `wr.rdma.rkey` / `wr.atomic.rkey`. The
+//! kernel writes `state`, `mask`, PSNs, `resid` and `sge_offset` back into the slot while it owns
+//! it, so every post rewrites the whole 208-byte header (zeros included) before filling it in.
 
 use core::fmt;
 
@@ -21,7 +21,8 @@ pub const KNOWN_SEND_FLAGS: u32 = 0xF;
 
 /// Atomic operands are 8 bytes: the local SGE that receives the original value must be exactly
 /// that. (The kernel accepts any length and fails the *local* completion only after the remote
-/// side executed, errata E3, so this is checked here, before posting.)
+/// side executed: docs/rxe-kernel.md, "E3 atomic SGE length"; so this is checked here, before
+/// posting.)
 pub const ATOMIC_LEN: u32 = 8;
 
 /// Why a work request cannot be encoded. Each message says what to change.
@@ -259,7 +260,7 @@ pub fn encode_send(
     let op = wr.opcode;
 
     // The whole header, zeros included: the kernel wrote state/PSNs/resid into this slot the
-    // last time it was used (errata E4).
+    // last time it was used (docs/rxe-kernel.md, "E4 kernel-owned WQE fields").
     slot[..SEND_WQE_SIZE].fill(0);
     put_u64(slot, WR_ID, wr.wr_id);
     put_u32(slot, WR_OPCODE, op as u32);

@@ -2,18 +2,25 @@
 # rperftest matrix on node1 (the login node) over ssh: 4 nodes, write_bw and
 # send_lat on rxe0.  All 6 pairs of each test OK, in 3 rounds in which no node
 # is in two pairs; results.jsonl has 12 records, results.csv 12 rows; exit 0;
-# no rperftest tool left running on any node.
+# no rperftest tool left running on any node.  --push: the binary is copied
+# to a private directory on each node (scp), used there, and removed at the end.
 # --rel 0.25 --rel-lat 10: under TCG one pair's figures differ from the next by 2-3x
 # (seen: 0.56 to 1.45 MB/s in one run), so only 32 tests the 0.9 default.
 # timeout: 300
 . "$CLUSTER_LIB"
 O=/tmp/m30
 t0=$(date +%s)
-on node1 rperftest matrix --launcher ssh --preflight-timeout 120 --hosts "node[1-$CLUSTER_NODES]" --test write_bw,send_lat \
+on node1 rperftest matrix --launcher ssh --push --preflight-timeout 120 --hosts "node[1-$CLUSTER_NODES]" --test write_bw,send_lat \
     --devices rxe0 --rel 0.25 --rel-lat 10 --out $O -- -s 4096 -n 200 >m.out 2>m.err; rc=$?
 s=$(( $(date +%s) - t0 ))
 cat m.out; echo "--- stderr (last lines)"; tail -n 20 m.err
 [ "$rc" = 0 ] || fail "matrix exit $rc after ${s}s"
+grep -Eq "^push: this binary to /tmp/rperftest-push-[0-9a-f]{16}/rperftest in $CLUSTER_NODES of $CLUSTER_NODES node" m.err || fail "no push line"
+grep -q "^push: /tmp/rperftest-push-[0-9a-f]* removed from every node" m.err || fail "pushed copies not removed"
+for k in $(seq 1 "$CLUSTER_NODES"); do
+    left=$(on "node$k" bash -c 'ls -d /tmp/rperftest-push-* 2>/dev/null | wc -l')
+    [ "$left" = 0 ] || fail "node$k: $left push directory(ies) left"
+done
 on node1 cat $O/results.jsonl >results.jsonl || fail "no results.jsonl"
 on node1 cat $O/results.csv >results.csv || fail "no results.csv"
 python3 - "$CLUSTER_NODES" <<'PY' || fail "results.jsonl"

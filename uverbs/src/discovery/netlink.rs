@@ -578,7 +578,8 @@ mod tests {
         v
     }
 
-    /// The device record rxe0 returned in the capture (captures/uverbs/discovery.md): 108 bytes.
+    /// The device record rxe0 returned in our capture of rdma-core's netlink discovery on the rxe
+    /// VM bed: 108 bytes.
     fn captured_dev_payload() -> Vec<u8> {
         let mut p = Vec::new();
         p.extend(attr(ATTR_DEV_INDEX, &0u32.to_ne_bytes()));

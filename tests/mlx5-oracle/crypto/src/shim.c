@@ -2,7 +2,8 @@
  * mlx5 device. Core verbs use the write() command path (their RDMA_VERBS_IOCTL answers
  * ENOTTY, so libibverbs falls back to write()); the mlx5 DEVX driver-namespace ioctls
  * (DEVX general command, DEVX_OBJ create/destroy) are answered here and logged verbatim
- * (see devx.c). Adapted from the project's mlx5-golden oracle shim.
+ * (see devx.c). Adapted from the fake kernel of the project's first mlx5 oracle (the one behind
+ * providers/tests/fixtures/mlx5/).
  * Own code, written from the uapi headers (rdma/ib_user_verbs.h, rdma/mlx5-abi.h,
  * rdma/rdma_user_ioctl_cmds.h, rdma/mlx5_user_ioctl_cmds.h). */
 #define _GNU_SOURCE
