@@ -4,6 +4,7 @@
 
 pub mod burnin;
 pub mod charts;
+pub mod heatmap;
 pub mod model;
 pub mod render;
 pub mod run;

@@ -8,6 +8,7 @@
 pub mod args;
 pub mod exec;
 pub mod hostlist;
+pub mod html;
 pub mod judge;
 pub mod launcher;
 pub mod pair;
@@ -538,15 +539,12 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
         *counts.entry(r.status.name()).or_default() += 1;
     }
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    println!(
-        "{} pair(s) in {} round(s): {}; {:.1} s; {} and {}",
-        done.len(),
-        rounds.len(),
-        summary.join(", "),
-        t_start.elapsed().as_secs_f64(),
-        jsonl.display(),
-        csv.display()
-    );
+    let line = format!("{} pair(s) in {} round(s): {}; {:.1} s", done.len(), rounds.len(), summary.join(", "), t_start.elapsed().as_secs_f64());
+    let html_path = cfg.out.join("report.html");
+    let notes_all: Vec<String> = notes.iter().chain(&retried).cloned().collect();
+    let page = html::page(&cfg.hosts, &done, &notes_all, &diag, &line)?;
+    std::fs::write(&html_path, page).map_err(|e| format!("{}: {e}", html_path.display()))?;
+    println!("{line}; {}, {} and {}", jsonl.display(), csv.display(), html_path.display());
     if stopped {
         println!("stopped by a signal: {} of {total} pairs recorded; --resume runs the rest", done.len());
     }

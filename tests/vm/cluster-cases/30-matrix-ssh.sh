@@ -4,6 +4,7 @@
 # is in two pairs; results.jsonl has 12 records, results.csv 12 rows; exit 0;
 # no rperftest tool left running on any node.  --push: the binary is copied
 # to a private directory on each node (scp), used there, and removed at the end.
+# report.html holds a well-formed SVG heatmap per test, labelled with the nodes.
 # --rel 0.25 --rel-lat 10: under TCG one pair's figures differ from the next by 2-3x
 # (seen: 0.56 to 1.45 MB/s in one run), so only 32 tests the 0.9 default.
 # timeout: 300
@@ -23,6 +24,19 @@ for k in $(seq 1 "$CLUSTER_NODES"); do
 done
 on node1 cat $O/results.jsonl >results.jsonl || fail "no results.jsonl"
 on node1 cat $O/results.csv >results.csv || fail "no results.csv"
+on node1 cat $O/report.html >report.html || fail "no report.html"
+python3 - <<'PY' || fail "report.html"
+import re, xml.dom.minidom
+page = open("report.html").read()
+svgs = re.findall(r"<svg.*?</svg>", page, re.S)
+assert len(svgs) == 2, f"{len(svgs)} heatmaps, want 2 (write_bw and send_lat on rxe0)"
+for s in svgs:
+    xml.dom.minidom.parseString(s)          # each heatmap is well-formed SVG
+    for n in ("node1", "node2", "node3", "node4"):
+        assert f"\n{n}\n" in s, f"{n} not labelled"
+assert "<script" not in page and "src=" not in page and "href=" not in page, "the page must not fetch anything"
+print("report.html: 2 heatmaps, well-formed, self-contained")
+PY
 python3 - "$CLUSTER_NODES" <<'PY' || fail "results.jsonl"
 import json, sys, itertools
 n = int(sys.argv[1])
