@@ -11,3 +11,4 @@ pub mod signal;
 pub mod stats;
 pub mod tool;
 pub mod fuzzing;
+pub mod qperf;
