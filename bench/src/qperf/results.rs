@@ -253,8 +253,11 @@ fn show_debug(t: &mut Table, p: &str, st: &Stat) {
 pub fn to_json(test: &str, measure: Measure, res: &Res, l: &Stat, r: &Stat, pars: &Pars) -> serde_json::Value {
     use serde_json::json;
     let node = |n: &Resn, st: &Stat| {
+        // Double precision here (the text path keeps stock qperf's single-precision CPU time).
+        let busy: f64 = (0..T_N).filter(|&i| i != T_REAL && i != T_IDLE).map(|i| delta(st, i)).sum();
+        let cpu_s = if st.no_ticks == 0 || n.time_real == 0.0 { 0.0 } else { busy / f64::from(st.no_ticks) };
         json!({
-            "real_time_s": n.time_real, "cpu_time_s": n.time_cpu,
+            "real_time_s": n.time_real, "cpu_time_s": cpu_s,
             "cpus_used": n.cpu_total, "cpus_user": n.cpu_user, "cpus_intr": n.cpu_intr,
             "cpus_kernel": n.cpu_kernel, "cpus_iowait": n.cpu_io_wait, "cpus_idle": n.cpu_idle,
             "send_bytes": st.s.bytes, "send_msgs": st.s.msgs, "send_errors": st.s.errs,
@@ -335,6 +338,22 @@ mod tests {
         let mut t = Table::new(Units::default(), Verbosity { stat: 2, ..Verbosity::default() });
         show_info(&mut t, Measure::Bandwidth, &res, &l, &r, &Pars::new(), true);
         assert!(t.rows.iter().any(|r| r.name == "loc_send_bytes"));
+    }
+
+    #[test]
+    fn json_has_unrounded_figures() {
+        let mut l = stat(1_000_000, 1_000_000, 300_001);
+        let mut r = stat(100, 100, 30);
+        l.s = Ustat { bytes: 123_456_789, msgs: 1884, errs: 0 };
+        r.r = l.s;
+        let res = calc(&mut l, &mut r);
+        let j = to_json("tcp_bw", Measure::Bandwidth, &res, &l, &r, &Pars::new());
+        assert_eq!(j["test"], "tcp_bw");
+        assert_eq!(j["recv_bw_bytes_per_s"].as_f64(), Some(123_456_789.0));
+        assert_eq!(j["loc"]["cpu_time_s"].as_f64(), Some(0.300001));
+        assert_eq!(j["loc"]["send_msgs"].as_u64(), Some(1884));
+        assert_eq!(j["rem"]["recv_bytes"].as_u64(), Some(123_456_789));
+        assert!(j["latency_s"].as_f64().unwrap() > 0.0);
     }
 
     #[test]

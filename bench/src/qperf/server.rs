@@ -36,6 +36,11 @@ pub fn run(opts: &ServerOpts) -> i32 {
     if opts.debug {
         eprintln!("qperf server: listening on {}", listener.local_addr().map(|a| a.to_string()).unwrap_or_default());
     }
+    serve_listener(&listener, opts)
+}
+
+/// Serve clients from `listener` one after another until a permitted `quit`.
+pub fn serve_listener(listener: &TcpListener, opts: &ServerOpts) -> i32 {
     loop {
         let stream = match listener.accept() {
             Ok((s, _)) => s,
