@@ -412,6 +412,47 @@ for name, text in [
     ("hostfile", b"# nodes\nnode1 slots=4\nnode[2-3]\n\nnode4\n"), ("reversed", b"n[9-1]"), ("empty-item", b"a,,b"),
 ]:
     add("matrix_hostlist", name, text)
+# qperf control messages (layouts in docs/qperf.md; REQ as Debian's qperf 0.4.11 sends it)
+# ---------------------------------------------------------------------------------------------
+
+def qperf_req(index, msg_size, time=2, timeout=5, ver=(0, 4, 11), id_=b"", rate=b"", **kw):
+    order = ["access_recv", "affinity", "alt_port", "flip", "msg_size", "mtu_size", "no_msgs",
+             "poll_mode", "port", "rd_atomic", "sl", "sock_buf_size", "src_path_bits", "time",
+             "timeout", "use_cm"]
+    vals = dict.fromkeys(order, 0)
+    vals.update(msg_size=msg_size, time=time, timeout=timeout, **kw)
+    return (struct.pack("<4H", *ver, index) + struct.pack("<16I", *(vals[k] for k in order))
+            + id_.ljust(64, b"\0") + rate.ljust(64, b"\0"))
+
+
+def qperf_stat(cpus=2, ticks=100, real=(1000, 1100), s=(0, 0), r=(0, 0), pad=b"\0" * 4):
+    ts = [real[0], 10, 0, 20, 300, 0, 1, 2, 0]
+    te = [real[1], 60, 0, 70, 390, 0, 2, 4, 0]
+    return (struct.pack("<3I", cpus, ticks, 0) + struct.pack("<18Q", *ts, *te)
+            + struct.pack("<12Q", s[0], s[1], 0, r[0], r[1], 0, 0, 0, 0, 0, 0, 0) + pad)
+
+
+def qperf_conf(node=b"vm", cpu=b"2 Cores: Intel Xeon Processor 2.6GHz", os_=b"Linux 6.1.0-57-amd64",
+               ver=b"0.4.11", tail=b""):
+    return b"".join(x.ljust(64, b"\0")[:64] for x in (node, cpu, os_ + tail, ver))
+
+
+for name, data in [
+    ("req-tcp-lat", qperf_req(9, 1)), ("req-tcp-bw", qperf_req(8, 65536)),
+    ("req-udp-bw-n", qperf_req(10, 32768, time=0, no_msgs=1000)),
+    ("req-rc-bw-cm", qperf_req(13, 65536, use_cm=1)), ("req-rc-bw", qperf_req(13, 65536, mtu_size=2048, id_=b"rxe0:1")),
+    ("req-version-0.5", qperf_req(0, 0, ver=(0, 5, 0))), ("req-index-200", qperf_req(200, 1)),
+    ("req-version-only", qperf_req(9, 1)[:6]),
+    ("node", struct.pack("<Q7I", 0x7F0011223344, 1, 0x11, 0xABCDEF, 0, 0x1234, 0, 16) + b"\xde\xad\xbe\xef"),
+    ("stat-tcp-lat", qperf_stat(s=(192550, 192550), r=(192550, 192550), pad=b"\xaa\xbb\xcc\xdd")),
+    ("stat-zero-ticks", qperf_stat(ticks=0)), ("stat-clock-backwards", qperf_stat(real=(1100, 1000))),
+    ("conf", qperf_conf()), ("conf-garbage-after-nul", qperf_conf(tail=b"\0\x13\x37garbage")),
+    ("conf-escape", qperf_conf(node=b"\x1b[2Jevil")),
+    ("port-19765", struct.pack("<I", 19765)), ("port-0", struct.pack("<I", 0)), ("port-65536", struct.pack("<I", 65536)),
+    ("error-text", b"bad request index: 200"), ("error-upgrade", b"upgrade qperf on server from 0.4.11 to 0.5.0"),
+    ("empty", b""),
+]:
+    add("qperf_wire", name, data)
 
 # ---------------------------------------------------------------------------------------------
 

@@ -12,3 +12,4 @@ pub mod signal;
 pub mod stats;
 pub mod tool;
 pub mod fuzzing;
+pub mod qperf;

@@ -34,7 +34,8 @@ fn usage() -> String {
          selftest           exercise every verb between two QPs on one device\n  \
          matrix             perftest between every pair of nodes and rails, over ssh or srun\n  \
          plot               draw runs (--out_json / --series files) as SVG or HTML\n  \
-         compare            base against new runs per size; exit 1 on a regression\n\
+         compare            base against new runs per size; exit 1 on a regression\n  \
+         qperf              qperf 0.4.11-compatible client and server (also as a link named qperf)\n\
          \n\
          rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
@@ -48,7 +49,7 @@ fn basename(s: &str) -> &str {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let argv0 = args.first().map(|s| basename(s)).unwrap_or("rperftest");
-    let (cmd, rest): (&str, &[String]) = if TOOLS.contains(&argv0) {
+    let (cmd, rest): (&str, &[String]) = if TOOLS.contains(&argv0) || argv0 == "qperf" {
         (argv0, &args[1..])
     } else if args.len() >= 2 {
         (args[1].as_str(), &args[2..])
@@ -74,6 +75,7 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
             Some(t) => exit_u8(bench::tool::run_tool(t, rest)),
             None => 2,
         },
+        "qperf" => exit_u8(bench::qperf::run(rest)),
         "check-json" => exit_u8(bench::tool::check_json(rest)),
         "devices" => exit_u8(devinfo::run_devices(rest)),
         "devinfo" => exit_u8(devinfo::run_devinfo(rest)),

@@ -1,0 +1,47 @@
+//! `rperftest qperf` (also run as a link named `qperf`): a re-implementation of qperf 0.4.11
+//! that talks to a stock qperf on either side. See docs/qperf.md for what it covers and
+//! where it differs.
+//!
+//! The socket tests (tcp/udp bw and lat), conf and quit are implemented; the RDMA tests are
+//! answered as a stock build without RDMA answers them.
+
+pub mod clock;
+pub mod client;
+pub mod conf;
+pub mod ctrl;
+pub mod format;
+pub mod options;
+pub mod results;
+pub mod server;
+pub mod tests_sock;
+pub mod wire;
+
+use options::{do_args, Outcome, Par, Side, State};
+use std::time::Duration;
+
+/// Entry point: `args` without the program name. Returns the exit status.
+pub fn run(args: &[String]) -> i32 {
+    let mut st = State::default();
+    let mut out = |l: &str| println!("{l}");
+    let r = do_args(args, &mut st, &mut out, &mut |st, test| client::run_test(st, test));
+    match r {
+        Ok(Outcome::Client) | Ok(Outcome::Done) => 0,
+        Ok(Outcome::Server) => {
+            let lto = st.pars.get(Side::Loc, Par::Timeout);
+            let timeout = if lto.set_by.is_some() && lto.val > 0 { lto.val } else { 5 };
+            server::run(&server::ServerOpts {
+                port: st.g.listen_port,
+                timeout: Duration::from_secs(u64::from(timeout)),
+                debug: st.g.verbosity.debug,
+                allow_quit: st.g.allow_quit,
+            })
+        }
+        Err(options::Fatal(m)) => {
+            // An empty message: the server's text was already printed on stderr.
+            if !m.is_empty() {
+                println!("{m}");
+            }
+            1
+        }
+    }
+}
