@@ -142,6 +142,7 @@ pub(crate) enum Opt {
     // rperftest's own
     Loopback,
     Adopt,
+    PerftestVersion,
 }
 
 /// Short options: (char, option, takes an argument). Same set as perftest's
@@ -365,6 +366,7 @@ pub(crate) const LONG: &[(&str, Opt, bool)] = &[
     ("disable_numa", Opt::DisableNuma, false),
     ("loopback", Opt::Loopback, false),
     ("adopt", Opt::Adopt, false),
+    ("perftest-version", Opt::PerftestVersion, true),
 ];
 
 /// One recognised option occurrence.

@@ -173,6 +173,13 @@ pub(super) fn run_with_context<P: Provider>(
     if let Some(d) = side.cm_data.as_mut() {
         d.finish();
     }
+    if r.is_err() && side.user_stopped_infinite_run() {
+        // perftest 6.29's sender of an infinite run takes Ctrl-C as the way to end it: a note,
+        // the closing line, exit 0 (6.06 dies from the signal: 130, as the 6.06 persona).
+        side.out.text("\n User stopped traffic\n");
+        side.out.text(DASH_LINE);
+        return Ok(());
+    }
     if r.is_err() && side.client_ended_infinite_run() {
         // perftest's server of an infinite run ends when its client does.
         side.out.text(" Client closed connection\n");
@@ -264,6 +271,21 @@ pub(super) fn print_counters(out: Out, counters: &SharedCounters) {
 impl<'a, P: Provider> SideRun<'a, P> {
     fn is_test_client(&self) -> bool {
         self.p.machine == Role::Client
+    }
+
+    /// 6.29 persona: a one-way `--run_infinitely` sender (write/read/atomic, not `-b`) stopped by
+    /// SIGINT during the run, which 6.29 catches and reports as the normal end of the test.
+    fn user_stopped_infinite_run(&self) -> bool {
+        let p = self.p;
+        p.persona == params::Persona::V629
+            && p.test_method == TestMethod::Infinitely
+            && self.is_test_client()
+            && !p.duplex
+            && !p.verb.has_recv_comp()
+            && self.measuring
+            && crate::signal::requested()
+            && crate::signal::signal_number() == libc::SIGINT
+            && !self.peer_gone.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// `--run_infinitely` server whose client went away during the run (its only way to end),
@@ -484,38 +506,20 @@ impl<'a, P: Provider> SideRun<'a, P> {
     /// The header block (test name, settings, address family of the exchange).
     fn print_header(&mut self, mtu_bytes: u64) {
         let p = self.p;
-        let mut h = ReportHeader::new(wire_verb(p.verb), p.kind == TestKind::Bw, &self.dev.name);
-        h.atomic_type = match p.atomic_type {
-            AtomicType::CmpAndSwap => WireAtomic::CmpAndSwap,
-            AtomicType::FetchAndAdd => WireAtomic::FetchAndAdd,
+        let facts = header::HeaderFacts {
+            device: self.dev.name.clone(),
+            vendor_part_id: self.dev.attr.vendor_part_id,
+            ethernet: self.dev.ethernet,
+            gid_index: self.dev.gid_index,
+            gid_index2: self.dev.port2.and_then(|(_, ix2, _)| ix2),
+            is_client: self.is_test_client(),
+            mtu_bytes: mtu_bytes as u32,
+            inline_size: self.inline,
+            out_reads: self.out_reads,
+            numa_node: if p.persona.parser_notes() { header::current_numa_node() } else { None },
         };
-        h.bidirectional = p.duplex;
-        h.post_list = p.post_list;
-        h.recv_post_list = p.recv_post_list;
-        h.events_comp = if p.use_event { Some(p.eq_num.unwrap_or(0) as i32) } else { None };
-        h.dual_port = p.dualport;
-        h.multicast = p.use_mcg;
-        h.num_qps = p.num_qps;
-        h.connection = conn_type(p.connection);
-        h.use_srq = p.use_srq;
-        h.pcie_relax_order = Some(p.tool != Tool::WriteLat && !p.disable_pcie_relaxed);
-        h.new_post_send = !p.use_old_post_send && report::has_new_post_send(self.dev.attr.vendor_part_id);
-        h.is_client = self.is_test_client();
-        h.tx_depth = p.tx_depth;
-        h.rx_depth = p.rx_depth;
-        h.cq_mod = p.cq_mod;
-        h.dci_streams = (p.log_dci_streams, p.log_active_dci_streams);
-        h.aes_xts = p.aes.enabled.then(|| (i32::from(p.aes.keys_number), p.aes.block_size()));
-        h.mtu_bytes = mtu_bytes as u32;
-        h.link_type = if self.dev.ethernet { report::LinkType::Ethernet } else { report::LinkType::Ib };
-        h.gid_index = self.dev.gid_index.map(i32::from);
-        h.gid_index2 = self.dev.port2.and_then(|(_, ix2, _)| ix2).map(i32::from);
-        h.inline_size = self.inline;
-        h.out_reads = self.out_reads;
-        h.rdma_cm_qps = p.work_rdma_cm;
-        h.data_ex_rdma_cm = p.use_rdma_cm;
-        h.tos = p.tos.map(i32::from);
-        self.out.text(&report::header(&h, STYLE));
+        let h = header::report_header(p, &facts);
+        self.out.text(&report::header(&h, p.persona.style()));
         self.header = Some(h);
     }
 
@@ -884,7 +888,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             };
             if let Ok(r) = stats::bandwidth(&inp) {
                 let line = BwLine { size, iters: r.iters, bw_peak: 0.0, bw_avg: r.bw_avg, msg_rate: r.msg_rate, ..Default::default() };
-                out.result(&report::bw_result_line(STYLE, cols, &line, cpu, output_mode(p.output)));
+                out.result(&report::bw_result_line(p.persona.style(), cols, &line, cpu, output_mode(p.output)));
                 print_counters(out, &counters);
             }
         }
@@ -903,7 +907,9 @@ impl<'a, P: Provider> SideRun<'a, P> {
             return;
         }
         if let Some(h) = &self.header {
-            let content = json::json_report(h, r, Style::V629, cpu, output_mode(self.p.output));
+            // Valid JSON (6.29's layout) under both personas: 6.06's pseudo-JSON breaks every
+            // parser, and the VM suite checks our files with one (docs/compat.md).
+            let content = json::json_report(h, r, JSON_STYLE, cpu, output_mode(self.p.output));
             if let Err(e) = json::write_json_file(std::path::Path::new(&self.p.out_json_file), &content) {
                 self.out.err(&format!(" Failed to write {}: {e}\n", self.p.out_json_file));
             }
@@ -917,7 +923,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     fn print_bw_line(&self, line: &BwLine, cpu: Option<f32>) {
         self.last_line.set(Some((line.bw_avg, line.msg_rate)));
         let c = self.columns();
-        self.out.result(&report::bw_result_line(STYLE, c, line, cpu, output_mode(self.p.output)));
+        self.out.result(&report::bw_result_line(self.p.persona.style(), c, line, cpu, output_mode(self.p.output)));
         print_counters(self.out, &self.counters);
         self.write_json(
             &json::JsonResults::Bw {
@@ -982,11 +988,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let local = self.own_report();
         let remote = self.peer_report.unwrap_or_default();
         let text = report::report_both_blocks(
-            STYLE,
+            self.p.persona.style(),
             c,
             p.tool == Tool::AtomicBw,
-            &report::bw_result_line(STYLE, c, &local, cpu, mode),
-            &report::bw_result_line(STYLE, c, &remote, cpu, mode),
+            &report::bw_result_line(self.p.persona.style(), c, &local, cpu, mode),
+            &report::bw_result_line(self.p.persona.style(), c, &remote, cpu, mode),
         );
         self.out.result(&text);
         for l in [&local, &remote] {
@@ -1016,7 +1022,8 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     type Error = ToolError;
 
     fn own_version(&self) -> &str {
-        params::PERFTEST_VERSION
+        // The same for both personas: the wire follows the peer's version (params::persona).
+        params::WIRE_VERSION
     }
     fn options(&self) -> Option<Vec<(&'static str, String)>> {
         Some(option_summary(self.p))
@@ -1169,7 +1176,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
                 self.measuring = true;
                 let p = self.p;
                 if p.kind == TestKind::Bw {
-                    self.out.text(&report::bw_result_header(STYLE, self.columns()));
+                    self.out.text(&report::bw_result_header(self.p.persona.style(), self.columns()));
                 } else {
                     self.out.text(&report::lat_result_header(
                         p.test_type == TestType::Duration,
