@@ -380,3 +380,77 @@ fn notes_follow_the_persona() {
     let p = parse_run(Tool::WriteBw, &args(&["host"]), Persona::V629);
     assert!(p.dynamic_cqe_poll);
 }
+
+// ------------------------------------------------------------------------------------------------
+// NEGOTIATE (tcp/): the block our parameters make against 6.29's on the wire
+
+/// The 320-byte blocks of a transcript: (client's, server's).
+fn negotiate_blocks(name: &str) -> (Vec<u8>, Vec<u8>) {
+    let text = read(&format!("tcp/{name}.transcript.txt"));
+    let lines: Vec<&str> = text.lines().collect();
+    let block = |dir: &str| -> Vec<u8> {
+        let at = lines
+            .iter()
+            .position(|l| l.contains(&format!("{dir} len=320")))
+            .unwrap_or_else(|| panic!("{name}: no {dir} block"));
+        let hex = lines[at..].iter().find_map(|l| l.trim_start().strip_prefix("hex : ")).expect("hex line");
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
+    };
+    (block("C->S"), block("S->C"))
+}
+
+#[test]
+fn negotiate_blocks_equal_629s_on_the_wire() {
+    use bench::oob::msg::{Negotiate, NegotiateLayout};
+    use bench::tool::negotiate::negotiate_block;
+    // transcript, tool, extra options of (server, client), effective size of (server, client)
+    let cases: [(&str, &str, &[&str], &[&str], u64, u64); 13] = [
+        ("ib_write_bw", "ib_write_bw", &[], &[], 65536, 65536),
+        ("ib_write_lat", "ib_write_lat", &[], &[], 2, 2),
+        ("ib_read_bw", "ib_read_bw", &[], &[], 65536, 65536),
+        ("ib_read_lat", "ib_read_lat", &[], &[], 2, 2),
+        ("ib_send_bw", "ib_send_bw", &[], &[], 65536, 65536),
+        ("ib_send_lat", "ib_send_lat", &[], &[], 2, 2),
+        ("ib_atomic_bw", "ib_atomic_bw", &[], &[], 8, 8),
+        ("ib_atomic_lat", "ib_atomic_lat", &[], &[], 8, 8),
+        ("ib_write_bw_q2", "ib_write_bw", &["-q", "2"], &["-q", "2"], 65536, 65536),
+        // -c UD: the size after the clamp to the 1024-byte MTU, as the tool sends it
+        ("ib_send_bw_ud", "ib_send_bw", &["-c", "UD"], &["-c", "UD"], 1024, 1024),
+        ("ib_read_bw_o4", "ib_read_bw", &["-o", "4"], &["-o", "4"], 65536, 65536),
+        ("ib_write_bw_n50", "ib_write_bw", &["-F", "-n", "50"], &["-F", "-n", "50"], 65536, 65536),
+        ("ib_write_bw_mismatch_s", "ib_write_bw", &["-s", "65536"], &["-s", "4096"], 65536, 4096),
+    ];
+    for (name, tool, srv_opts, cli_opts, srv_size, cli_size) in cases {
+        let (cli_wire, srv_wire) = negotiate_blocks(name);
+        for (wire, opts, size, host) in [(&cli_wire, cli_opts, cli_size, true), (&srv_wire, srv_opts, srv_size, false)] {
+            let mut a = args(&["-d", "rxe0", "-x", "1"]);
+            a.extend(args(opts));
+            if host {
+                a.push("127.0.0.1".into());
+            }
+            let p = parse_run(tool_of(tool), &a, Persona::V629);
+            let theirs = Negotiate::decode(wire).expect("6.29's block decodes");
+            // The device image is the kernel's (GUIDs change per boot): carry theirs, and check
+            // that the fields we fill sit where 6.29 has them.
+            let ours = negotiate_block(&p, size, theirs.device_attr);
+            let bytes = ours.encode(NegotiateLayout::WithMlx5dv);
+            assert_eq!(bytes.len(), 320);
+            assert_eq!(&bytes[..80], &wire[..80], "{name} {}: parameter fields", if host { "client" } else { "server" });
+            assert_eq!(&bytes, wire, "{name}: whole block");
+            let blob = bench::oob::msg::device_attr_blob(0x00ff_ffff, 0, 128);
+            let mine = Negotiate { device_attr: blob, ..ours };
+            assert_eq!((mine.vendor_id(), mine.max_qp_rd_atom()), (theirs.vendor_id(), theirs.max_qp_rd_atom()), "{name}");
+        }
+    }
+}
+
+#[test]
+fn negotiation_mismatch_lines_are_629s() {
+    use bench::oob::msg::{compare_negotiation, Negotiate};
+    let (cli, srv) = negotiate_blocks("ib_write_bw_mismatch_s");
+    let (cli, srv) = (Negotiate::decode(&cli).unwrap(), Negotiate::decode(&srv).unwrap());
+    for (local, remote, side) in [(&cli, &srv, "client"), (&srv, &cli, "server")] {
+        let e = compare_negotiation(local, remote).unwrap_err();
+        assert_eq!(e.perftest_lines().unwrap(), read(&format!("mismatch/s4096_vs_s65536.{side}.stderr")), "{side}");
+    }
+}

@@ -35,6 +35,7 @@ const JSON_STYLE: Style = Style::V629;
 
 mod bound;
 pub mod header;
+pub mod negotiate;
 mod setup;
 mod side;
 use setup::*;

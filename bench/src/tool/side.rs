@@ -1064,32 +1064,11 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         self.local_mtu
     }
     fn negotiate(&mut self) -> (msg::Negotiate, msg::NegotiateLayout) {
-        // Never called: we present 6.06, which does not negotiate.
+        // Not called while the wire version is 6.06 (params::WIRE_VERSION), which does not
+        // negotiate; kept byte-compatible with 6.29's block (golden-tested) for when it is.
         let blob = msg::device_attr_blob(self.dev.attr.vendor_id, self.dev.attr.vendor_part_id, self.out_reads as i32);
-        (
-            msg::Negotiate {
-                test_method: 0,
-                connection_type: self.p.connection.wire_value() as i32,
-                verb: self.p.verb.wire_value() as i32,
-                tst: if self.p.kind == TestKind::Bw { 1 } else { 0 },
-                atomic_type: self.p.atomic_type.wire_value() as i32,
-                test_type: if self.p.test_type == TestType::Duration { 1 } else { 0 },
-                report_fmt: if self.p.report_fmt == ReportFormat::Gbs { 0 } else { 1 },
-                size: self.p.size,
-                iters: self.p.iters,
-                aes_xts: i32::from(self.p.aes.enabled),
-                num_of_qps: self.p.num_qps as i32,
-                duration: self.p.duration as i32,
-                use_rdma_cm: 0,
-                use_write_with_imm: 0,
-                no_enhanced_reorder: 0,
-                sig_offload: 0,
-                data_validation: 0,
-                device_attr: blob,
-                mlx5dv_comp_mask: 0,
-            },
-            msg::NegotiateLayout::WithMlx5dv,
-        )
+        let size = self.sizes.last().copied().unwrap_or(self.p.size);
+        (negotiate::negotiate_block(self.p, size, blob), msg::NegotiateLayout::WithMlx5dv)
     }
     fn key_format(&self) -> KeyFormat {
         KeyFormat::new(self.dev.gid_index.is_some(), false)
