@@ -454,3 +454,23 @@ fn negotiation_mismatch_lines_are_629s() {
         assert_eq!(e.perftest_lines().unwrap(), read(&format!("mismatch/s4096_vs_s65536.{side}.stderr")), "{side}");
     }
 }
+
+#[test]
+fn who_negotiates_with_whom() {
+    use bench::oob::msg::PeerVersion;
+    let v = PeerVersion::from_text;
+    // (peer, own): 6.29 only with ≥ 6.28; a 6.28 peer sends its block to anyone.
+    for (peer, own, want) in [
+        ("6.29", "6.29", true),
+        ("6.28", "6.29", true),
+        ("6.06", "6.29", false),
+        ("6.29", "6.06", false),
+        ("6.28", "6.06", true),
+        ("6.06", "6.06", false),
+    ] {
+        assert_eq!(v(peer).negotiates_with(&v(own)), want, "peer {peer}, own {own}");
+    }
+    for p in Persona::ALL {
+        assert_eq!(p.wire_version(), p.version());
+    }
+}

@@ -17,9 +17,9 @@
 //!   `--report-histogrm` (perftest's real name; it rejects the help's spelling — we do not).
 //! * `-V`, `-h`, the parser-time notes and everything printed later follow the persona
 //!   ([`Persona`]: `--perftest-version 6.06|6.29` or [`ENV_PERSONA`], default
-//!   [`DEFAULT_PERSONA`]). The version we send in the TCP version exchange is [`WIRE_VERSION`]
-//!   ("6.06") for both personas: it is below 6.28, so 6.28/6.29 peers skip the NEGOTIATE message
-//!   with us (6.29 only sends it to ≥6.28 peers).
+//!   [`DEFAULT_PERSONA`]), and so does the version sent in the TCP version exchange. With
+//!   "6.06" a 6.29 peer skips its NEGOTIATE message (6.29 sends it only to ≥6.28 peers); with
+//!   "6.29" both sides exchange it, as two 6.29s do.
 //! * Features rperftest does not implement are parsed (so they are never "unknown") and then
 //!   refused with a one-line [`ErrorKind::Unsupported`] error: SRD connections,
 //!   GPU memory, the PP rate limiter, data validation and vendor-specific options.
@@ -36,15 +36,15 @@ mod usage629;
 mod xrc;
 pub use xrc::{lane_plan, xrc_plan};
 
-pub use persona::{Persona, DEFAULT_PERSONA, ENV_PERSONA, WIRE_VERSION};
+pub use persona::{Persona, DEFAULT_PERSONA, ENV_PERSONA};
 pub use usage::{extensions_help, usage};
 pub use usage629::usage629;
 
 use getopt::{Found, Opt, ScanError};
 use std::fmt;
 
-/// The perftest version we send in the version exchange (whatever the persona prints).
-pub const PERFTEST_VERSION: &str = WIRE_VERSION;
+/// The version of the default persona (printed by `-V`, sent in the version exchange).
+pub const PERFTEST_VERSION: &str = "6.06";
 /// perftest exits with 1 after printing the help text.
 pub const EXIT_HELP: i32 = 1;
 /// perftest exits with 1 after printing the version.

@@ -1,7 +1,8 @@
 //! Which perftest the eight tools present themselves as: what `-V` and `-h` print, the parser-time
 //! notes, the header block, the BW units and the exit status of the cases where the versions
-//! differ. The wire does not follow the persona: it adapts to whatever version the peer sends
-//! (see `crate::oob`), and the version string we send stays [`WIRE_VERSION`] for both.
+//! differ, and the version text sent to the peer. Everything on the wire after that version
+//! block adapts to the version the peer sends (see `crate::oob`): a 6.29 persona talks to a
+//! 6.06 peer in 6.06's shape, and exchanges NEGOTIATE only with peers of 6.28 or later.
 //!
 //! Chosen by `--perftest-version 6.06|6.29` (an rperftest option, accepted anywhere on the
 //! command line) or, for scripts, by [`ENV_PERSONA`]; the option wins over the variable.
@@ -23,11 +24,6 @@ pub const DEFAULT_PERSONA: Persona = Persona::V606;
 
 /// Environment variable with the persona (`6.06` or `6.29`) for scripts that cannot add options.
 pub const ENV_PERSONA: &str = "RPERFTEST_PERFTEST_VERSION";
-
-/// The version text rperftest sends in the TCP version exchange, whatever the persona. It is
-/// below 6.28, so a 6.28/6.29 peer skips its NEGOTIATE block with us, which rperftest does not
-/// speak to C peers yet; everything after the version block follows the peer's version.
-pub const WIRE_VERSION: &str = "6.06";
 
 impl Persona {
     /// Every persona, oldest first.
@@ -61,6 +57,13 @@ impl Persona {
     pub fn from_env() -> Result<Persona, String> {
         let v = std::env::var(ENV_PERSONA).ok();
         Ok(Persona::from_env_value(v.as_deref())?.unwrap_or(DEFAULT_PERSONA))
+    }
+
+    /// The version text sent in the version exchange: the persona's own. With 6.29 a peer of
+    /// 6.28 or later then exchanges NEGOTIATE with us, as two 6.29s do; everything after the
+    /// version block adapts to the peer's version either way.
+    pub fn wire_version(self) -> &'static str {
+        self.version()
     }
 
     /// The text layout of the report module for this persona.
@@ -123,6 +126,6 @@ mod tests {
     fn default_is_606_this_round() {
         // The VM suite compares 6.06 text against Debian's C perftest 6.06.
         assert_eq!(DEFAULT_PERSONA, Persona::V606);
-        assert_eq!(WIRE_VERSION, "6.06");
+        assert_eq!(DEFAULT_PERSONA.wire_version(), "6.06");
     }
 }

@@ -167,6 +167,7 @@ pub(super) fn run_with_context<P: Provider>(
         last_line: std::cell::Cell::new(None),
         counters,
         hw_rate_taken: false,
+        negotiating: false,
     };
     let steps = oob::plan(to_tool(p.tool), oob_role, &plan_options(p, &side.sizes, local_mtu));
     let r = oob::execute(ch, &steps, &mut side);
@@ -253,6 +254,9 @@ pub(super) struct SideRun<'a, P: Provider> {
     counters: SharedCounters,
     /// perftest's HW rate limiter: every QP took the static rate, so no SW limiter runs.
     hw_rate_taken: bool,
+    /// The peer's version and ours call for the 6.28+ NEGOTIATE exchange after the MTU: the
+    /// resources wait for it, as 6.29 creates nothing before the options are agreed.
+    negotiating: bool,
 }
 
 pub(super) type SharedCounters = std::rc::Rc<std::cell::RefCell<Option<crate::counters::Counters>>>;
@@ -348,11 +352,12 @@ impl<'a, P: Provider> SideRun<'a, P> {
     }
 
     /// Create the resources (after the MTU exchange) and print the header block.
-    fn setup(&mut self) -> Result<(), ToolError> {
+    /// `-c UD`: no message above the MTU (a sweep drops those sizes, one size is cut to the MTU
+    /// with perftest's note unless `-s` asked for it). Idempotent.
+    fn clamp_ud_sizes(&mut self) -> Result<(), ToolError> {
         let p = self.p;
         let mtu_bytes = u64::from(msg::mtu_bytes(self.mtu).unwrap_or(1024));
-        let ud = p.connection == Connection::Ud;
-        if ud {
+        if p.connection == Connection::Ud {
             if p.test_method == TestMethod::All {
                 self.sizes.retain(|&s| s <= mtu_bytes);
             } else if self.sizes[0] > mtu_bytes {
@@ -363,6 +368,14 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 self.sizes[0] = mtu_bytes;
             }
         }
+        Ok(())
+    }
+
+    fn setup(&mut self) -> Result<(), ToolError> {
+        let p = self.p;
+        let mtu_bytes = u64::from(msg::mtu_bytes(self.mtu).unwrap_or(1024));
+        self.clamp_ud_sizes()?;
+        let ud = p.connection == Connection::Ud;
         if p.work_rdma_cm && self.header.is_none() {
             // -R: the header now (perftest prints it before the rdma_cm connection); the
             // resources come with the connection (Action::ConnectCm calls this again).
@@ -1022,8 +1035,8 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     type Error = ToolError;
 
     fn own_version(&self) -> &str {
-        // The same for both personas: the wire follows the peer's version (params::persona).
-        params::WIRE_VERSION
+        // The persona's version: what follows it on the wire adapts to the peer's version.
+        self.p.persona.wire_version()
     }
     fn options(&self) -> Option<Vec<(&'static str, String)>> {
         Some(option_summary(self.p))
@@ -1064,8 +1077,8 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         self.local_mtu
     }
     fn negotiate(&mut self) -> (msg::Negotiate, msg::NegotiateLayout) {
-        // Not called while the wire version is 6.06 (params::WIRE_VERSION), which does not
-        // negotiate; kept byte-compatible with 6.29's block (golden-tested) for when it is.
+        // Sent to 6.28+ peers by the 6.29 persona (and to a 6.28 peer, which always sends it);
+        // byte-compatible with 6.29's block (golden-tested).
         let blob = msg::device_attr_blob(self.dev.attr.vendor_id, self.dev.attr.vendor_part_id, self.out_reads as i32);
         let size = self.sizes.last().copied().unwrap_or(self.p.size);
         (negotiate::negotiate_block(self.p, size, blob), msg::NegotiateLayout::WithMlx5dv)
@@ -1088,7 +1101,23 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
 
     fn on_version(&mut self, peer: &PeerVersion) -> Result<(), ToolError> {
         msg::check_version(peer)?;
+        self.negotiating = peer.negotiates_with(&PeerVersion::from_text(self.own_version()));
         Ok(())
+    }
+    fn on_negotiate(&mut self, remote: &msg::Negotiate) -> Result<(), ToolError> {
+        let (local, _) = self.negotiate();
+        if let Err(e) = msg::compare_negotiation(&local, remote) {
+            // 6.29's two lines, nothing else: both sides print them and exit 1.
+            let lines = e.perftest_lines().unwrap_or_else(|| e.to_string());
+            return Err(ToolError::new(1, lines.trim_end()));
+        }
+        let theirs = remote.max_qp_rd_atom();
+        if self.p.connection != Connection::Dc && theirs >= 0 && self.out_reads > theirs as u32 {
+            self.out.text(" out_reads is greater than remote max_qp_rd_atom, using remote max_qp_rd_atom\n");
+            self.out_reads = theirs as u32;
+        }
+        self.negotiating = false;
+        self.setup()
     }
     fn on_sysdata(&mut self, remote: SysData) -> Result<(), ToolError> {
         self.sys = self.sys.merged(remote);
@@ -1096,6 +1125,11 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     }
     fn on_mtu(&mut self, remote: Option<u8>) -> Result<(), ToolError> {
         self.mtu = msg::effective_mtu(self.local_mtu, remote);
+        // The UD size clamp now: NEGOTIATE carries the clamped size.
+        self.clamp_ud_sizes()?;
+        if self.negotiating {
+            return Ok(());
+        }
         self.setup()
     }
     fn on_key(&mut self, qp: usize, purpose: KeyPurpose, remote: KeyMsg) -> Result<(), ToolError> {
@@ -1278,7 +1312,9 @@ fn plan_options(p: &Params, sizes: &[u64], local_mtu: u8) -> oob::PlanOptions {
         write_with_imm: p.verb == Verb::WriteImm,
         duration: p.test_type == TestType::Duration,
         report_per_port: p.report_per_port,
-        negotiate: false,
+        // The step is there whenever versions are exchanged; it sends only when both versions
+        // call for it (oob::msg::PeerVersion::negotiates_with).
+        negotiate: !p.dont_xchg_versions,
         rdma_cm: p.use_rdma_cm,
         cm_qps: p.work_rdma_cm,
         exchange_versions: !p.dont_xchg_versions,
