@@ -87,9 +87,11 @@ impl From<OobError> for ToolError {
             OobError::Interrupted { .. } => crate::signal::exit_code(crate::signal::signal_number()),
             _ => 1,
         };
-        let msg = match e.perftest_lines() {
-            Some(l) => format!("{}{}", l, e),
-            None => e.to_string(),
+        let msg = match (&e, e.perftest_lines()) {
+            // NEGOTIATE found a difference: 6.29's two lines exactly, as both its sides print.
+            (OobError::Mismatch { .. }, Some(l)) => l.trim_end().to_string(),
+            (_, Some(l)) => format!("{}{}", l, e),
+            (_, None) => e.to_string(),
         };
         ToolError::new(code, msg)
     }

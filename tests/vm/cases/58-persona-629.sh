@@ -4,7 +4,8 @@
 # (resources wait for it), both exit 0, and the output is 6.29's (MiB/sec, CQE Poll Batch,
 # Lock-free, the dynamic-polling note first). -c UD: the block carries the size after the MTU
 # clamp on both sides. Mixed personas and C 6.06 on either side: no NEGOTIATE (6.06 is below
-# 6.28), both exit 0. Every pair also passes the common sanity checks of lib.sh.
+# 6.28), both exit 0. An option only NEGOTIATE carries (--report_gbits) differing: both sides
+# print 6.29's two lines before any header and exit 1. Every pair also passes lib.sh's checks.
 # mode: any
 # timeout: 240
 . "$VMTEST_LIB"
@@ -17,7 +18,7 @@ pair ib_write_bw "${P629[@]}" rperftest ib_write_bw "${X[@]}" -n 200 -s 4096 -- 
 for f in "$VMTEST_TMP/client.out" "$SERVER_LOG"; do
     grep -qF "BW peak[MiB/sec]    BW average[MiB/sec]" "$f" || fail "$f: no MiB/sec titles"
     grep -qF " CQE Poll Batch  : 16" "$f" || fail "$f: no CQE Poll Batch line"
-    grep -qP "^ PCIe relax order: ON\t\tLock-free      : OFF$" "$f" || fail "$f: no Lock-free item"
+    grep -qxF -- $' PCIe relax order: ON\t\tLock-free      : OFF' "$f" || fail "$f: no Lock-free item"
     [ "$(head -c 25 "$f")" = "Disabling dynamic polling" ] || fail "$f: 6.29's note is not the first line"
 done
 
@@ -29,6 +30,21 @@ expect_contains "Disabling dynamic polling" "$VMTEST_TMP/client.out"
 log "== send_bw -c UD ours<->ours, both 6.29 (size clamped to the MTU before NEGOTIATE)"
 pair ib_send_bw "${P629[@]}" rperftest ib_send_bw "${X[@]}" -c UD -n 200 -- \
     "${P629[@]}" rperftest ib_send_bw "${X[@]}" -c UD -n 200 "$RXE_IP"
+
+log "== --report_gbits on one side only: NEGOTIATE names it (the option block does not carry it)"
+start_server -t 60 "${P629[@]}" rperftest ib_write_bw "${X[@]}" -n 200 -s 4096
+mark
+run with_timeout 30 "${P629[@]}" rperftest ib_write_bw "${X[@]}" -n 200 -s 4096 --report_gbits "$RXE_IP"
+wait_server 30
+bound 10 "the mismatch"
+[ "$LAST_RC" = 1 ] && [ "$SERVER_RC" = 1 ] || fail "rc client=$LAST_RC server=$SERVER_RC, want 1 and 1"
+expect_contains " report_fmt mismatch: local=GBS, remote=MBS"
+expect_contains " Failed to negotiate parameters"
+expect_contains " report_fmt mismatch: local=MBS, remote=GBS" "$SERVER_LOG"
+expect_not_contains "Dual-port" "$SERVER_LOG"
+expect_not_contains "Dual-port"
+# exactly 6.29's two lines on the client's stdout+stderr
+[ "$(grep -c mismatch "$LAST_OUT")" = 1 ] || fail "more than 6.29's mismatch line"
 
 log "== send_lat: 6.29 server, 6.06 client (no NEGOTIATE)"
 pair ib_send_lat "${P629[@]}" rperftest ib_send_lat "${X[@]}" -n 100 -- \
