@@ -5,7 +5,8 @@
 # Lock-free, the dynamic-polling note first). -c UD: the block carries the size after the MTU
 # clamp on both sides. Mixed personas and C 6.06 on either side: no NEGOTIATE (6.06 is below
 # 6.28), both exit 0. An option only NEGOTIATE carries (--report_gbits) differing: both sides
-# print 6.29's two lines before any header and exit 1. Every pair also passes lib.sh's checks.
+# print 6.29's two lines before any header and exit 1. Ctrl-C on a --run_infinitely client ends
+# it as 6.29 does (' User stopped traffic', exit 0). Every pair also passes lib.sh's checks.
 # mode: any
 # timeout: 240
 . "$VMTEST_LIB"
@@ -45,6 +46,21 @@ expect_not_contains "Dual-port" "$SERVER_LOG"
 expect_not_contains "Dual-port"
 # exactly 6.29's two lines on the client's stdout+stderr
 [ "$(grep -c mismatch "$LAST_OUT")" = 1 ] || fail "more than 6.29's mismatch line"
+
+log "== --run_infinitely, Ctrl-C on the 6.29 client: 'User stopped traffic', both exit 0"
+start_server -t 60 "${P629[@]}" rperftest ib_write_bw "${X[@]}" --run_infinitely -D 1 -s 4096
+"${P629[@]}" rperftest ib_write_bw "${X[@]}" --run_infinitely -D 1 -s 4096 "$RXE_IP" >inf.log 2>&1 &
+C=$!; _VMTEST_BG+=("$C")
+wait_for_text inf.log "#bytes" 60
+sleep 2
+mark; kill -INT "$C"
+wait_pid "$C" 10; cat inf.log
+bound 2 "client after Ctrl-C"
+[ "$PID_RC" = 0 ] || fail "client rc=$PID_RC, want 0 (6.29)"
+[ "$(tail -n 3 inf.log | head -n 2)" = $'\n User stopped traffic' ] || fail "client: not 6.29's ending"
+wait_server 10
+[ "$SERVER_RC" = 0 ] || fail "server rc=$SERVER_RC, want 0"
+grep -qF " Client closed connection" "$SERVER_LOG" || fail "server: no 'Client closed connection'"
 
 log "== send_lat: 6.29 server, 6.06 client (no NEGOTIATE)"
 pair ib_send_lat "${P629[@]}" rperftest ib_send_lat "${X[@]}" -n 100 -- \
