@@ -474,3 +474,13 @@ fn who_negotiates_with_whom() {
         assert_eq!(p.wire_version(), p.version());
     }
 }
+
+#[test]
+fn our_option_leaves_perftest_prefixes_alone() {
+    // `--perf` is perftest's `--perform_warm_up` (our `--perftest-version` does not make it
+    // ambiguous); a prefix only ours has still selects ours.
+    let p = parse_run(Tool::WriteBw, &args(&["--perf", "host"]), Persona::V606);
+    assert!(p.perform_warm_up);
+    let p = parse_run(Tool::WriteBw, &args(&["--perftest=6.29", "host"]), Persona::V606);
+    assert_eq!(p.persona, Persona::V629);
+}

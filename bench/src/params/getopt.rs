@@ -515,6 +515,9 @@ fn scan_into(
     Ok(())
 }
 
+/// Long options that only rperftest has.
+const OWN_OPTIONS: [Opt; 3] = [Opt::Loopback, Opt::Adopt, Opt::PerftestVersion];
+
 fn lookup_long(name: &str) -> Result<(&'static str, Opt, bool), ScanError> {
     if name.is_empty() {
         return Err(ScanError::Unknown("--".into()));
@@ -522,10 +525,15 @@ fn lookup_long(name: &str) -> Result<(&'static str, Opt, bool), ScanError> {
     if let Some(&(n, o, h)) = LONG.iter().find(|(n, _, _)| *n == name) {
         return Ok((n, o, h));
     }
-    let cands: Vec<&(&str, Opt, bool)> = LONG
+    let mut cands: Vec<&(&str, Opt, bool)> = LONG
         .iter()
         .filter(|(n, _, _)| n.starts_with(name))
         .collect();
+    // rperftest's own options never make a perftest prefix ambiguous (`--perf` stays
+    // `--perform_warm_up`, as in perftest, although `--perftest-version` exists).
+    if cands.iter().any(|(_, o, _)| !OWN_OPTIONS.contains(o)) {
+        cands.retain(|(_, o, _)| !OWN_OPTIONS.contains(o));
+    }
     match cands.first() {
         None => Err(ScanError::Unknown(format!("--{name}"))),
         Some(&&(n, o, h)) => {
