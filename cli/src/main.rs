@@ -28,6 +28,9 @@ fn usage() -> String {
          perftest tools (same flags, output and wire protocol as perftest; also run as a link named\n\
          after the tool):\n  {}\n\
          \n\
+         They print what perftest 6.06 prints; --perftest-version 6.29 (or the environment\n\
+         variable RPERFTEST_PERFTEST_VERSION=6.29) makes them print what perftest 6.29 prints.\n\
+         \n\
          own commands:\n  \
          devices            list RDMA devices (like ibv_devices)\n  \
          devinfo            device and port attributes (like ibv_devinfo)\n  \

@@ -162,7 +162,8 @@ impl PeerVersion {
     /// 6.29 and later only to peers ≥ 6.28, older versions never.
     #[allow(clippy::approx_constant)] // 6.28 is a version number, not τ
     pub fn negotiates_with(&self, own: &PeerVersion) -> bool {
-        if own.value == 6.28 {
+        if own.value == 6.28 || self.value == 6.28 {
+            // 6.28 sends its block whatever the peer's version, and waits for one back.
             return true;
         }
         own.value >= 6.28 && self.value >= 6.28

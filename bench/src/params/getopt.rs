@@ -144,6 +144,7 @@ pub(crate) enum Opt {
     Adopt,
     Plot,
     Series,
+    PerftestVersion,
 }
 
 /// Short options: (char, option, takes an argument). Same set as perftest's
@@ -369,6 +370,7 @@ pub(crate) const LONG: &[(&str, Opt, bool)] = &[
     ("adopt", Opt::Adopt, false),
     ("plot", Opt::Plot, true),
     ("series", Opt::Series, true),
+    ("perftest-version", Opt::PerftestVersion, true),
 ];
 
 /// One recognised option occurrence.
@@ -517,6 +519,9 @@ fn scan_into(
     Ok(())
 }
 
+/// Long options that only rperftest has.
+const OWN_OPTIONS: [Opt; 3] = [Opt::Loopback, Opt::Adopt, Opt::PerftestVersion];
+
 fn lookup_long(name: &str) -> Result<(&'static str, Opt, bool), ScanError> {
     if name.is_empty() {
         return Err(ScanError::Unknown("--".into()));
@@ -524,10 +529,15 @@ fn lookup_long(name: &str) -> Result<(&'static str, Opt, bool), ScanError> {
     if let Some(&(n, o, h)) = LONG.iter().find(|(n, _, _)| *n == name) {
         return Ok((n, o, h));
     }
-    let cands: Vec<&(&str, Opt, bool)> = LONG
+    let mut cands: Vec<&(&str, Opt, bool)> = LONG
         .iter()
         .filter(|(n, _, _)| n.starts_with(name))
         .collect();
+    // rperftest's own options never make a perftest prefix ambiguous (`--perf` stays
+    // `--perform_warm_up`, as in perftest, although `--perftest-version` exists).
+    if cands.iter().any(|(_, o, _)| !OWN_OPTIONS.contains(o)) {
+        cands.retain(|(_, o, _)| !OWN_OPTIONS.contains(o));
+    }
     match cands.first() {
         None => Err(ScanError::Unknown(format!("--{name}"))),
         Some(&&(n, o, h)) => {

@@ -15,10 +15,11 @@
 //! * Both 6.06 and 6.29 long-option spellings are accepted: `--com_rdma_cm`/`--comm_rdma_cm`,
 //!   `--source_ip`/`--bind_source_ip`, and `--report-histogram` (what the help prints) as well as
 //!   `--report-histogrm` (perftest's real name; it rejects the help's spelling — we do not).
-//! * `-V` prints `Version: 6.06` ([`PERFTEST_VERSION`]): the version we send in the TCP version
-//!   exchange must be the same string, and "6.06" is below 6.28, so 6.28/6.29 peers skip the
-//!   NEGOTIATE message with us (6.29 only sends it to ≥6.28 peers) and the help text and
-//!   report formats we reproduce are 6.06's.
+//! * `-V`, `-h`, the parser-time notes and everything printed later follow the persona
+//!   ([`Persona`]: `--perftest-version 6.06|6.29` or [`ENV_PERSONA`], default
+//!   [`DEFAULT_PERSONA`]), and so does the version sent in the TCP version exchange. With
+//!   "6.06" a 6.29 peer skips its NEGOTIATE message (6.29 sends it only to ≥6.28 peers); with
+//!   "6.29" both sides exchange it, as two 6.29s do.
 //! * Features rperftest does not implement are parsed (so they are never "unknown") and then
 //!   refused with a one-line [`ErrorKind::Unsupported`] error: SRD connections,
 //!   GPU memory, the PP rate limiter, data validation and vendor-specific options.
@@ -28,17 +29,21 @@
 pub mod aes;
 pub mod dc;
 mod getopt;
+pub mod persona;
 pub mod rate;
 mod usage;
+mod usage629;
 mod xrc;
 pub use xrc::{lane_plan, xrc_plan};
 
+pub use persona::{Persona, DEFAULT_PERSONA, ENV_PERSONA};
 pub use usage::{extensions_help, usage};
+pub use usage629::usage629;
 
 use getopt::{Found, Opt, ScanError};
 use std::fmt;
 
-/// The internal perftest version we claim (printed by `-V`, sent in the version exchange).
+/// The version of the default persona (printed by `-V`, sent in the version exchange).
 pub const PERFTEST_VERSION: &str = "6.06";
 /// perftest exits with 1 after printing the help text.
 pub const EXIT_HELP: i32 = 1;
@@ -470,6 +475,8 @@ pub struct Params {
     /// `--series FILE` (rperftest extension): every result line as JSON Lines, for
     /// `rperftest plot` and `compare` (a `--out_json` file keeps only the last line).
     pub series_file: Option<String>,
+    /// `--perftest-version` (or [`ENV_PERSONA`]): which perftest's text this run prints.
+    pub persona: Persona,
     /// The command line after argv[0], where `--adopt` needs it to re-parse with the client's
     /// options (set by the tool's entry point; empty otherwise).
     pub cmdline: Vec<String>,
@@ -589,6 +596,11 @@ pub struct Params {
     pub disable_pcie_relaxed: bool,
     pub cqe_poll: Option<u16>,
     pub disable_dynamic_polling: bool,
+    /// Derived: whether 6.29 would adapt its CQE poll batch (header `CQE Poll Batch : Dynamic`).
+    pub dynamic_cqe_poll: bool,
+    /// Derived: the fixed CQE poll batch when not dynamic (16, `--cqe_poll`, or 64 for very
+    /// many QPs with large messages).
+    pub cqe_poll_batch: u16,
     pub no_lock: bool,
     pub no_enhanced_reorder: bool,
     pub pin_cores: Option<String>,
@@ -629,6 +641,7 @@ impl Params {
             adopt: false,
             plot_file: None,
             series_file: None,
+            persona: Persona::default(),
             cmdline: Vec::new(),
             ib_dev: None,
             ib_port: 1,
@@ -719,6 +732,8 @@ impl Params {
             disable_pcie_relaxed: false,
             cqe_poll: None,
             disable_dynamic_polling: false,
+            dynamic_cqe_poll: true,
+            cqe_poll_batch: 16,
             no_lock: false,
             no_enhanced_reorder: false,
             pin_cores: None,
@@ -813,6 +828,33 @@ impl Params {
 // ------------------------------------------------------------------------------------------------
 // Parsing
 
+/// The `-h` text of `persona` for `tool` (`prog` in the "Usage:" lines).
+pub fn usage_for(persona: Persona, tool: Tool, prog: &str) -> String {
+    match persona {
+        Persona::V606 => usage(tool, prog),
+        Persona::V629 => usage629(tool, prog),
+    }
+}
+
+/// The persona a command line asks for, without parsing the rest of it (the tool's entry point
+/// needs it to print the right usage text after a parser error); a bad value gives the default.
+pub fn persona_hint(args: &[String]) -> Persona {
+    let env = std::env::var(ENV_PERSONA).ok();
+    persona_of(&getopt::scan(args).0, env.as_deref()).unwrap_or_default()
+}
+
+/// `--perftest-version` wins over the environment; -h and -V follow it wherever it stands.
+fn persona_of(found: &getopt::Scanned, env_persona: Option<&str>) -> Result<Persona, ParamError> {
+    if let Some(f) = found.options.iter().find(|f| f.opt == Opt::PerftestVersion) {
+        return Persona::from_version(arg(f)).ok_or_else(|| {
+            invalid(f, format!("{:?} is not a perftest version rperftest presents; give 6.06 or 6.29", arg(f)))
+        });
+    }
+    Persona::from_env_value(env_persona)
+        .map(Option::unwrap_or_default)
+        .map_err(|m| ParamError::new(ErrorKind::InvalidValue, ENV_PERSONA, m))
+}
+
 /// Test helper: the parameters of a command line that must parse to a run.
 #[cfg(test)]
 pub(crate) fn parsed(t: Tool, args: &[&str]) -> Box<Params> {
@@ -823,10 +865,19 @@ pub(crate) fn parsed(t: Tool, args: &[&str]) -> Box<Params> {
     }
 }
 
-/// Parse the arguments that follow argv[0] for `tool`.
+/// Parse the arguments that follow argv[0] for `tool`, with the persona of
+/// `--perftest-version`, else of [`ENV_PERSONA`] in this process's environment.
 pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
+    let env = std::env::var(ENV_PERSONA).ok();
+    parse_with_env(tool, args, env.as_deref())
+}
+
+/// [`parse`] with `env_persona` standing for the value of [`ENV_PERSONA`] (None: unset).
+pub fn parse_with_env(tool: Tool, args: &[String], env_persona: Option<&str>) -> Result<ParseOutcome, ParamError> {
     let (found, scan_err) = getopt::scan(args);
+    let persona = persona_of(&found, env_persona)?;
     let mut p = Params::defaults(tool);
+    p.persona = persona;
     let mut st = State::default();
     let mut seen: Vec<String> = Vec::new();
     for f in &found.options {
@@ -841,12 +892,8 @@ pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
             seen.push(f.dup_key.clone());
         }
         match f.opt {
-            Opt::Help => return Ok(ParseOutcome::Help(usage(tool, tool.name()))),
-            Opt::Version => {
-                return Ok(ParseOutcome::Version(format!(
-                    "Version: {PERFTEST_VERSION}\n"
-                )))
-            }
+            Opt::Help => return Ok(ParseOutcome::Help(usage_for(persona, tool, tool.name()))),
+            Opt::Version => return Ok(ParseOutcome::Version(persona.version_text())),
             _ => apply(&mut p, &mut st, f)?,
         }
     }
@@ -1415,7 +1462,7 @@ fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
             }
             *slot = Some(arg(f).to_string());
         }
-        Opt::Help | Opt::Version => {}
+        Opt::Help | Opt::Version | Opt::PerftestVersion => {}
     }
     Ok(())
 }
@@ -1476,6 +1523,9 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         p.test_method = TestMethod::Infinitely;
     }
     let bw = p.kind == TestKind::Bw;
+    // perftest 6.29 says why the peak column will read 0 (6.06 is silent).
+    let peak_note = p.persona.parser_notes();
+    const NO_PEAK_WARNING: &str = " WARNING: BW peak won't be measured in this run.\n";
 
     if p.verb == Verb::Write {
         p.rx_depth = 1;
@@ -1607,6 +1657,9 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
 
     if p.test_type == TestType::Duration {
         p.iters = 0;
+        if peak_note && !p.no_peak && bw {
+            p.notice_out(NO_PEAK_WARNING);
+        }
         p.no_peak = true;
         if p.use_event {
             return Err(conflict(
@@ -1680,10 +1733,16 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     }
 
     if p.verb.has_recv_comp() && bw && p.machine == Role::Server && !p.duplex {
+        if peak_note && !p.no_peak {
+            p.notice_out(NO_PEAK_WARNING);
+        }
         p.no_peak = true;
     }
 
     if p.test_method == TestMethod::Infinitely {
+        if peak_note && !p.no_peak && bw {
+            p.notice_out(NO_PEAK_WARNING);
+        }
         p.no_peak = true;
         p.test_type = TestType::Duration;
         if p.use_event {
@@ -1807,6 +1866,9 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     }
 
     if p.test_type == TestType::Iterations && p.iters > 20000 && bw {
+        if peak_note && !p.no_peak {
+            p.notice_out(NO_PEAK_WARNING);
+        }
         p.no_peak = true;
     }
 
@@ -1825,7 +1887,42 @@ fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         ));
     }
 
+    cqe_polling(p);
     dc::dependencies(p, st.dci_active_given)?;
     aes::dependencies(p)?;
     Ok(())
+}
+
+/// CQEs per poll of a 6.27+ perftest, which adapts the batch to the completion rate
+/// ("dynamic") unless `--disable_dynamic_polling` or `--cqe_poll` is given, and turns that off
+/// (with a note) for short iteration runs, duplex send / write-with-immediate and every latency
+/// test. Thousands of QPs with large messages then poll 64 at a time unless `--cqe_poll` says
+/// otherwise. rperftest's engines poll their own way; this decides what the header says, and the
+/// notes are printed by the 6.29 persona only.
+fn cqe_polling(p: &mut Params) {
+    /// perftest's fixed batch, and the batch and thresholds of its "intense" case.
+    const BATCH: u16 = 16;
+    const BATCH_INTENSE: u16 = 64;
+    const INTENSE_QPS: u32 = 2048;
+    const INTENSE_SIZE: u64 = 8192;
+    let notes = p.persona.parser_notes();
+    let bw = p.kind == TestKind::Bw;
+    let user_batch = p.cqe_poll.is_some();
+    p.dynamic_cqe_poll = !p.disable_dynamic_polling && !user_batch;
+    if (p.test_type == TestType::Iterations && p.iters < 3000)
+        || (bw && p.duplex && matches!(p.verb, Verb::Send | Verb::WriteImm))
+        || !bw
+    {
+        if notes {
+            p.notice_out("Disabling dynamic polling\n");
+        }
+        p.dynamic_cqe_poll = false;
+    }
+    p.cqe_poll_batch = p.cqe_poll.unwrap_or(BATCH);
+    if !p.dynamic_cqe_poll && !user_batch && p.num_qps > INTENSE_QPS && p.size > INTENSE_SIZE {
+        if notes {
+            p.notice_out(&format!("Increasing CQE polling batch to {BATCH_INTENSE}\n"));
+        }
+        p.cqe_poll_batch = BATCH_INTENSE;
+    }
 }

@@ -21,7 +21,7 @@ use crate::engine::lat::{self, LatConfig, LatSamples};
 use crate::engine::memsrc::Fill;
 use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
 use crate::engine::{self, clock, AtomicKind, EngineError, WaitMode};
-use crate::oob::msg::{self, AtomicType as WireAtomic, BwReport, ConnType, KeyFormat, KeyMsg, PeerVersion, SysData};
+use crate::oob::msg::{self, BwReport, ConnType, KeyFormat, KeyMsg, PeerVersion, SysData};
 use crate::oob::{self, Action, Channel, Hooks, KeyPurpose, Listener, OobConfig, OobError};
 use crate::params::{
     self, AtomicType, Connection, Output, ParseOutcome, Params, ReportFormat, Role, TestKind, TestMethod, TestType, Tool,
@@ -30,15 +30,18 @@ use crate::params::{
 use crate::report::{self, json, AddrShow, BwColumns, BwLine, OutputMode, ReportHeader, Side, Style, DASH_LINE};
 use crate::stats::{self, BwInput, BwResult, LatencyReport};
 
-/// Text output style (Debian 12's perftest, the version we present).
+/// The `--out_json` layout, whatever the persona (see `SideRun::write_json`).
+const JSON_STYLE: Style = Style::V629;
+
 mod bound;
 mod record;
+pub mod header;
+pub mod negotiate;
 mod setup;
 mod side;
 use setup::*;
 use side::*;
 
-const STYLE: Style = Style::V606;
 /// Give up on a data path that makes no progress for this long (the VM is ~50× slow);
 /// `RPERFTEST_STALL_TIMEOUT` (seconds) overrides it. See docs/faults.md.
 const STALL_DEFAULT: Duration = Duration::from_secs(60);
@@ -85,9 +88,11 @@ impl From<OobError> for ToolError {
             OobError::Interrupted { .. } => crate::signal::exit_code(crate::signal::signal_number()),
             _ => 1,
         };
-        let msg = match e.perftest_lines() {
-            Some(l) => format!("{}{}", l, e),
-            None => e.to_string(),
+        let msg = match (&e, e.perftest_lines()) {
+            // NEGOTIATE found a difference: 6.29's two lines exactly, as both its sides print.
+            (OobError::Mismatch { .. }, Some(l)) => l.trim_end().to_string(),
+            (_, Some(l)) => format!("{}{}", l, e),
+            (_, None) => e.to_string(),
         };
         ToolError::new(code, msg)
     }
@@ -193,7 +198,7 @@ pub fn run_tool(tool: Tool, args: &[String]) -> i32 {
                 eprintln!(" Invalid Command or flag.");
                 eprintln!(" Please check command line and run again.\n");
                 eprintln!("{e}");
-                print!("{}", params::usage(tool, tool.name()));
+                print!("{}", params::usage_for(params::persona_hint(args), tool, tool.name()));
             } else {
                 eprintln!("{e}");
             }

@@ -175,6 +175,7 @@ pub(super) fn run_with_context<P: Provider>(
         counters,
         hw_rate_taken: false,
         recorder,
+        negotiating: false,
     };
     let steps = oob::plan(to_tool(p.tool), oob_role, &plan_options(p, &side.sizes, local_mtu));
     let r = oob::execute(ch, &steps, &mut side);
@@ -186,6 +187,13 @@ pub(super) fn run_with_context<P: Provider>(
     let drawn = side.recorder.borrow_mut().finish(side.out);
     if let Err(m) = &drawn {
         side.out.err(&format!(" {m}\n"));
+    }
+    if r.is_err() && side.user_stopped_infinite_run() {
+        // perftest 6.29's sender of an infinite run takes Ctrl-C as the way to end it: a note,
+        // the closing line, exit 0 (6.06 dies from the signal: 130, as the 6.06 persona).
+        side.out.text("\n User stopped traffic\n");
+        side.out.text(DASH_LINE);
+        return Ok(());
     }
     if r.is_err() && side.client_ended_infinite_run() {
         // perftest's server of an infinite run ends when its client does.
@@ -266,6 +274,9 @@ pub(super) struct SideRun<'a, P: Provider> {
     hw_rate_taken: bool,
     /// `--plot` / `--series`: every result line (shared with the periodic reporter).
     recorder: record::SharedRecorder,
+    /// The peer's version and ours call for the 6.28+ NEGOTIATE exchange after the MTU: the
+    /// resources wait for it, as 6.29 creates nothing before the options are agreed.
+    negotiating: bool,
 }
 
 pub(super) type SharedCounters = std::rc::Rc<std::cell::RefCell<Option<crate::counters::Counters>>>;
@@ -284,6 +295,21 @@ pub(super) fn print_counters(out: Out, counters: &SharedCounters) {
 impl<'a, P: Provider> SideRun<'a, P> {
     fn is_test_client(&self) -> bool {
         self.p.machine == Role::Client
+    }
+
+    /// 6.29 persona: a one-way `--run_infinitely` sender (write/read/atomic, not `-b`) stopped by
+    /// SIGINT during the run, which 6.29 catches and reports as the normal end of the test.
+    fn user_stopped_infinite_run(&self) -> bool {
+        let p = self.p;
+        p.persona == params::Persona::V629
+            && p.test_method == TestMethod::Infinitely
+            && self.is_test_client()
+            && !p.duplex
+            && !p.verb.has_recv_comp()
+            && self.measuring
+            && crate::signal::requested()
+            && crate::signal::signal_number() == libc::SIGINT
+            && !self.peer_gone.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// `--run_infinitely` server whose client went away during the run (its only way to end),
@@ -362,11 +388,12 @@ impl<'a, P: Provider> SideRun<'a, P> {
     }
 
     /// Create the resources (after the MTU exchange) and print the header block.
-    fn setup(&mut self) -> Result<(), ToolError> {
+    /// `-c UD`: no message above the MTU (a sweep drops those sizes, one size is cut to the MTU
+    /// with perftest's note unless `-s` asked for it). Idempotent.
+    fn clamp_ud_sizes(&mut self) -> Result<(), ToolError> {
         let p = self.p;
         let mtu_bytes = u64::from(msg::mtu_bytes(self.mtu).unwrap_or(1024));
-        let ud = p.connection == Connection::Ud;
-        if ud {
+        if p.connection == Connection::Ud {
             if p.test_method == TestMethod::All {
                 self.sizes.retain(|&s| s <= mtu_bytes);
             } else if self.sizes[0] > mtu_bytes {
@@ -377,6 +404,14 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 self.sizes[0] = mtu_bytes;
             }
         }
+        Ok(())
+    }
+
+    fn setup(&mut self) -> Result<(), ToolError> {
+        let p = self.p;
+        let mtu_bytes = u64::from(msg::mtu_bytes(self.mtu).unwrap_or(1024));
+        self.clamp_ud_sizes()?;
+        let ud = p.connection == Connection::Ud;
         if p.work_rdma_cm && self.header.is_none() {
             // -R: the header now (perftest prints it before the rdma_cm connection); the
             // resources come with the connection (Action::ConnectCm calls this again).
@@ -520,38 +555,20 @@ impl<'a, P: Provider> SideRun<'a, P> {
     /// The header block (test name, settings, address family of the exchange).
     fn print_header(&mut self, mtu_bytes: u64) {
         let p = self.p;
-        let mut h = ReportHeader::new(wire_verb(p.verb), p.kind == TestKind::Bw, &self.dev.name);
-        h.atomic_type = match p.atomic_type {
-            AtomicType::CmpAndSwap => WireAtomic::CmpAndSwap,
-            AtomicType::FetchAndAdd => WireAtomic::FetchAndAdd,
+        let facts = header::HeaderFacts {
+            device: self.dev.name.clone(),
+            vendor_part_id: self.dev.attr.vendor_part_id,
+            ethernet: self.dev.ethernet,
+            gid_index: self.dev.gid_index,
+            gid_index2: self.dev.port2.and_then(|(_, ix2, _)| ix2),
+            is_client: self.is_test_client(),
+            mtu_bytes: mtu_bytes as u32,
+            inline_size: self.inline,
+            out_reads: self.out_reads,
+            numa_node: if p.persona.parser_notes() { header::current_numa_node() } else { None },
         };
-        h.bidirectional = p.duplex;
-        h.post_list = p.post_list;
-        h.recv_post_list = p.recv_post_list;
-        h.events_comp = if p.use_event { Some(p.eq_num.unwrap_or(0) as i32) } else { None };
-        h.dual_port = p.dualport;
-        h.multicast = p.use_mcg;
-        h.num_qps = p.num_qps;
-        h.connection = conn_type(p.connection);
-        h.use_srq = p.use_srq;
-        h.pcie_relax_order = Some(p.tool != Tool::WriteLat && !p.disable_pcie_relaxed);
-        h.new_post_send = !p.use_old_post_send && report::has_new_post_send(self.dev.attr.vendor_part_id);
-        h.is_client = self.is_test_client();
-        h.tx_depth = p.tx_depth;
-        h.rx_depth = p.rx_depth;
-        h.cq_mod = p.cq_mod;
-        h.dci_streams = (p.log_dci_streams, p.log_active_dci_streams);
-        h.aes_xts = p.aes.enabled.then(|| (i32::from(p.aes.keys_number), p.aes.block_size()));
-        h.mtu_bytes = mtu_bytes as u32;
-        h.link_type = if self.dev.ethernet { report::LinkType::Ethernet } else { report::LinkType::Ib };
-        h.gid_index = self.dev.gid_index.map(i32::from);
-        h.gid_index2 = self.dev.port2.and_then(|(_, ix2, _)| ix2).map(i32::from);
-        h.inline_size = self.inline;
-        h.out_reads = self.out_reads;
-        h.rdma_cm_qps = p.work_rdma_cm;
-        h.data_ex_rdma_cm = p.use_rdma_cm;
-        h.tos = p.tos.map(i32::from);
-        self.out.text(&report::header(&h, STYLE));
+        let h = header::report_header(p, &facts);
+        self.out.text(&report::header(&h, p.persona.style()));
         self.header = Some(h);
     }
 
@@ -925,11 +942,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
             };
             if let Ok(r) = stats::bandwidth(&inp) {
                 let line = BwLine { size, iters: r.iters, bw_peak: 0.0, bw_avg: r.bw_avg, msg_rate: r.msg_rate, ..Default::default() };
-                out.result(&report::bw_result_line(STYLE, cols, &line, cpu, output_mode(p.output)));
+                out.result(&report::bw_result_line(p.persona.style(), cols, &line, cpu, output_mode(p.output)));
                 print_counters(out, &counters);
                 if let Some(h) = &header {
                     let r = bw_json(&line, cols.gbits);
-                    recorder.borrow_mut().line(&json::json_report(h, &r, Style::V629, cpu, output_mode(p.output)), true, out);
+                    recorder.borrow_mut().line(&json::json_report(h, &r, JSON_STYLE, cpu, output_mode(p.output)), true, out);
                 }
             }
         }
@@ -951,7 +968,9 @@ impl<'a, P: Provider> SideRun<'a, P> {
             return;
         }
         if let Some(h) = &self.header {
-            let content = json::json_report(h, r, Style::V629, cpu, output_mode(self.p.output));
+            // Valid JSON (6.29's layout) under both personas: 6.06's pseudo-JSON breaks every
+            // parser, and the VM suite checks our files with one (docs/compat.md).
+            let content = json::json_report(h, r, JSON_STYLE, cpu, output_mode(self.p.output));
             if recording {
                 self.recorder.borrow_mut().line(&content, false, self.out);
             }
@@ -971,7 +990,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     fn print_bw_line(&self, line: &BwLine, cpu: Option<f32>) {
         self.last_line.set(Some((line.bw_avg, line.msg_rate)));
         let c = self.columns();
-        self.out.result(&report::bw_result_line(STYLE, c, line, cpu, output_mode(self.p.output)));
+        self.out.result(&report::bw_result_line(self.p.persona.style(), c, line, cpu, output_mode(self.p.output)));
         print_counters(self.out, &self.counters);
         self.write_json(&bw_json(line, c.gbits), cpu, true);
     }
@@ -1031,11 +1050,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let local = self.own_report();
         let remote = self.peer_report.unwrap_or_default();
         let text = report::report_both_blocks(
-            STYLE,
+            self.p.persona.style(),
             c,
             p.tool == Tool::AtomicBw,
-            &report::bw_result_line(STYLE, c, &local, cpu, mode),
-            &report::bw_result_line(STYLE, c, &remote, cpu, mode),
+            &report::bw_result_line(self.p.persona.style(), c, &local, cpu, mode),
+            &report::bw_result_line(self.p.persona.style(), c, &remote, cpu, mode),
         );
         self.out.result(&text);
         for l in [&local, &remote] {
@@ -1066,7 +1085,8 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     type Error = ToolError;
 
     fn own_version(&self) -> &str {
-        params::PERFTEST_VERSION
+        // The persona's version: what follows it on the wire adapts to the peer's version.
+        self.p.persona.wire_version()
     }
     fn options(&self) -> Option<Vec<(&'static str, String)>> {
         Some(option_summary(self.p))
@@ -1107,32 +1127,11 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         self.local_mtu
     }
     fn negotiate(&mut self) -> (msg::Negotiate, msg::NegotiateLayout) {
-        // Never called: we present 6.06, which does not negotiate.
+        // Sent to 6.28+ peers by the 6.29 persona (and to a 6.28 peer, which always sends it);
+        // byte-compatible with 6.29's block (golden-tested).
         let blob = msg::device_attr_blob(self.dev.attr.vendor_id, self.dev.attr.vendor_part_id, self.out_reads as i32);
-        (
-            msg::Negotiate {
-                test_method: 0,
-                connection_type: self.p.connection.wire_value() as i32,
-                verb: self.p.verb.wire_value() as i32,
-                tst: if self.p.kind == TestKind::Bw { 1 } else { 0 },
-                atomic_type: self.p.atomic_type.wire_value() as i32,
-                test_type: if self.p.test_type == TestType::Duration { 1 } else { 0 },
-                report_fmt: if self.p.report_fmt == ReportFormat::Gbs { 0 } else { 1 },
-                size: self.p.size,
-                iters: self.p.iters,
-                aes_xts: i32::from(self.p.aes.enabled),
-                num_of_qps: self.p.num_qps as i32,
-                duration: self.p.duration as i32,
-                use_rdma_cm: 0,
-                use_write_with_imm: 0,
-                no_enhanced_reorder: 0,
-                sig_offload: 0,
-                data_validation: 0,
-                device_attr: blob,
-                mlx5dv_comp_mask: 0,
-            },
-            msg::NegotiateLayout::WithMlx5dv,
-        )
+        let size = self.sizes.last().copied().unwrap_or(self.p.size);
+        (negotiate::negotiate_block(self.p, size, blob), msg::NegotiateLayout::WithMlx5dv)
     }
     fn key_format(&self) -> KeyFormat {
         KeyFormat::new(self.dev.gid_index.is_some(), false)
@@ -1155,7 +1154,23 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     }
     fn on_version(&mut self, peer: &PeerVersion) -> Result<(), ToolError> {
         msg::check_version(peer)?;
+        self.negotiating = peer.negotiates_with(&PeerVersion::from_text(self.own_version()));
         Ok(())
+    }
+    fn on_negotiate(&mut self, remote: &msg::Negotiate) -> Result<(), ToolError> {
+        let (local, _) = self.negotiate();
+        if let Err(e) = msg::compare_negotiation(&local, remote) {
+            // 6.29's two lines, nothing else: both sides print them and exit 1.
+            let lines = e.perftest_lines().unwrap_or_else(|| e.to_string());
+            return Err(ToolError::new(1, lines.trim_end()));
+        }
+        let theirs = remote.max_qp_rd_atom();
+        if self.p.connection != Connection::Dc && theirs >= 0 && self.out_reads > theirs as u32 {
+            self.out.text(" out_reads is greater than remote max_qp_rd_atom, using remote max_qp_rd_atom\n");
+            self.out_reads = theirs as u32;
+        }
+        self.negotiating = false;
+        self.setup()
     }
     fn on_sysdata(&mut self, remote: SysData) -> Result<(), ToolError> {
         self.sys = self.sys.merged(remote);
@@ -1163,6 +1178,11 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
     }
     fn on_mtu(&mut self, remote: Option<u8>) -> Result<(), ToolError> {
         self.mtu = msg::effective_mtu(self.local_mtu, remote);
+        // The UD size clamp now: NEGOTIATE carries the clamped size.
+        self.clamp_ud_sizes()?;
+        if self.negotiating {
+            return Ok(());
+        }
         self.setup()
     }
     fn on_key(&mut self, qp: usize, purpose: KeyPurpose, remote: KeyMsg) -> Result<(), ToolError> {
@@ -1222,7 +1242,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
                 self.measuring = true;
                 let p = self.p;
                 if p.kind == TestKind::Bw {
-                    self.out.text(&report::bw_result_header(STYLE, self.columns()));
+                    self.out.text(&report::bw_result_header(self.p.persona.style(), self.columns()));
                 } else {
                     self.out.text(&report::lat_result_header(
                         p.test_type == TestType::Duration,
@@ -1382,7 +1402,9 @@ fn plan_options(p: &Params, sizes: &[u64], local_mtu: u8) -> oob::PlanOptions {
         write_with_imm: p.verb == Verb::WriteImm,
         duration: p.test_type == TestType::Duration,
         report_per_port: p.report_per_port,
-        negotiate: false,
+        // The step is there whenever versions are exchanged; it sends only when both versions
+        // call for it (oob::msg::PeerVersion::negotiates_with).
+        negotiate: !p.dont_xchg_versions,
         rdma_cm: p.use_rdma_cm,
         cm_qps: p.work_rdma_cm,
         exchange_versions: !p.dont_xchg_versions,
