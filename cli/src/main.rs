@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod cmtest;
 mod devinfo;
+mod diag;
 mod matrix;
 mod selftest;
 
@@ -17,6 +18,13 @@ const TOOLS: [&str; 8] = [
     "ib_send_lat",
     "ib_atomic_bw",
     "ib_atomic_lat",
+];
+
+/// argv[0] names of the small diagnostic tools (a link named `ibstat` runs `rperftest ibstat`).
+const DIAG_LINKS: [(&str, &str); 3] = [
+    ("show_gids", "gids"),
+    ("ibdev2netdev", "ibdev2netdev"),
+    ("ibstat", "ibstat"),
 ];
 
 fn usage() -> String {
@@ -32,6 +40,11 @@ fn usage() -> String {
          selftest           exercise every verb between two QPs on one device\n  \
          matrix             perftest between every pair of nodes and rails, over ssh or srun\n\
          \n\
+         diagnostic tools (also run as links named show_gids, ibdev2netdev, ibstat):\n  \
+         gids               the GID table, as show_gids prints it (--json too)\n  \
+         ibdev2netdev       the netdev behind every RDMA port (-v for details)\n  \
+         ibstat             CA and port state, as infiniband-diags' ibstat prints it\n\
+         \n\
          rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
     )
@@ -46,6 +59,8 @@ fn main() -> ExitCode {
     let argv0 = args.first().map(|s| basename(s)).unwrap_or("rperftest");
     let (cmd, rest): (&str, &[String]) = if TOOLS.contains(&argv0) {
         (argv0, &args[1..])
+    } else if let Some((_, c)) = DIAG_LINKS.iter().find(|(link, _)| *link == argv0) {
+        (c, &args[1..])
     } else if args.len() >= 2 {
         (args[1].as_str(), &args[2..])
     } else {
@@ -76,6 +91,9 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
         "selftest" => selftest::run_selftest(rest),
         "cm-ping" => cmtest::run(rest),
         "matrix" => matrix::run(rest),
+        "gids" | "show_gids" => diag::gids::run(rest),
+        "ibdev2netdev" => diag::ibdev2netdev::run(rest),
+        "ibstat" => diag::ibstat::run(rest),
         // The two halves of `matrix` that run on the nodes.
         "matrix-exec" => matrix::exec::run(rest),
         "matrix-probe" => matrix::probe::run(rest),
