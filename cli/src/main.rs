@@ -21,8 +21,9 @@ const TOOLS: [&str; 8] = [
 ];
 
 /// argv[0] names of the small diagnostic tools (a link named `ibstat` runs `rperftest ibstat`).
-const DIAG_LINKS: [(&str, &str); 3] = [
+const DIAG_LINKS: [(&str, &str); 4] = [
     ("show_gids", "gids"),
+    ("rping", "rping"),
     ("ibdev2netdev", "ibdev2netdev"),
     ("ibstat", "ibstat"),
 ];
@@ -40,10 +41,11 @@ fn usage() -> String {
          selftest           exercise every verb between two QPs on one device\n  \
          matrix             perftest between every pair of nodes and rails, over ssh or srun\n\
          \n\
-         diagnostic tools (also run as links named show_gids, ibdev2netdev, ibstat):\n  \
+         diagnostic tools (also run as links named show_gids, ibdev2netdev, ibstat, rping):\n  \
          gids               the GID table, as show_gids prints it (--json too)\n  \
          ibdev2netdev       the netdev behind every RDMA port (-v for details)\n  \
-         ibstat             CA and port state, as infiniband-diags' ibstat prints it\n\
+         ibstat             CA and port state, as infiniband-diags' ibstat prints it\n  \
+         rping              rdma-core's rping over rdma_cm (-s | -c -a ADDR), wire compatible\n\
          \n\
          rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
@@ -94,6 +96,7 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
         "gids" | "show_gids" => diag::gids::run(rest),
         "ibdev2netdev" => diag::ibdev2netdev::run(rest),
         "ibstat" => diag::ibstat::run(rest),
+        "rping" => diag::rping::run(rest),
         // The two halves of `matrix` that run on the nodes.
         "matrix-exec" => matrix::exec::run(rest),
         "matrix-probe" => matrix::probe::run(rest),

@@ -8,6 +8,7 @@ pub mod csys;
 pub mod gids;
 pub mod ibdev2netdev;
 pub mod ibstat;
+pub mod rping;
 
 #[cfg(test)]
 pub mod fake;
