@@ -2,7 +2,8 @@
 # `rperftest rping` (rdma-core's rping over our own rdma_cm and verbs): `-C 10 -V` between
 # ours and ours, and (full mode) ours client -> rdma-core's rping server and rping client ->
 # ours server, also with -S 100 and -v; exit 0 on both sides, every run bounded. Then a dead
-# peer: a client whose server is killed mid-run ends with one line within its --timeout.
+# peer: a client whose server is killed mid-run ends with one line within its --timeout;
+# -P serves two clients in a row.
 # mode: any
 # timeout: 150
 . "$VMTEST_LIB"
@@ -50,6 +51,15 @@ if [ "$RXE_VM_MODE" = full ]; then
         rping -c -a "$RXE_IP" -p $PORT -C 10 -V -S 100
     bound 60 "with rdma-core's rping"
 fi
+
+# -P: the server keeps serving, one client after another.
+start_server -c rperftest rping -s -P -p $PORT
+for n in 1 2; do
+    expect_rc 0 with_timeout 30 rperftest rping -c -a "$RXE_IP" -p $PORT -C 3 -V
+done
+kill -0 "$SERVER_PID" 2>/dev/null || fail "-P server did not outlive its clients"
+kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
+log "-P: two clients served"
 
 # A dead peer: the server is killed while the client pings forever; the client ends with one
 # clear line within its 3 s bound.
