@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod cmtest;
 mod devinfo;
+mod diag;
 mod plot_cmd;
 mod selftest;
 
@@ -19,6 +20,14 @@ const TOOLS: [&str; 8] = [
     "ib_send_lat",
     "ib_atomic_bw",
     "ib_atomic_lat",
+];
+
+/// argv[0] names of the small diagnostic tools (a link named `ibstat` runs `rperftest ibstat`).
+const DIAG_LINKS: [(&str, &str); 4] = [
+    ("show_gids", "gids"),
+    ("rping", "rping"),
+    ("ibdev2netdev", "ibdev2netdev"),
+    ("ibstat", "ibstat"),
 ];
 
 fn usage() -> String {
@@ -40,6 +49,12 @@ fn usage() -> String {
          compare            base against new runs per size; exit 1 on a regression\n  \
          qperf              qperf 0.4.11-compatible client and server (also as a link named qperf)\n\
          \n\
+         diagnostic tools (also run as links named show_gids, ibdev2netdev, ibstat, rping):\n  \
+         gids               the GID table, as show_gids prints it (--json too)\n  \
+         ibdev2netdev       the netdev behind every RDMA port (-v for details)\n  \
+         ibstat             CA and port state, as infiniband-diags' ibstat prints it\n  \
+         rping              rdma-core's rping over rdma_cm (-s | -c -a ADDR), wire compatible\n\
+         \n\
          rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
     )
@@ -54,6 +69,8 @@ fn main() -> ExitCode {
     let argv0 = args.first().map(|s| basename(s)).unwrap_or("rperftest");
     let (cmd, rest): (&str, &[String]) = if TOOLS.contains(&argv0) || argv0 == "qperf" {
         (argv0, &args[1..])
+    } else if let Some((_, c)) = DIAG_LINKS.iter().find(|(link, _)| *link == argv0) {
+        (c, &args[1..])
     } else if args.len() >= 2 {
         (args[1].as_str(), &args[2..])
     } else {
@@ -87,6 +104,10 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
         "matrix" => matrix::run(rest),
         "plot" => plot_cmd::run_plot(rest),
         "compare" => plot_cmd::run_compare(rest),
+        "gids" | "show_gids" => diag::gids::run(rest),
+        "ibdev2netdev" => diag::ibdev2netdev::run(rest),
+        "ibstat" => diag::ibstat::run(rest),
+        "rping" => diag::rping::run(rest),
         // The two halves of `matrix` that run on the nodes.
         "matrix-exec" => matrix::exec::run(rest),
         "matrix-probe" => matrix::probe::run(rest),

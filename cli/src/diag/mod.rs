@@ -1,0 +1,14 @@
+//! The small tools people reach for when RDMA does not work: `gids` (show_gids),
+//! `ibdev2netdev`, `ibstat` (infiniband-diags) and `rping` (rdma-core).
+//!
+//! Each tool reads sysfs into a plain data model and renders text from it, so the text is
+//! tested with golden strings and the readers with fake sysfs trees. See docs/tools.md.
+
+pub mod csys;
+pub mod gids;
+pub mod ibdev2netdev;
+pub mod ibstat;
+pub mod rping;
+
+#[cfg(test)]
+pub mod fake;
