@@ -7,7 +7,9 @@
 # tc on the dummy netdev does not slow rxe loopback, whose packets never reach the qdisc) exits
 # 1 naming the size; a
 # --run_infinitely run whose client is stopped for 3 s in the middle has that interval marked.
-# mode: any
+# mode: full
+# (Full only: the bare image would rerun the same ours<->ours runs; 19-bare-all-tools
+# covers the tools without rdma-core.)
 # timeout: 240
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
