@@ -455,6 +455,20 @@ for name, data in [
     add("qperf_wire", name, data)
 
 # ---------------------------------------------------------------------------------------------
+# rping: the 16-byte big-endian advertisement {addr u64, rkey u32, len u32}; command lines
+# ---------------------------------------------------------------------------------------------
+
+add("rping", "adv-64", struct.pack(">QII", 0x7F3B115CA000, 0x00B303, 64))
+add("rping", "adv-zero-len", struct.pack(">QII", 0x1000, 7, 0))
+add("rping", "adv-huge-len", struct.pack(">QII", 0x1000, 7, 0xFFFFFFFF))
+add("rping", "adv-short", struct.pack(">QI", 0x1000, 7))
+add("rping", "adv-long", struct.pack(">QII", 0x1000, 7, 64) + b"\0\0\0\0")
+add("rping", "payload", b"rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr\0")
+add("rping", "args-client", b"-c\0-a\0" + b"10.77.0.1\0-C\010\0-V\0-S\0100")
+add("rping", "args-server", b"-s\0-vVd\0-p\07174\0-P\0--listen-timeout=5")
+add("rping", "args-bad", b"-c\0-a\0node1\0-S\01\0--timeout\0-3")
+
+# ---------------------------------------------------------------------------------------------
 
 def main() -> int:
     total = 0

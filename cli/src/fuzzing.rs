@@ -9,6 +9,7 @@
 //! when a property it checks fails. See docs/fuzzing.md.
 #![doc(hidden)]
 
+use crate::diag::rping;
 use crate::matrix::{hostlist, probe, results};
 
 /// Any text: the records found survive a write and read back unchanged, the counts add up, and
@@ -63,5 +64,35 @@ pub fn matrix_hostlist(data: &[u8]) {
         if !names.is_empty() {
             assert_eq!(hostlist::expand(&names.join(",")).as_ref(), Ok(&names), "names re-expand to themselves");
         }
+    }
+}
+
+/// rping's untrusted inputs: the peer's 16-byte advertisement (decode is exact-length, encode
+/// gives the bytes back, the length check never lets 0 or more than the buffer through), the
+/// received payload as `%s` prints it, and the command line (NUL-separated arguments: parsed or
+/// refused in one line, never a panic).
+pub fn rping(data: &[u8]) {
+    match rping::Adv::decode(data) {
+        Ok(a) => {
+            assert_eq!(data.len(), rping::ADV_LEN);
+            assert_eq!(&a.encode()[..], data, "advertisement round-trips");
+            for max in [1usize, 27, rping::BUF_MAX] {
+                if let Ok(n) = a.checked_len(max) {
+                    assert!(n >= 1 && n <= max && n == a.len as usize, "{n} of {max}");
+                }
+            }
+        }
+        Err(e) => {
+            assert_ne!(data.len(), rping::ADV_LEN);
+            assert!(e.starts_with("Received bogus data, size "), "{e}");
+        }
+    }
+    let shown = rping::c_str(data);
+    assert!(!shown.contains('\0') && shown.len() <= data.len() * 3, "c_str stops at the NUL");
+    let args: Vec<String> = data.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    match rping::parse(&args) {
+        Ok(Some(o)) => assert!(o.size >= rping::MIN_SIZE && o.size < rping::BUF_MAX, "-S {} accepted", o.size),
+        Ok(None) => {}
+        Err(e) => assert!(!e.trim().is_empty() && !e.trim_end().contains('\n'), "one line: {e:?}"),
     }
 }

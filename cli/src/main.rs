@@ -5,11 +5,10 @@ use std::process::ExitCode;
 
 mod cmtest;
 mod devinfo;
-mod diag;
 mod plot_cmd;
 mod selftest;
 
-use rperftest::matrix;
+use rperftest::{diag, matrix};
 
 const TOOLS: [&str; 8] = [
     "ib_write_bw",

@@ -18,3 +18,8 @@ fn matrix_probe() {
 fn matrix_hostlist() {
     replay("matrix_hostlist", fuzzing::matrix_hostlist);
 }
+
+#[test]
+fn rping() {
+    replay("rping", fuzzing::rping);
+}
