@@ -468,6 +468,13 @@ add("rping", "args-client", b"-c\0-a\0" + b"10.77.0.1\0-C\010\0-V\0-S\0100")
 add("rping", "args-server", b"-s\0-vVd\0-p\07174\0-P\0--listen-timeout=5")
 add("rping", "args-bad", b"-c\0-a\0node1\0-S\01\0--timeout\0-3")
 
+for name, text in [
+    ("state", b"4: ACTIVE\n"), ("rate", b"2.5 Gb/sec (1X SDR)\n"), ("hex", b"0x00010000\n"),
+    ("octal", b"0777\n"), ("guid", b"f88f:65ff:fe3c:39b5\n"), ("gid", b"0000:0000:0000:0000:0000:ffff:0a4d:0001\n"),
+    ("overflow", b"18446744073709551616\n"), ("negative", b"-1\n"), ("short-guid", b"1:2:3\n"), ("binary", bytes(range(0, 32))),
+]:
+    add("diag_sysfs", name, text)
+
 # ---------------------------------------------------------------------------------------------
 
 def main() -> int:

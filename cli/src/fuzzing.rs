@@ -9,7 +9,7 @@
 //! when a property it checks fails. See docs/fuzzing.md.
 #![doc(hidden)]
 
-use crate::diag::rping;
+use crate::diag::{csys, rping};
 use crate::matrix::{hostlist, probe, results};
 
 /// Any text: the records found survive a write and read back unchanged, the counts add up, and
@@ -95,4 +95,26 @@ pub fn rping(data: &[u8]) {
         Ok(None) => {}
         Err(e) => assert!(!e.trim().is_empty() && !e.trim_end().contains('\n'), "one line: {e:?}"),
     }
+}
+
+/// The diag tools' C-style sysfs readers (libibumad's semantics): any text is read without a
+/// panic, and what the kernel writes reads back: a number in decimal and in `0x` hex, a GUID
+/// and a GID in their sysfs form, built from the input's first bytes.
+pub fn diag_sysfs(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = (csys::strtoul(&text, 0), csys::strtoul(&text, 16), csys::parse_guid(&text), csys::parse_gid(&text));
+    let mut w = [0u8; 16];
+    for (d, s) in w.iter_mut().zip(data) {
+        *d = *s;
+    }
+    let v = u64::from_le_bytes(w[..8].try_into().unwrap_or_default());
+    assert_eq!(csys::strtoul(&format!("{v}"), 0), v, "decimal {v}");
+    assert_eq!(csys::strtoul(&format!("0x{v:x}"), 0), v, "hex {v:x}");
+    assert_eq!(csys::strtoul(&format!("{v:x}"), 16), v, "base 16 {v:x}");
+    assert_eq!(csys::strtoul(&format!("{v}: STATE\n"), 0), v, "a number before text");
+    let g: Vec<u16> = w.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
+    let guid = format!("{:04x}:{:04x}:{:04x}:{:04x}\n", g[0], g[1], g[2], g[3]);
+    assert_eq!(csys::parse_guid(&guid), Some(u64::from_be_bytes(w[..8].try_into().unwrap_or_default())), "{guid}");
+    let gid = g.iter().map(|x| format!("{x:04x}")).collect::<Vec<_>>().join(":") + "\n";
+    assert_eq!(csys::parse_gid(&gid), Some(w), "{gid}");
 }

@@ -23,3 +23,8 @@ fn matrix_hostlist() {
 fn rping() {
     replay("rping", fuzzing::rping);
 }
+
+#[test]
+fn diag_sysfs() {
+    replay("diag_sysfs", fuzzing::diag_sysfs);
+}
