@@ -24,6 +24,13 @@ full() { [ "$RXE_VM_MODE" = full ]; }
 ip link add va type veth peer name vb || fail "cannot create a veth pair"
 ip link set va up && ip link set vb up
 ip addr add 10.98.1.1/24 dev va && ip addr add 10.98.1.2/24 dev vb
+# The devices and the veth pair go when the case ends, whatever happens: later cases (and
+# tools that list every device, like 60's ibstat -l) see only rxe0.
+_mcast_cleanup() {
+    rdma link del rxeA 2>/dev/null; rdma link del rxeB 2>/dev/null; ip link del va 2>/dev/null
+    _vmtest_cleanup
+}
+trap _mcast_cleanup EXIT
 rdma link add rxeA type rxe netdev va || fail "rdma link add rxeA failed"
 rdma link add rxeB type rxe netdev vb || fail "rdma link add rxeB failed"
 # Both addresses are local to this one host: accept them as multicast sources.

@@ -45,16 +45,20 @@ grep -qx "		State: Active" "$VMTEST_TMP/r1.txt" || fail "port not Active in ibst
 grep -qx "		Link layer: Ethernet" "$VMTEST_TMP/r1.txt" || fail "link layer not Ethernet"
 g0=$(cut -d: -f5- "$P/gids/0" | tr -d :)
 grep -qx "0x$g0" "$VMTEST_TMP/r4.txt" || fail "ibstat -p: port GUID is not GID 0's interface id ($g0)"
-[ "$(cat "$VMTEST_TMP/r2.txt")" = "$RXE_DEV" ] || fail "ibstat -l is not '$RXE_DEV'"
+# -l lists every device of the host, in byte order (an earlier case may have left others).
+[ "$(cat "$VMTEST_TMP/r2.txt")" = "$(ls /sys/class/infiniband | LC_ALL=C sort)" ] || fail "ibstat -l is not the devices in sysfs"
+grep -qx "$RXE_DEV" "$VMTEST_TMP/r2.txt" || fail "ibstat -l does not list '$RXE_DEV'"
 expect_rc 255 rperftest ibstat "$RXE_DEV" 7
 expect_contains "has no port number 7"
 expect_rc 255 rperftest ibstat nosuchdev
 expect_contains "can't be found"
 
 # --- gids
-rperftest gids >"$VMTEST_TMP/gids.txt" || fail "rperftest gids failed"
+rperftest gids "$RXE_DEV" >"$VMTEST_TMP/gids.txt" || fail "rperftest gids failed"
 cat "$VMTEST_TMP/gids.txt"
-"$OURS/show_gids" | cmp -s - "$VMTEST_TMP/gids.txt" || fail "show_gids link differs from rperftest gids"
+"$OURS/show_gids" "$RXE_DEV" | cmp -s - "$VMTEST_TMP/gids.txt" || fail "show_gids link differs from rperftest gids"
+rperftest gids >"$VMTEST_TMP/gids-all.txt" || fail "rperftest gids (all devices) failed"
+grep -q "^$RXE_DEV	1	" "$VMTEST_TMP/gids-all.txt" || fail "rperftest gids without a device has no $RXE_DEV rows"
 [ "$(sed -n 1p "$VMTEST_TMP/gids.txt")" = "$(printf 'DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV')" ] \
     || fail "header 1 is not show_gids'"
 [ "$(sed -n 2p "$VMTEST_TMP/gids.txt")" = "$(printf -- '---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---')" ] \
