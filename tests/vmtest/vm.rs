@@ -173,6 +173,9 @@ fn run_mode(
     };
     let mut summary = None;
     let mut last_fail = String::new();
+    // The runner prints a failed case's output after its VMTEST line: its FAIL: line then
+    // belongs to that case.
+    let mut pending: Option<usize> = None;
     let out = BufReader::new(child.stdout.take().unwrap());
     for line in out.lines() {
         let Ok(line) = line else { break };
@@ -191,13 +194,19 @@ fn run_mode(
             };
             let secs = if matches!(outcome, Outcome::Ok) { format!(" <{}s>", f[3]) } else { String::new() };
             println!("test {name} ... {shown}{secs}");
+            pending = matches!(outcome, Outcome::Failed(_)).then_some(results.len());
             results.push((name, outcome));
             last_fail.clear();
         } else if f.first() == Some(&"VMSUITE") {
             summary = Some(line.clone());
         } else if !line.starts_with("VMTEST-") {
             if let Some(i) = line.find("FAIL: ") {
-                last_fail = line[i..].trim_end().to_string();
+                let why = line[i..].trim_end().to_string();
+                match pending.and_then(|k| results.get_mut(k)) {
+                    // The first one: `fail` ends a case, so later FAIL: lines are another's.
+                    Some((_, Outcome::Failed(r))) if r.is_empty() => *r = why,
+                    _ => last_fail = why,
+                }
             }
             println!("{line}");
         }
