@@ -170,11 +170,13 @@ impl PeerVersion {
     }
 }
 
-/// C `atof()` on a string: leading blanks, sign, digits, optional fraction and exponent.
-pub fn atof(s: &str) -> f64 {
+/// Where C's float scan (`atof`, `strtod`) finds its number in `s`: `(start, end)` byte offsets
+/// of sign, digits, optional fraction and exponent, after the leading bytes `blank` accepts;
+/// `None` when there is no digit. (qperf's option values share it, with a narrower blank.)
+pub fn c_float_span(s: &str, blank: impl Fn(u8) -> bool) -> Option<(usize, usize)> {
     let b = s.as_bytes();
     let mut i = 0;
-    while i < b.len() && (b[i] == b' ' || (b'\t'..=b'\r').contains(&b[i])) {
+    while i < b.len() && blank(b[i]) {
         i += 1;
     }
     let start = i;
@@ -194,7 +196,7 @@ pub fn atof(s: &str) -> f64 {
         }
     }
     if digits == 0 {
-        return 0.0;
+        return None;
     }
     let mut end = i;
     if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
@@ -210,7 +212,15 @@ pub fn atof(s: &str) -> f64 {
             end = j;
         }
     }
-    s.get(start..end).and_then(|t| t.parse::<f64>().ok()).unwrap_or(0.0)
+    Some((start, end))
+}
+
+/// C `atof()` on a string: leading blanks, sign, digits, optional fraction and exponent.
+pub fn atof(s: &str) -> f64 {
+    c_float_span(s, |c| c == b' ' || (b'\t'..=b'\r').contains(&c))
+        .and_then(|(start, end)| s.get(start..end))
+        .and_then(|t| t.parse::<f64>().ok())
+        .unwrap_or(0.0)
 }
 
 /// Our version block: the text NUL-padded to 16 bytes (at most 15 characters).

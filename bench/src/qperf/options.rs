@@ -503,44 +503,11 @@ pub fn parse_long(opt: &str, s: &str) -> Result<u64, Fatal> {
 
 /// The longest prefix that is a decimal number (like strtold, without hex or inf), and the rest.
 fn split_number(s: &str) -> (Option<f64>, &str) {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() && b[i] == b' ' {
-        i += 1;
+    // Leading spaces only (not tabs or newlines), as qperf's own scan.
+    match crate::oob::msg::c_float_span(s, |c| c == b' ') {
+        Some((start, end)) => (s[start..end].parse().ok(), &s[end..]),
+        None => (None, s),
     }
-    let start = i;
-    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
-        i += 1;
-    }
-    let mut digits = 0;
-    while i < b.len() && b[i].is_ascii_digit() {
-        i += 1;
-        digits += 1;
-    }
-    if i < b.len() && b[i] == b'.' {
-        i += 1;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-            digits += 1;
-        }
-    }
-    if digits == 0 {
-        return (None, s);
-    }
-    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-        let mut j = i + 1;
-        if j < b.len() && (b[j] == b'-' || b[j] == b'+') {
-            j += 1;
-        }
-        let e0 = j;
-        while j < b.len() && b[j].is_ascii_digit() {
-            j += 1;
-        }
-        if j > e0 {
-            i = j;
-        }
-    }
-    (s[start..i].parse().ok(), &s[i..])
 }
 
 /// A `-oo name:init:last:incr` loop.
