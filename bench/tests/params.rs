@@ -3,10 +3,16 @@
 //! deterministic fuzz loop.
 
 use bench::params::{
-    parse, AtomicType, Connection, ErrorKind, LinkType, Output, ParamError, Params, ParseOutcome,
-    RateLimitType, ReportFormat, Role, TestKind, TestMethod, TestType, Tool, Verb,
-    PERFTEST_VERSION,
+    parse_with_env, AtomicType, Connection, ErrorKind, LinkType, Output, ParamError, Params,
+    ParseOutcome, RateLimitType, ReportFormat, Role, TestKind, TestMethod, TestType, Tool, Verb,
 };
+
+/// These goldens are Debian's perftest 6.06 (tests/fixtures/help); the 6.29 persona, the
+/// default, has its own in persona629_golden.rs. The persona is fixed here, whatever the
+/// environment says.
+fn parse(tool: Tool, a: &[String]) -> Result<ParseOutcome, ParamError> {
+    parse_with_env(tool, a, Some("6.06"))
+}
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/tests/fixtures/help/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -62,7 +68,7 @@ fn help_is_byte_exact_for_all_tools() {
 fn version_is_exact_for_all_tools() {
     for tool in Tool::ALL {
         let want = fixture(&format!("{}.version.txt", tool.name()));
-        assert_eq!(want, format!("Version: {PERFTEST_VERSION}\n"));
+        assert_eq!(want, "Version: 6.06\n");
         for flag in ["-V", "--version", "--vers"] {
             assert_eq!(
                 parse(tool, &args(&[flag])),

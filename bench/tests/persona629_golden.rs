@@ -93,9 +93,17 @@ fn help_and_version_of_all_eight_tools_are_629s() {
 }
 
 #[test]
+fn the_default_persona_is_629() {
+    for (name, tool) in TOOLS {
+        let v = params::parse_with_env(tool, &args(&["-V"]), None);
+        assert_eq!(v, Ok(ParseOutcome::Version("Version: 6.29\n".into())), "{name}");
+    }
+}
+
+#[test]
 fn the_606_persona_still_prints_606s_help_and_version() {
     for (name, tool) in TOOLS {
-        let h = params::parse_with_env(tool, &args(&["-h"]), None);
+        let h = params::parse_with_env(tool, &args(&["-h"]), Some("6.06"));
         let want = fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/help/{name}.help.txt")))
             .unwrap();
         assert_eq!(h, Ok(ParseOutcome::Help(want)), "{name}");

@@ -36,8 +36,9 @@ fn usage() -> String {
          perftest tools (same flags, output and wire protocol as perftest; also run as a link named\n\
          after the tool):\n  {}\n\
          \n\
-         They print what perftest 6.06 prints; --perftest-version 6.29 (or the environment\n\
-         variable RPERFTEST_PERFTEST_VERSION=6.29) makes them print what perftest 6.29 prints.\n\
+         They print what perftest 6.29 prints; --perftest-version 6.06 (or the environment\n\
+         variable RPERFTEST_PERFTEST_VERSION=6.06) makes them print what Debian 12's perftest 6.06\n\
+         prints. The wire adapts to the peer's version either way.\n\
          \n\
          own commands:\n  \
          devices            list RDMA devices (like ibv_devices)\n  \

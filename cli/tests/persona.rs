@@ -43,9 +43,13 @@ fn option_and_environment_select_629s_help_and_version() {
 }
 
 #[test]
-fn default_is_606_and_the_option_beats_the_environment() {
+fn default_is_629_and_the_option_beats_the_environment() {
     let o = run(&["ib_write_bw", "-V"], None);
-    assert_eq!((text(&o.stdout), o.status.code()), (fixture("help/ib_write_bw.version.txt"), Some(1)));
+    assert_eq!((text(&o.stdout), o.status.code()), (fixture("perftest-6.29/help/ib_write_bw.version.stdout"), Some(1)));
+    let o = run(&["ib_write_bw", "-h"], None);
+    assert_eq!((text(&o.stdout), o.status.code()), (fixture("perftest-6.29/help/ib_write_bw.h.stdout"), Some(1)));
+    let o = run(&["ib_write_bw", "-h"], Some("6.06"));
+    assert_eq!((text(&o.stdout), o.status.code()), (fixture("help/ib_write_bw.help.txt"), Some(1)));
     let o = run(&["ib_write_bw", "--perftest-version=6.06", "-h"], Some("6.29"));
     assert_eq!((text(&o.stdout), o.status.code()), (fixture("help/ib_write_bw.help.txt"), Some(1)));
 }

@@ -194,7 +194,7 @@ pub fn usage(tool: Tool, prog: &str) -> String {
 pub fn extensions_help() -> &'static str {
     "rperftest extensions (not printed by -h, which matches the chosen perftest byte for byte):\n\
      \x20     --perftest-version=<6.06|6.29>  Print what that perftest prints (-h, -V, header,\n\
-     \x20                 units, notes); also RPERFTEST_PERFTEST_VERSION; default 6.06\n\
+     \x20                 units, notes); also RPERFTEST_PERFTEST_VERSION; default 6.29\n\
      \x20     --loopback  Run server and client in one process (no <host> argument)\n\
      \x20     --adopt     Server: run with an rperftest client's -s, -q, -n, -t, -m, -a and -D\n\
      \x20     --plot=<file.svg>  Draw the run: -a sweep against size, -H histogram and CDF,\n\

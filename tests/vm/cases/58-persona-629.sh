@@ -1,17 +1,30 @@
 #!/bin/bash
-# Issue 18: the 6.29 persona (--perftest-version 6.29 / RPERFTEST_PERFTEST_VERSION=6.29) on a
-# real run. Ours<->ours both 6.29: the two sides send "6.29" and exchange the NEGOTIATE block
+# Issue 18: the 6.29 persona (the default; also --perftest-version 6.29 /
+# RPERFTEST_PERFTEST_VERSION=6.29, which lib.sh otherwise sets to 6.06) on a real run. With neither,
+# -V says 6.29 and a pair exchanges NEGOTIATE and prints 6.29's text; against C 6.06 both ways. Ours<->ours both 6.29: the two sides send "6.29" and exchange the NEGOTIATE block
 # (resources wait for it), both exit 0, and the output is 6.29's (MiB/sec, CQE Poll Batch,
 # Lock-free, the dynamic-polling note first). -c UD: the block carries the size after the MTU
 # clamp on both sides. Mixed personas and C 6.06 on either side: no NEGOTIATE (6.06 is below
 # 6.28), both exit 0. An option only NEGOTIATE carries (--report_gbits) differing: both sides
 # print 6.29's two lines before any header and exit 1. Ctrl-C on a --run_infinitely client ends
 # it as 6.29 does (' User stopped traffic', exit 0). Every pair also passes lib.sh's checks.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 240
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
 P629=(env RPERFTEST_PERFTEST_VERSION=6.29)
+
+log "== the default persona is 6.29 (variable unset, no option)"
+DEF=(env -u RPERFTEST_PERFTEST_VERSION)
+run "${DEF[@]}" rperftest ib_write_bw -V
+[ "$LAST_RC" = 1 ] && [ "$(cat "$LAST_OUT")" = "Version: 6.29" ] || fail "default -V: rc=$LAST_RC, want 'Version: 6.29' and 1"
+log "== send_bw ours<->ours, both the default persona: NEGOTIATE, 6.29 text"
+pair ib_send_bw "${DEF[@]}" rperftest ib_send_bw "${X[@]}" -n 200 -s 4096 -- \
+    "${DEF[@]}" rperftest ib_send_bw "${X[@]}" -n 200 -s 4096 "$RXE_IP"
+for f in "$VMTEST_TMP/client.out" "$SERVER_LOG"; do
+    grep -qF "BW average[MiB/sec]" "$f" || fail "$f: default persona: no MiB/sec titles"
+done
 
 log "== write_bw ours<->ours, both 6.29"
 pair ib_write_bw "${P629[@]}" rperftest ib_write_bw "${X[@]}" -n 200 -s 4096 -- \
@@ -75,5 +88,9 @@ if [ "$RXE_VM_MODE" = full ]; then
     pair ib_write_bw "${P629[@]}" rperftest ib_write_bw "${X[@]}" -n 200 -s 4096 -- \
         ib_write_bw "${X[@]}" -n 200 -s 4096 "$RXE_IP"
     grep -qF "BW average[MiB/sec]" "$SERVER_LOG" || fail "6.29 server: no MiB/sec titles"
+    log "== read_lat: default-persona client -> C 6.06 server, and C 6.06 client -> default server"
+    pair ib_read_lat ib_read_lat "${X[@]}" -n 100 -- "${DEF[@]}" rperftest ib_read_lat "${X[@]}" -n 100 "$RXE_IP"
+    expect_contains "Disabling dynamic polling" "$VMTEST_TMP/client.out"
+    pair ib_read_lat "${DEF[@]}" rperftest ib_read_lat "${X[@]}" -n 100 -- ib_read_lat "${X[@]}" -n 100 "$RXE_IP"
 fi
 log "OK"
