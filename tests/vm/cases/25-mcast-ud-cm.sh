@@ -15,7 +15,8 @@
 # 2. UD over rdma_cm: send_bw and send_lat with -c UD -R (SIDR; the send_lat client tells the
 #    server its QPN with one SEND) and -c UD -z, ours<->ours and against C both ways; send_bw
 #    -c UD -R with -b and with -q 2 in the three pairings.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 900
 . "$VMTEST_LIB"
 full() { [ "$RXE_VM_MODE" = full ]; }

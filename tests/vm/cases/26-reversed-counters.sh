@@ -4,7 +4,8 @@
 # -W/--report-counters with rxe's hw_counters (non-zero packet deltas after the result line,
 # perftest's "\t<name>=<delta>" lines), and a counter that does not exist (one line, exit 1);
 # -O/--dualport (and --report-per-port) on one-port rxe: one line naming rxe0 and its port count.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 600
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

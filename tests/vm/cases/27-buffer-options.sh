@@ -6,7 +6,8 @@
 # its receive area), and --odp refused on rxe (no On-Demand Paging) in one line.
 # Against C perftest 6.06 (full image): C server with --mmap receives our payload; C client
 # with --mmap -> our --mmap server.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 600
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

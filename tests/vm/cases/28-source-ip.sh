@@ -6,7 +6,8 @@
 # sockets of port 18515 (/proc/net/tcp) or, with -R, the rdma_cm ids (`rdma resource show
 # cm_id`: src-addr $SRC -> dst-addr $RXE_IP:18515). Pairs: ours<->ours, ours -> C server,
 # C client -> ours; a server bound to $SRC only; and a non-local address: one line, exit 1.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 900
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

@@ -7,7 +7,8 @@
 # ours<->ours (send_bw, write_bw, send_lat), ours -> C server and C client -> ours (send_bw,
 # write_bw). And perftest's parameter rule: XRC with -R is refused ("XRC does not support
 # RDMA_CM"), compared with C. The XRC data path itself (mlx5) is checked against a model only.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 600
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

@@ -3,7 +3,8 @@
 # RC QP through /dev/infiniband/rdma_cm (56 bytes of private data each way checked), SEND one
 # message each way, disconnect; then the error paths: a client given 127.0.0.1 gets the route
 # hint fast, a client to a port nobody listens on is told so fast.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 180
 . "$VMTEST_LIB"
 

@@ -7,7 +7,8 @@
 # C client -> ours.
 # Then the DC parameter conflicts perftest rejects, ours and C side by side (same text, exit 1,
 # refused before any connection).
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 600
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

@@ -4,7 +4,8 @@
 # rxe, its lines and exit codes), --use-null-mr (no null MR on rxe: one line, exit 1; C 6.06
 # does not know the option) and --dont_xchg_versions (skips the version/SYSDATA/MTU exchanges:
 # works ours<->ours; C 6.06 aborts with it, and both mixed pairs end bounded with an error).
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 900
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

@@ -10,7 +10,8 @@
 #   both sides, ours<->ours, ours server <- C client, C server <- ours client; our key file is
 #   removed; a failing key app gives perftest's "Execution of ... has failed" lines.
 # * parameter checks: the same message as C's line, exit 1, nothing connected.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 600
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

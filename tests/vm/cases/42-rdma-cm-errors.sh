@@ -3,7 +3,8 @@
 # use the RDMA interface's address; a client with nobody listening is told so; a host name that
 # does not resolve is named. -T (ToS) is accepted with -R (ours<->ours, and towards C perftest)
 # and rejected without it.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 300
 . "$VMTEST_LIB"
 

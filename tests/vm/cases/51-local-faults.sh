@@ -6,7 +6,8 @@
 # the limit), no permission on /dev/infiniband (mode 000, run as nobody), -s beyond the port's
 # max_msg_sz, -t beyond perftest's 15000 and -t × -q beyond max_cqe (rxe's max_qp_wr 16384 is above
 # what the parser accepts, so the max_qp_wr check is only unit-tested). Each: exit code, message, and a time bound.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 240
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

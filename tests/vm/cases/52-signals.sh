@@ -4,7 +4,8 @@
 # with exit 128+signal and one line; the peer then ends too, naming what happened. kill -9 of one
 # side mid-test: the survivor ends within 2 s (it watches the OOB connection during the test)
 # instead of at the data-path stall timeout. No QP is left behind.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 300
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

@@ -4,7 +4,8 @@
 # the version text, where perftest does not look) and stop before any resource or traffic: one
 # line per differing option, exit 1 on both sides, within 10 s. Several at once give one line
 # each. A matching pair still runs.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 150
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")

@@ -4,7 +4,8 @@
 # the server's header and result line show the client's options. Options --adopt does not take
 # (-c) still stop both sides with their line; a server that sets an adopted option itself is
 # told so.
-# mode: any
+# mode: full
+# (not in bare: the bare image differs only by lacking rdma-core, which 19-bare-all-tools covers)
 # timeout: 150
 . "$VMTEST_LIB"
 X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
