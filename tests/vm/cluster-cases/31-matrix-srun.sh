@@ -1,19 +1,27 @@
 #!/bin/bash
 # rperftest matrix inside an salloc: the hosts come from SLURM_JOB_NODELIST
 # and the launcher defaults to srun (one step per side).  write_bw: all 6
-# pairs OK, 6 records; exit 0.  (send_lat over ssh is in 30.)
+# pairs OK, 6 records; exit 0.  (send_lat over ssh is in 30.)  --push: the
+# binary goes to a private directory on each node with one sbcast, is used
+# there, and is removed at the end.
 # --rel 0.25 --rel-lat 10: under TCG one pair's figures differ from the next by 2-3x
 # (seen: 0.56 to 1.45 MB/s in one run), so only 32 tests the 0.9 default.
 # timeout: 300
 . "$CLUSTER_LIB"
 O=/tmp/m31
 t0=$(date +%s)
-on node1 timeout 280 salloc -N"$CLUSTER_NODES" rperftest matrix --test write_bw --devices rxe0 \
+on node1 timeout 280 salloc -N"$CLUSTER_NODES" rperftest matrix --push --test write_bw --devices rxe0 \
     --rel 0.25 --rel-lat 10 --out $O -- -s 4096 -n 200 >m.out 2>m.err; rc=$?
 s=$(( $(date +%s) - t0 ))
 cat m.out; echo "--- stderr (last lines)"; tail -n 20 m.err
 [ "$rc" = 0 ] || fail "matrix in salloc exit $rc after ${s}s"
 grep -q "preflight: $CLUSTER_NODES node(s) over srun" m.err || fail "not run over srun"
+grep -Eq "^push: this binary to /tmp/rperftest-push-[0-9a-f]{16}/rperftest in $CLUSTER_NODES of $CLUSTER_NODES node" m.err || fail "no push line"
+grep -q "^push: /tmp/rperftest-push-[0-9a-f]* removed from every node" m.err || fail "pushed copies not removed"
+for k in $(seq 1 "$CLUSTER_NODES"); do
+    left=$(on "node$k" bash -c 'ls -d /tmp/rperftest-push-* 2>/dev/null | wc -l')
+    [ "$left" = 0 ] || fail "node$k: $left push directory(ies) left"
+done
 on node1 cat $O/results.jsonl >results.jsonl || fail "no results.jsonl"
 [ "$(grep -c '"status":"OK"' results.jsonl)" = 6 ] || fail "want 6 OK records: $(grep -c . results.jsonl) lines"
 echo "matrix over srun in salloc: 6 pairs OK in ${s}s"
