@@ -512,7 +512,9 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
                     let key = rec_key(cfg, &rec);
                     let Some(first) = suspects.iter().find(|s| rec_key(cfg, s) == key) else { continue };
                     let was = format!("{}: {}", first.status.name(), first.reason);
-                    retried.push(format!("re-run {} - {} ({test}, {}): first {was}; then {}", rec.server.node, rec.client.node, rail.label, rec.status.name()));
+                    // Its verdict comes from the final judgement (a re-run is LOW only against
+                    // the median of its test and rail), so the line is written after it.
+                    retried.push((key.clone(), format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
                     rec.retried = Some(was);
                     done.retain(|d| rec_key(cfg, d) != key);
                     done.push(rec);
@@ -526,6 +528,13 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
     }
     prog.clear();
     judge::judge(&mut done, &cfg.rules);
+    let retried: Vec<String> = retried
+        .into_iter()
+        .map(|(key, line)| {
+            let now = done.iter().find(|d| rec_key(cfg, d) == key).map_or("(not recorded)", |d| d.status.name());
+            format!("{line} {now}")
+        })
+        .collect();
     log.rewrite(&done).map_err(|e| format!("{}: {e}", jsonl.display()))?;
     let csv = cfg.out.join("results.csv");
     std::fs::write(&csv, results::csv_text(&done)).map_err(|e| format!("{}: {e}", csv.display()))?;
