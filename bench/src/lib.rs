@@ -1,15 +1,23 @@
 //! perftest-compatible benchmark engine.
 
 pub mod cm_session;
+#[forbid(unsafe_code)]
 pub mod counters;
 pub mod engine;
+#[forbid(unsafe_code)]
 pub mod mcast;
+#[forbid(unsafe_code)]
 pub mod params;
+#[forbid(unsafe_code)]
 pub mod plot;
 pub mod oob;
+#[forbid(unsafe_code)]
 pub mod report;
 pub mod signal;
+#[forbid(unsafe_code)]
 pub mod stats;
 pub mod tool;
+#[forbid(unsafe_code)]
 pub mod fuzzing;
+#[forbid(unsafe_code)]
 pub mod qperf;

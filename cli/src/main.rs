@@ -4,7 +4,9 @@
 use std::process::ExitCode;
 
 mod cmtest;
+#[forbid(unsafe_code)]
 mod devinfo;
+#[forbid(unsafe_code)]
 mod plot_cmd;
 mod selftest;
 

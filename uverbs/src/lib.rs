@@ -13,18 +13,24 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod cmd;
+#[forbid(unsafe_code)]
 pub mod attr;
+#[forbid(unsafe_code)]
 pub mod devinfo;
 pub mod discovery;
+#[forbid(unsafe_code)]
 pub mod error;
 pub mod ioctl;
 pub mod objects;
+#[forbid(unsafe_code)]
 pub mod sys;
 pub mod device;
 pub mod provider;
 pub mod queries;
+#[forbid(unsafe_code)]
 pub mod wr;
 pub mod cm;
+#[forbid(unsafe_code)]
 pub mod fuzzing;
 
 pub use error::{Error, Result};

@@ -5,11 +5,17 @@
 //! Wire facts: docs/perftest-wire.md, "The TCP exchange", and our 6.06 captures in
 //! tests/fixtures/tcp/ (replayed by tests/oob_golden.rs).
 
+#[forbid(unsafe_code)]
 pub mod error;
+#[forbid(unsafe_code)]
 pub mod msg;
+#[forbid(unsafe_code)]
 pub mod plan;
+#[forbid(unsafe_code)]
 pub mod plausible;
+#[forbid(unsafe_code)]
 pub mod session;
+#[forbid(unsafe_code)]
 pub mod source;
 pub mod transport;
 

@@ -5,17 +5,27 @@
 //! Flow: options → preflight of every node at once (reachable? which rails, addresses, GIDs)
 //! → per test and rail, rounds of pairs run at the same time → judgement → files and text.
 
+#[forbid(unsafe_code)]
 pub mod args;
 pub mod exec;
+#[forbid(unsafe_code)]
 pub mod hostlist;
+#[forbid(unsafe_code)]
 pub mod html;
+#[forbid(unsafe_code)]
 pub mod judge;
 pub mod launcher;
+#[forbid(unsafe_code)]
 pub mod pair;
+#[forbid(unsafe_code)]
 pub mod probe;
+#[forbid(unsafe_code)]
 pub mod push;
+#[forbid(unsafe_code)]
 pub mod report;
+#[forbid(unsafe_code)]
 pub mod results;
+#[forbid(unsafe_code)]
 pub mod schedule;
 
 use std::collections::{BTreeMap, HashSet};

@@ -11,15 +11,22 @@
 //!
 //! docs/mlx5.md walks through every store and load of the hot path and its barriers.
 
+#[forbid(unsafe_code)]
 pub mod abi;
+#[forbid(unsafe_code)]
 pub mod cqe;
 pub mod crypto;
+#[forbid(unsafe_code)]
 pub mod dc;
+#[forbid(unsafe_code)]
 pub mod devx;
+#[forbid(unsafe_code)]
 pub mod geometry;
 pub mod mem;
 pub mod uar;
+#[forbid(unsafe_code)]
 pub mod umr;
+#[forbid(unsafe_code)]
 pub mod wqe;
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};

@@ -17,12 +17,15 @@
 //! - [`doorbell`]: the doorbell through io_uring instead of `write()` (`RPERFTEST_RXE_DOORBELL`,
 //!   an experiment; `write` is the default).
 
+#[forbid(unsafe_code)]
 pub mod cqe;
 pub mod doorbell;
+#[forbid(unsafe_code)]
 pub mod layout;
 pub mod mem;
 pub mod queue;
 pub mod verbs;
+#[forbid(unsafe_code)]
 pub mod wqe;
 
 pub use verbs::{Rxe, RxeAh, RxeCq, RxeQp, RxeSrq, RDMA_DRIVER_RXE};

@@ -20,7 +20,9 @@
 //! reported once GET_EVENT has copied it out (DESTROY_ID returns that count), and frees the
 //! ones never fetched when the id is destroyed.
 
+#[forbid(unsafe_code)]
 pub mod sys;
+#[forbid(unsafe_code)]
 pub mod wire;
 
 use std::collections::VecDeque;

@@ -5,8 +5,10 @@
 //! kernels, restricted containers) or finds nothing. Only devices with a uverbs char device are
 //! listed — the others cannot be opened from userspace.
 
+#[forbid(unsafe_code)]
 pub mod gid;
 pub mod netlink;
+#[forbid(unsafe_code)]
 pub mod sysfs;
 
 use std::path::PathBuf;
