@@ -155,14 +155,21 @@ pub fn counters_check(netdev: &str, before: &Counters, after: &Counters, peer: O
     // SEND, WRITE (8 KiB: several packets) and READ: at least 3 requests left.
     if tx >= 3 && rx >= 3 {
         Check::ok("peer counters", what)
-    } else if lo >= 3 {
+    } else if lo >= 3 || port_moved(before, after) >= 3 {
         Check::warn(
             "peer counters",
-            format!("{what}: only loopback moved, so the test never left this host (PEER is this host, or a route sends it over lo)"),
+            format!("{what}: only loopback moved, so the test never left this host (PEER is this host: rxe loops its own addresses back, or a route sends it over lo)"),
             "give the other host's address as PEER",
         )
     } else {
         Check::warn("peer counters", format!("{what}: too few packets for the test's 3 requests"), "")
+    }
+}
+
+fn port_moved(before: &Counters, after: &Counters) -> u64 {
+    match (before.port_tx, after.port_tx) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
     }
 }
 
@@ -283,7 +290,7 @@ pub fn tcp_check(peer: &str, port: u16) -> (Check, Option<TcpStream>) {
         Ok(a) => a.collect(),
         Err(e) => return (Check::fail(name, format!("cannot resolve {peer:?}: {e}"), "give the peer's IP address, or add it to /etc/hosts"), None),
     };
-    let Some(addr) = addrs.first().copied() else {
+    let Some(addr) = addrs.iter().find(|a| a.is_ipv4()).or(addrs.first()).copied() else {
         return (Check::fail(name, format!("{peer:?} resolves to no address"), "give the peer's IP address"), None);
     };
     let t0 = Instant::now();
@@ -697,6 +704,14 @@ mod tests {
         let c = counters_check("eth0", &b, &lo, None);
         assert_eq!(c.level, super::super::report::Level::Warn);
         assert!(c.detail.contains("only loopback moved"), "{}", c.detail);
+        // rxe to its own address: the port counts, the netdev and lo do not.
+        let rxe_lo = Counters { port_tx: Some(20), port_rx: Some(20), ..b };
+        assert_eq!(
+            counters_check("eth0", &b, &rxe_lo, None).line(),
+            "warn  peer counters: eth0 sent 0 packets, received 0; port sent 20, received 20; lo sent 0: only loopback moved, so the test never left this host (PEER is this host: rxe loops its own addresses back, or a route sends it over lo); fix: give the other host's address as PEER"
+        );
+        let none = counters_check("eth0", &b, &b, None);
+        assert!(none.detail.ends_with("too few packets for the test's 3 requests"), "{}", none.detail);
     }
 
     #[test]
