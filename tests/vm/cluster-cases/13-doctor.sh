@@ -3,8 +3,9 @@
 # node4` on node3. A healthy pair is all ok (RC SEND, WRITE, READ; the packets left through
 # eth0), exit 0. Then each fault is named with its fix, each client within 15 s: a wrong -x
 # (the IPv6 link-local GID, index 0) against the peer's RoCE v2 IPv4 GID; an MTU mismatch
-# (node4's netdev MTU 1000: active 512 against 1024); UDP 4791 dropped at node4 (RETRY_EXC
-# with TCP working); TCP 18515 refused (no server) and dropped. Every fault is cleared.
+# (node4's netdev MTU 1000: active 512 against 1024); UDP 4791 dropped at node4 (RETRY_EXC,
+# or no completion within the doctor's bound, with TCP working); TCP 18515 refused (no
+# server) and dropped. Every fault is cleared.
 # timeout: 180
 . "$CLUSTER_LIB"
 trap '"$CL" fault node4 clear >/dev/null 2>&1' EXIT
@@ -55,7 +56,10 @@ has "-m 512 on both sides"
 "$CL" fault node4 drop-udp 4791 || fail "fault drop-udp"
 doctor_pair "UDP 4791 dropped at node4" 1 "-d rxe0"
 has "ok    peer TCP: "
-has "FAIL  peer RC SEND: RETRY_EXC_ERR with the peer reachable over TCP"
+# RETRY_EXC_ERR where the device honours the QP's retry bound; rxe on 6.1 keeps retrying,
+# so the doctor's own 4 s bound names the same causes
+has "FAIL  peer RC SEND: "
+has "with the peer reachable over TCP: the RoCE packets get no answer"
 has "UDP 4791 (RoCE v2) is dropped on the path"
 "$CL" fault node4 clear || fail "fault clear"
 

@@ -40,7 +40,7 @@ const SEND_LEN: usize = 64;
 const MR_LEN: usize = 3 * XFER + 512;
 const CONNECT_WAIT: Duration = Duration::from_secs(3);
 const TCP_WAIT: Duration = Duration::from_secs(8);
-const WC_WAIT: Duration = Duration::from_secs(5);
+const WC_WAIT: Duration = Duration::from_secs(4);
 /// RC ACK timeout code 14 (4.096 us x 2^14 = 67 ms) and 3 retries.
 const ACK_TIMEOUT: u8 = 14;
 const RETRY_CNT: u8 = 3;
@@ -248,6 +248,19 @@ pub fn name_wc_failure(op: &str, status: WcStatus, me: &Hello, peer: &Hello, v2_
     }
 }
 
+/// No completion within the bound while TCP works. The QP's retry bound is well under it, so
+/// a device that honours it gives RETRY_EXC_ERR first; rxe on some kernels keeps retrying a
+/// path that drops everything instead: the same causes as RETRY_EXC_ERR.
+pub fn name_no_completion(op: &str, me: &Hello, peer: &Hello, v2_index: Option<u32>) -> Check {
+    let mut c = name_wc_failure(op, WcStatus::RetryExcErr, me, peer, v2_index);
+    c.detail = c.detail.replacen(
+        "RETRY_EXC_ERR with the peer reachable over TCP",
+        &format!("no completion within {} s (the device retries past the QP's bound) with the peer reachable over TCP", WC_WAIT.as_secs()),
+        1,
+    );
+    c
+}
+
 // ---- TCP ------------------------------------------------------------------------------------
 
 /// Read one line (at most MAX_LINE bytes), bounded by `deadline`.
@@ -424,6 +437,7 @@ fn hello_of<P: Provider>(v: &LocalView, rig: &Rig<P>, ctx: &Context<P>, role: &s
         addr: rig.mr.addr(),
         rkey: rig.mr.rkey(),
         len: XFER as u32,
+        err: String::new(),
     })
 }
 
@@ -469,8 +483,9 @@ fn serve_one<P: Provider>(s: &mut TcpStream, rig: &mut Rig<P>, v: &LocalView, me
     let sys = SysfsRoot::system();
     let before = read_counters(&sys, &v.dev.ibdev, u32::from(v.port), v.netdev.as_deref());
     if let Err(e) = rig.connect(v, me, &peer).and_then(|_| rig.post_recv()) {
-        out.push(Check::fail("peer QP", e, ""));
-        let _ = send_line(s, &format!("{MAGIC} {VERSION} error\n"));
+        out.push(Check::fail("peer QP", format!("cannot connect the QP to the client's {}: {e}", gid_words(&peer)), "see the client's lines"));
+        // Our view still goes back: the client names the cause from both.
+        let _ = send_line(s, &Hello { err: e, ..me.clone() }.encode());
         return;
     }
     if send_line(s, &me.encode()).is_err() {
@@ -511,7 +526,23 @@ fn check_one<P: Provider>(s: &mut TcpStream, rig: &mut Rig<P>, v: &LocalView, me
         }
     };
     let nd = v.netdev.clone().unwrap_or_else(|| "the netdev".into());
-    out.extend(compare(me, &peer, v.v2_index, &nd));
+    let views = compare(me, &peer, v.v2_index, &nd);
+    let mismatch = views.iter().any(|c| c.level == super::report::Level::Fail);
+    out.extend(views);
+    if !peer.err.is_empty() {
+        out.push(Check::fail(
+            "peer QP",
+            format!(
+                "the peer could not connect its QP to this side's {}: {}{}",
+                gid_words(me),
+                peer.err,
+                if mismatch { " (the mismatch above)" } else { "" }
+            ),
+            if mismatch { "fix the mismatch above" } else { "" },
+        ));
+        let _ = send_line(s, &format!("{MAGIC} {VERSION} done\n"));
+        return;
+    }
     let sys = SysfsRoot::system();
     let before = read_counters(&sys, &v.dev.ibdev, u32::from(v.port), v.netdev.as_deref());
     if let Err(e) = rig.connect(v, me, &peer) {
@@ -539,7 +570,7 @@ fn check_one<P: Provider>(s: &mut TcpStream, rig: &mut Rig<P>, v: &LocalView, me
         let r = rig.post(code, off, len, remote).and_then(|_| rig.wait());
         let c = match r {
             Err(e) => Check::fail(format!("peer RC {op}"), e, ""),
-            Ok(None) => Check::fail(format!("peer RC {op}"), format!("no completion within {} s (the QP's own retry bound is shorter: the device is stuck)", WC_WAIT.as_secs()), ""),
+            Ok(None) => name_no_completion(op, me, &peer, v.v2_index),
             Ok(Some(wc)) if wc.status != WcStatus::Success => name_wc_failure(op, wc.status, me, &peer, v.v2_index),
             Ok(Some(_)) if code == WrOpcode::RdmaRead => {
                 let mut back = vec![0u8; xfer];
@@ -690,6 +721,8 @@ mod tests {
         let c = name_wc_failure("WRITE", WcStatus::RetryExcErr, &v1, &a, Some(1));
         assert!(c.detail.contains("the GID types differ: this side RoCE v1 index 4"), "{}", c.detail);
         assert!(c.fix.as_deref().unwrap_or("").starts_with("use -x 1 here"));
+        let c = name_no_completion("SEND", &a, &a, Some(1));
+        assert!(c.detail.starts_with("no completion within 4 s (the device retries past the QP's bound) with the peer reachable over TCP: the RoCE packets get no answer: UDP 4791"), "{}", c.detail);
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub struct Hello {
     pub addr: u64,
     pub rkey: u32,
     pub len: u32,
+    /// Why this side could not connect its QP to the other's (empty: it did). The server
+    /// still answers with its view, so the client can name the cause.
+    pub err: String,
 }
 
 fn hex16(g: &[u8; 16]) -> String {
@@ -50,8 +53,18 @@ fn enc(s: &str) -> String {
 impl Hello {
     /// The line, newline included.
     pub fn encode(&self) -> String {
+        let mut s = self.encode_fields();
+        if !self.err.is_empty() {
+            s.push_str(" err=");
+            s.push_str(&enc(&self.err));
+        }
+        s.push('\n');
+        s
+    }
+
+    fn encode_fields(&self) -> String {
         format!(
-            "{MAGIC} {VERSION} role={} host={} dev={} port={} ll={} lid={} gid={} gidx={} gtype={} mtu={} ndmtu={} qpn={} psn={} addr={:x} rkey={:x} len={}\n",
+            "{MAGIC} {VERSION} role={} host={} dev={} port={} ll={} lid={} gid={} gidx={} gtype={} mtu={} ndmtu={} qpn={} psn={} addr={:x} rkey={:x} len={}",
             enc(&self.role),
             enc(&self.host),
             enc(&self.dev),
@@ -123,6 +136,7 @@ impl Hello {
                 "addr" => (13, { h.addr = num(16)?; true }),
                 "rkey" => (14, { h.rkey = n32(16)?; true }),
                 "len" => (15, { h.len = n32(10)?; true }),
+                "err" => (16, { h.err = v.replace('_', " ").chars().take(300).collect(); true }),
                 // Later versions may add words.
                 _ => (0, false),
             };
@@ -133,7 +147,7 @@ impl Hello {
                 seen |= 1 << bit;
             }
         }
-        if seen != 0xffff {
+        if seen & 0xffff != 0xffff {
             let missing = (0..16).find(|i| seen & (1 << i) == 0).unwrap_or(0);
             let names = ["role", "host", "dev", "port", "ll", "lid", "gid", "gidx", "gtype", "mtu", "ndmtu", "qpn", "psn", "addr", "rkey", "len"];
             return Err(format!("the peer's message lacks {}=", names[missing]));
@@ -208,6 +222,7 @@ mod tests {
             addr: 0x7f00_dead_0000,
             rkey: 0xabc,
             len: 8192,
+            err: String::new(),
         }
     }
 
@@ -219,7 +234,11 @@ mod tests {
             line,
             "rperftest-doctor 1 role=serve host=node4 dev=rxe0 port=1 ll=Ethernet lid=0 gid=00000000000000000000ffff0a630001 gidx=1 gtype=RoCE_v2 mtu=1024 ndmtu=1500 qpn=17 psn=4660 addr=7f00dead0000 rkey=abc len=8192\n"
         );
-        assert_eq!(Hello::parse(line.as_bytes()), Ok(h));
+        assert_eq!(Hello::parse(line.as_bytes()), Ok(h.clone()));
+        let e = Hello { err: "QP to RTR: Invalid argument".into(), ..h };
+        let line = e.encode();
+        assert!(line.ends_with(" len=8192 err=QP_to_RTR:_Invalid_argument\n"), "{line}");
+        assert_eq!(Hello::parse(line.as_bytes()), Ok(e));
         let r = Result1 { recv_ok: true, tx: 5, rx: 7 };
         assert_eq!(Result1::parse(r.encode().as_bytes()), Ok(r));
     }
