@@ -110,6 +110,12 @@ impl FakeSys {
     }
 }
 
+impl Default for FakeSys {
+    fn default() -> Self {
+        FakeSys::new()
+    }
+}
+
 impl Drop for FakeSys {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);

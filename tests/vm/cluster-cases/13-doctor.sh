@@ -27,6 +27,7 @@ doctor_pair() {
         fail "$label: client rc=$rc (want $want) after ${secs}s (bound 15 s)"
     fi
     echo "ok: $label: client rc=$rc after ${secs}s, server rc=$srv_rc"
+    grep -E '^(FAIL|warn) |^ok    peer (RC|counters)' "$out" | sed 's/^/    /'
 }
 has() { grep -qF -- "$1" "$out" || { cat "$out"; fail "expected '$1' in the client's lines"; }; }
 
@@ -50,6 +51,7 @@ has "warn  rxe0/1 GID: -x 0 is RoCE v2, IPv6"
 doctor_pair "MTU 1000 at node4" 1 "-d rxe0"
 has "FAIL  peer MTU: active MTUs differ: this side 1024 (netdev eth0 MTU 1500), peer 512 (netdev MTU 1000)"
 has "-m 512 on both sides"
+has "FAIL  peer RC WRITE: REM_INV_REQ_ERR: the peer refused packets larger than its MTU"
 "$CL" fault node4 clear || fail "fault clear"
 
 # --- UDP 4791 dropped at node4
@@ -61,6 +63,7 @@ has "ok    peer TCP: "
 has "FAIL  peer RC SEND: "
 has "with the peer reachable over TCP: the RoCE packets get no answer"
 has "UDP 4791 (RoCE v2) is dropped on the path"
+has "the packets left through eth0 but few came back"
 "$CL" fault node4 clear || fail "fault clear"
 
 # --- TCP 18515: refused (nothing listens), then dropped
@@ -70,12 +73,12 @@ out=refused.out
 [ "$rc" = 1 ] && [ $(( $(date +%s) - t0 )) -le 15 ] || { cat "$out"; fail "refused: rc=$rc"; }
 has "FAIL  peer TCP: 10.77.0.4:18515 refused the connection"
 has "fix: start 'rperftest doctor --serve -p 18515'"
-echo "ok: TCP 18515 refused named"
+echo "ok: TCP 18515 refused named"; grep '^FAIL' "$out" | sed 's/^/    /'
 "$CL" fault node4 drop-tcp 18515 || fail "fault drop-tcp"
 t0=$(date +%s)
 on node3 timeout 30 rperftest doctor -d rxe0 node4 >dropped.out 2>&1; rc=$?
 out=dropped.out
 [ "$rc" = 1 ] && [ $(( $(date +%s) - t0 )) -le 15 ] || { cat "$out"; fail "dropped: rc=$rc"; }
 has "FAIL  peer TCP: no answer from 10.77.0.4:18515 within 3 s"
-echo "ok: TCP 18515 dropped named"
+echo "ok: TCP 18515 dropped named"; grep '^FAIL' "$out" | sed 's/^/    /'
 "$CL" fault node4 clear || fail "fault clear"

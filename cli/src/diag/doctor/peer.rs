@@ -153,13 +153,25 @@ pub fn counters_check(netdev: &str, before: &Counters, after: &Counters, peer: O
     let peer_txt = peer.map(|r| format!("; the peer's netdev sent {}, received {}", r.tx, r.rx)).unwrap_or_default();
     let what = format!("{netdev} sent {tx} packets, received {rx}; {port}; lo sent {lo}{peer_txt}");
     // SEND, WRITE (8 KiB: several packets) and READ: at least 3 requests left.
-    if tx >= 3 && rx >= 3 {
+    // The port's own counters (RoCE only) say best whether answers came; the netdev's also
+    // count the TCP exchange.
+    let came_back = match (before.port_rx, after.port_rx) {
+        (Some(a), Some(b)) => b > a,
+        _ => rx >= 3,
+    };
+    if tx >= 3 && rx >= 3 && came_back {
         Check::ok("peer counters", what)
-    } else if lo >= 3 || port_moved(before, after) >= 3 {
+    } else if tx < 3 && (lo >= 3 || port_moved(before, after) >= 3) {
         Check::warn(
             "peer counters",
             format!("{what}: only loopback moved, so the test never left this host (PEER is this host: rxe loops its own addresses back, or a route sends it over lo)"),
             "give the other host's address as PEER",
+        )
+    } else if tx >= 3 {
+        Check::warn(
+            "peer counters",
+            format!("{what}: the packets left through {netdev} but few came back: the path or the peer drops them"),
+            "look for drops on the path and the peer's firewall (UDP 4791)",
         )
     } else {
         Check::warn("peer counters", format!("{what}: too few packets for the test's 3 requests"), "")
@@ -243,6 +255,14 @@ pub fn name_wc_failure(op: &str, status: WcStatus, me: &Hello, peer: &Hello, v2_
             };
             Check::fail(name, format!("RETRY_EXC_ERR with the peer reachable over TCP: the RoCE packets get no answer: {}", causes.join(", or ")), fix)
         }
+        WcStatus::RemInvReqErr if me.mtu > peer.mtu => Check::fail(
+            name,
+            format!(
+                "REM_INV_REQ_ERR: the peer refused packets larger than its MTU: active MTUs differ: this side {}, peer {} (perftest uses each side's own)",
+                me.mtu, peer.mtu
+            ),
+            format!("set the same netdev MTU on both hosts, or run the tools with -m {} on both sides", peer.mtu),
+        ),
         WcStatus::RnrRetryExcErr => Check::fail(name, "RNR_RETRY_EXC_ERR: the peer had no receive posted", "run the same rperftest version on both sides"),
         other => Check::fail(name, format!("{other}: {}", other.likely_cause()), ""),
     }
@@ -721,6 +741,11 @@ mod tests {
         let c = name_wc_failure("WRITE", WcStatus::RetryExcErr, &v1, &a, Some(1));
         assert!(c.detail.contains("the GID types differ: this side RoCE v1 index 4"), "{}", c.detail);
         assert!(c.fix.as_deref().unwrap_or("").starts_with("use -x 1 here"));
+        let small = h("RoCE v2", 1, true, 512, 1000);
+        assert_eq!(
+            name_wc_failure("WRITE", WcStatus::RemInvReqErr, &a, &small, Some(1)).line(),
+            "FAIL  peer RC WRITE: REM_INV_REQ_ERR: the peer refused packets larger than its MTU: active MTUs differ: this side 1024, peer 512 (perftest uses each side's own); fix: set the same netdev MTU on both hosts, or run the tools with -m 512 on both sides"
+        );
         let c = name_no_completion("SEND", &a, &a, Some(1));
         assert!(c.detail.starts_with("no completion within 4 s (the device retries past the QP's bound) with the peer reachable over TCP: the RoCE packets get no answer: UDP 4791"), "{}", c.detail);
     }
@@ -742,6 +767,15 @@ mod tests {
         assert_eq!(
             counters_check("eth0", &b, &rxe_lo, None).line(),
             "warn  peer counters: eth0 sent 0 packets, received 0; port sent 20, received 20; lo sent 0: only loopback moved, so the test never left this host (PEER is this host: rxe loops its own addresses back, or a route sends it over lo); fix: give the other host's address as PEER"
+        );
+        // UDP 4791 dropped at the peer: requests leave, nothing answers.
+        let dropped = Counters { nd_tx: 17, nd_rx: 11, port_tx: Some(4), ..b };
+        // The TCP exchange alone moves the netdev's receive count: the port's says no.
+        let tcp_only = Counters { nd_tx: 17, nd_rx: 15, port_tx: Some(4), ..b };
+        assert!(counters_check("eth0", &b, &tcp_only, None).detail.ends_with("but few came back: the path or the peer drops them"));
+        assert_eq!(
+            counters_check("eth0", &b, &dropped, None).line(),
+            "warn  peer counters: eth0 sent 7 packets, received 1; port sent 4, received 0; lo sent 0: the packets left through eth0 but few came back: the path or the peer drops them; fix: look for drops on the path and the peer's firewall (UDP 4791)"
         );
         let none = counters_check("eth0", &b, &b, None);
         assert!(none.detail.ends_with("too few packets for the test's 3 requests"), "{}", none.detail);
