@@ -519,7 +519,7 @@ fn client_conn<P: Provider>(r: &mut Res<'_, P>) -> Result<(), String> {
     let o = r.o;
     r.id.modify_qp(&mut r.qp, QpState::Init).map_err(e)?;
     r.post_recv()?;
-    let p = ConnParam { responder_resources: 1, initiator_depth: 1 /* it issues the READ, whatever the client offers */, retry_count: 7, rnr_retry_count: 7, ..Default::default() };
+    let p = ConnParam { responder_resources: 1, initiator_depth: 1, retry_count: 7, rnr_retry_count: 7, ..Default::default() };
     let p = ConnParam { qp_num: r.qp.qpn(), ..p };
     r.id.connect(&p).map_err(e)?;
     r.id.complete_connect(&mut r.qp, o.timeout).map_err(e)?;
@@ -567,6 +567,7 @@ fn server_conn<P: Provider>(r: &mut Res<'_, P>, init: u8, _resp: u8) -> Result<(
     r.post_recv()?;
     // What librdmacm's accept with default parameters settles on: the client's asks, here
     // at most 1 (one READ in flight is all a ping needs).
+    // The server issues the READ: initiator depth 1, whatever the client offers.
     let p = ConnParam { responder_resources: init.min(1), initiator_depth: 1, retry_count: 7, rnr_retry_count: 7, ..Default::default() };
     r.id.accept_qp(&mut r.qp, &p).map_err(e)?;
     dbg(o, "accepting client connection request");

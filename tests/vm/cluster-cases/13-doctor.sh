@@ -1,5 +1,5 @@
 #!/bin/bash
-# rperftest doctor between two hosts (expected ~35 s): `doctor --serve` on node4, `doctor
+# rperftest doctor between two hosts (expected ~20 s; 19-21 s on the bed): `doctor --serve` on node4, `doctor
 # node4` on node3. A healthy pair is all ok (RC SEND, WRITE, READ; the packets left through
 # eth0), exit 0. Then each fault is named with its fix, each client within 15 s: a wrong -x
 # (the IPv6 link-local GID, index 0) against the peer's RoCE v2 IPv4 GID; an MTU mismatch
