@@ -391,6 +391,16 @@ fn access(env: &Env, devs: &[String]) -> Vec<Check> {
             }
         });
     }
+    for d in devs {
+        let has = sorted_names(&verbs_class).iter().any(|u| attr(&verbs_class.join(u).join("ibdev")).as_deref() == Some(d.as_str()));
+        if !has {
+            out.push(Check::fail(
+                format!("{d} access"),
+                format!("{d} has no uverbs device in {}: no verbs program can open it", verbs_class.display()),
+                "modprobe ib_uverbs",
+            ));
+        }
+    }
     if devs.is_empty() {
         return out;
     }

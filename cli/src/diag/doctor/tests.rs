@@ -207,6 +207,13 @@ fn access_denied() {
         format!("warn  rdma_cm access: {dev}/infiniband/rdma_cm is missing: -R and rping need it; fix: modprobe rdma_ucm")
     );
     std::fs::remove_file(f.path("dev/infiniband/uverbs0")).unwrap();
+    let cls = f.path("class/infiniband_verbs").display().to_string();
+    std::fs::rename(f.path("class/infiniband_verbs"), f.path("class/verbs_gone")).unwrap();
+    assert_eq!(
+        find(&e, &Target::default(), "rxe0 access").line(),
+        format!("FAIL  rxe0 access: rxe0 has no uverbs device in {cls}: no verbs program can open it; fix: modprobe ib_uverbs")
+    );
+    std::fs::rename(f.path("class/verbs_gone"), f.path("class/infiniband_verbs")).unwrap();
     assert!(find(&e, &Target::default(), "rxe0 access").line().contains("is missing (no device node for rxe0); fix: modprobe ib_uverbs"));
 }
 
