@@ -475,6 +475,18 @@ for name, text in [
 ]:
     add("diag_sysfs", name, text)
 
+# doctor's peer line: a hello as a server sends it, its result line, and broken ones.
+DOCTOR_HELLO = (b"rperftest-doctor 1 role=serve host=node4 dev=rxe0 port=1 ll=Ethernet lid=0 "
+                b"gid=00000000000000000000ffff0a630004 gidx=1 gtype=RoCE_v2 mtu=1024 ndmtu=1500 "
+                b"qpn=17 psn=4660 addr=7f00dead0000 rkey=abc len=8192\n")
+add("doctor_wire", "hello", DOCTOR_HELLO)
+add("doctor_wire", "hello-v1-gid", DOCTOR_HELLO.replace(b"RoCE_v2", b"RoCE_v1").replace(b"gidx=1", b"gidx=4"))
+add("doctor_wire", "hello-bad-mtu", DOCTOR_HELLO.replace(b"mtu=1024", b"mtu=1000"))
+add("doctor_wire", "hello-short", DOCTOR_HELLO[:60])
+add("doctor_wire", "hello-twice", DOCTOR_HELLO.rstrip(b"\n") + b" qpn=18\n")
+add("doctor_wire", "result", b"rperftest-doctor 1 result recv=ok tx=12 rx=11\n")
+add("doctor_wire", "perftest-key", b"0000:000011:00abcdef:00001234:0000000000000000:00000000000000000000ffff0a630004")
+
 # ---------------------------------------------------------------------------------------------
 
 def main() -> int:

@@ -118,3 +118,26 @@ pub fn diag_sysfs(data: &[u8]) {
     let gid = g.iter().map(|x| format!("{x:04x}")).collect::<Vec<_>>().join(":") + "\n";
     assert_eq!(csys::parse_gid(&gid), Some(w), "{gid}");
 }
+
+/// `rperftest doctor`'s peer messages (bytes from the other host): a hello is accepted or
+/// refused in one line; an accepted one re-encodes to a line that parses to the same value,
+/// within the line limit; the same for the closing result line.
+pub fn doctor_wire(data: &[u8]) {
+    use crate::diag::doctor::wire::{Hello, Result1, MAX_LINE};
+    match Hello::parse(data) {
+        Ok(h) => {
+            let line = h.encode();
+            assert!(line.ends_with('\n') && line.matches('\n').count() == 1, "one line: {line:?}");
+            let again = Hello::parse(line.as_bytes()).expect("an encoded hello parses");
+            // Text fields travel with blanks and '=' as '_': compare the re-encoded lines.
+            assert_eq!(again.encode(), line, "hello round-trips");
+            assert!(matches!(h.mtu, 256 | 512 | 1024 | 2048 | 4096) && h.qpn <= 0xff_ffff);
+            assert!(data.len() <= MAX_LINE);
+        }
+        Err(e) => assert!(!e.is_empty() && !e.contains('\n') && e.len() < 400, "one line: {e:?}"),
+    }
+    match Result1::parse(data) {
+        Ok(r) => assert_eq!(Result1::parse(r.encode().as_bytes()), Ok(r), "result round-trips"),
+        Err(e) => assert!(!e.contains('\n') && e.len() < 400, "one line: {e:?}"),
+    }
+}

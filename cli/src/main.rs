@@ -55,7 +55,8 @@ fn usage() -> String {
          gids               the GID table, as show_gids prints it (--json too)\n  \
          ibdev2netdev       the netdev behind every RDMA port (-v for details)\n  \
          ibstat             CA and port state, as infiniband-diags' ibstat prints it\n  \
-         rping              rdma-core's rping over rdma_cm (-s | -c -a ADDR), wire compatible\n\
+         rping              rdma-core's rping over rdma_cm (-s | -c -a ADDR), wire compatible\n  \
+         doctor             why RDMA does not work here, and with PEER on the path to it (--serve there)\n\
          \n\
          rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
@@ -110,6 +111,7 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
         "ibdev2netdev" => diag::ibdev2netdev::run(rest),
         "ibstat" => diag::ibstat::run(rest),
         "rping" => diag::rping::run(rest),
+        "doctor" => diag::doctor::run(rest),
         // The two halves of `matrix` that run on the nodes.
         "matrix-exec" => matrix::exec::run(rest),
         "matrix-probe" => matrix::probe::run(rest),

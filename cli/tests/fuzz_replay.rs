@@ -28,3 +28,8 @@ fn rping() {
 fn diag_sysfs() {
     replay("diag_sysfs", fuzzing::diag_sysfs);
 }
+
+#[test]
+fn doctor_wire() {
+    replay("doctor_wire", fuzzing::doctor_wire);
+}

@@ -111,8 +111,9 @@ impl fmt::Display for OobError {
             OobError::Connect { target, tries, source } => write!(
                 f,
                 "couldn't connect to {target} ({tries} attempt{}): {source}; start the server side first and \
-                 check the address and the -p port",
-                if *tries == 1 { "" } else { "s" }
+                 check the address and the -p port; run: rperftest doctor {}",
+                if *tries == 1 { "" } else { "s" },
+                doctor_host(target)
             ),
             OobError::Listen { port, source } => {
                 write!(f, "couldn't listen to port {port}: {source}; another process may use it, pick another with -p")
@@ -138,5 +139,30 @@ impl std::error::Error for OobError {
             | OobError::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+/// The host of a `host:port` / `[v6]:port` target, for the `rperftest doctor HOST` hint.
+fn doctor_host(target: &str) -> &str {
+    let host = target.rsplit_once(':').map_or(target, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']')
+}
+
+#[cfg(test)]
+mod doctor_hint_tests {
+    use super::*;
+
+    #[test]
+    fn connect_failure_ends_with_the_doctor() {
+        assert_eq!(doctor_host("node4:18515"), "node4");
+        assert_eq!(doctor_host("[fe80::1]:18515"), "fe80::1");
+        let e = OobError::Connect {
+            target: "10.0.0.2:18515".into(),
+            tries: 3,
+            source: std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused"),
+        };
+        let s = e.to_string();
+        assert!(s.ends_with("; run: rperftest doctor 10.0.0.2"), "{s}");
+        assert!(!s.contains('\n'));
     }
 }

@@ -326,6 +326,12 @@ impl<'a, P: Provider> SideRun<'a, P> {
             || self.peer_sock.as_ref().is_some_and(|s| crate::signal::peer_hung_up(s.as_raw_fd(), Duration::ZERO))
     }
 
+    /// `; run: rperftest doctor PEER` with the peer's address from the exchange socket.
+    fn doctor_hint(&self) -> String {
+        let peer = self.peer_sock.as_ref().and_then(|s| s.peer_addr().ok()).map_or("PEER".to_string(), |a| a.ip().to_string());
+        format!("; run: rperftest doctor {peer}")
+    }
+
     fn ep(&mut self) -> Result<&mut VerbsEndpoint<P>, ToolError> {
         self.ep.as_mut().ok_or_else(|| ToolError::new(1, "internal error: resources not created"))
     }
@@ -376,12 +382,15 @@ impl<'a, P: Provider> SideRun<'a, P> {
                     WcStatus::LocLenErr | WcStatus::LocQpOpErr | WcStatus::RemInvReqErr | WcStatus::RemOpErr
                         if self.p.verb.has_recv_comp() && !self.options_matched =>
                     {
-                        "\n (are both sides run with the same message size -s / -a and connection type -c?)"
+                        "\n (are both sides run with the same message size -s / -a and connection type -c?)".to_string()
                     }
-                    _ => "",
+                    // The path's causes (GID type, MTU, UDP 4791) are what the doctor names.
+                    WcStatus::RetryExcErr => self.doctor_hint(),
+                    _ => String::new(),
                 };
                 format!("{e}{hint}")
             }
+            EngineError::Stalled { .. } => format!("{e}{}", self.doctor_hint()),
             _ => e.to_string(),
         };
         ToolError::new(run_fail_code(self.p), msg)

@@ -83,6 +83,37 @@ impl FakeSys {
         self.file(&format!("class/net/{netdev}/carrier"), "1\n");
         self.file(&format!("class/net/{netdev}/mtu"), "1500\n");
     }
+
+    /// What `doctor` reads besides the device: the uverbs class entry and device nodes of
+    /// `ibdev` (under `dev/`), the netdev's operstate, and /proc (under `proc/`) for a process
+    /// with an 8 MiB memlock limit, no capabilities, on CPU 2, no hugepages.
+    pub fn doctor_host(&self, ibdev: &str, netdev: &str) {
+        self.file("class/infiniband_verbs/uverbs0/ibdev", &format!("{ibdev}\n"));
+        self.file("class/infiniband_verbs/uverbs0/abi_version", "1\n");
+        self.file(&format!("class/net/{netdev}/operstate"), "up\n");
+        self.file("dev/infiniband/uverbs0", "");
+        self.file("dev/infiniband/rdma_cm", "");
+        self.file(
+            "proc/self/limits",
+            "Limit                     Soft Limit           Hard Limit           Units     \n\
+             Max open files            1024                 524288               files     \n\
+             Max locked memory         8388608              8388608              bytes     \n",
+        );
+        self.file("proc/self/status", "Name:\tdoctor\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n");
+        let mut stat = String::from("4242 (rperftest doc) R");
+        for f in 4..=38 {
+            stat.push_str(&format!(" {f}"));
+        }
+        stat.push_str(" 2 0 0\n");
+        self.file("proc/self/stat", &stat);
+        self.file("proc/meminfo", "MemTotal:       4000000 kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n");
+    }
+}
+
+impl Default for FakeSys {
+    fn default() -> Self {
+        FakeSys::new()
+    }
 }
 
 impl Drop for FakeSys {

@@ -95,7 +95,7 @@ fn ipoib_guid(addr: &str) -> Option<[u8; 8]> {
     Some(g)
 }
 
-fn find_netdev(root: &SysfsRoot, ibdev: &str, port: u32) -> Option<String> {
+pub fn find_netdev(root: &SysfsRoot, ibdev: &str, port: u32) -> Option<String> {
     let pdir = root.port(ibdev, port);
     if let Some(n) = attr(&pdir.join("gid_attrs/ndevs/0")).filter(|s| !s.is_empty()) {
         return Some(n);

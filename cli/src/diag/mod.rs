@@ -5,6 +5,7 @@
 //! tested with golden strings and the readers with fake sysfs trees. See docs/tools.md.
 
 pub mod csys;
+pub mod doctor;
 pub mod gids;
 pub mod ibdev2netdev;
 pub mod ibstat;

@@ -560,14 +560,15 @@ fn client_conn<P: Provider>(r: &mut Res<'_, P>) -> Result<(), String> {
     Ok(())
 }
 
-fn server_conn<P: Provider>(r: &mut Res<'_, P>, init: u8, resp: u8) -> Result<(), String> {
+fn server_conn<P: Provider>(r: &mut Res<'_, P>, init: u8, _resp: u8) -> Result<(), String> {
     let e = |e: uverbs::Error| e.to_string();
     let o = r.o;
     r.id.modify_qp(&mut r.qp, QpState::Init).map_err(e)?;
     r.post_recv()?;
     // What librdmacm's accept with default parameters settles on: the client's asks, here
     // at most 1 (one READ in flight is all a ping needs).
-    let p = ConnParam { responder_resources: init.min(1), initiator_depth: resp.min(1).max(1), retry_count: 7, rnr_retry_count: 7, ..Default::default() };
+    // The server issues the READ: initiator depth 1, whatever the client offers.
+    let p = ConnParam { responder_resources: init.min(1), initiator_depth: 1, retry_count: 7, rnr_retry_count: 7, ..Default::default() };
     r.id.accept_qp(&mut r.qp, &p).map_err(e)?;
     dbg(o, "accepting client connection request");
     let mut pings = 0u64;

@@ -58,6 +58,8 @@ unacked() {
         expect_contains "$STALL"
         expect_contains "$STALL_CAUSE"
     fi
+    # either way the line sends the user to the doctor, with the peer's address
+    expect_contains "; run: rperftest doctor $RXE_IP"
     # never a bare status number
     ! grep -E "status [0-9]+" "$LAST_OUT" | grep -vq "_ERR (status" || fail "a bare status number"
     bound 20 "$1 against a QP that does not exist"
