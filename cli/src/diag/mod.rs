@@ -4,10 +4,14 @@
 //! Each tool reads sysfs into a plain data model and renders text from it, so the text is
 //! tested with golden strings and the readers with fake sysfs trees. See docs/tools.md.
 
+#[forbid(unsafe_code)]
 pub mod csys;
 pub mod doctor;
+#[forbid(unsafe_code)]
 pub mod gids;
+#[forbid(unsafe_code)]
 pub mod ibdev2netdev;
+#[forbid(unsafe_code)]
 pub mod ibstat;
 pub mod rping;
 

@@ -7,9 +7,12 @@
 //! `local` reads everything through [`Env`]'s roots, so its checks are tested over a fake
 //! sysfs, /proc and /dev; `peer` does the two-host part; `wire` is the peer message.
 
+#[forbid(unsafe_code)]
 pub mod local;
 pub mod peer;
+#[forbid(unsafe_code)]
 pub mod report;
+#[forbid(unsafe_code)]
 pub mod wire;
 
 use std::io::Write;
