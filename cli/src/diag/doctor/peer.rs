@@ -142,8 +142,10 @@ pub fn read_counters(sys: &SysfsRoot, dev: &str, port: u32, netdev: Option<&str>
     }
 }
 
-/// The counters proof: did the test's packets leave through the netdev?
-pub fn counters_check(netdev: &str, before: &Counters, after: &Counters, peer: Option<&Result1>) -> Check {
+/// The counters proof: did the test's packets leave through the netdev? `same_host`: the peer
+/// answered with this side's own GID, so its packets had nowhere to go but this host (rxe
+/// loops its own addresses back without touching a netdev or, always, its port counters).
+pub fn counters_check(netdev: &str, before: &Counters, after: &Counters, peer: Option<&Result1>, same_host: bool) -> Check {
     let d = |a: u64, b: u64| a.saturating_sub(b);
     let (tx, rx, lo) = (d(after.nd_tx, before.nd_tx), d(after.nd_rx, before.nd_rx), d(after.lo_tx, before.lo_tx));
     let port = match (before.port_tx, after.port_tx, before.port_rx, after.port_rx) {
@@ -161,7 +163,7 @@ pub fn counters_check(netdev: &str, before: &Counters, after: &Counters, peer: O
     };
     if tx >= 3 && rx >= 3 && came_back {
         Check::ok("peer counters", what)
-    } else if tx < 3 && (lo >= 3 || port_moved(before, after) >= 3) {
+    } else if tx < 3 && (same_host || lo >= 3 || port_moved(before, after) >= 3) {
         Check::warn(
             "peer counters",
             format!("{what}: only loopback moved, so the test never left this host (PEER is this host: rxe loops its own addresses back, or a route sends it over lo)"),
@@ -613,7 +615,8 @@ fn check_one<P: Provider>(s: &mut TcpStream, rig: &mut Rig<P>, v: &LocalView, me
         Ok(_) => {}
         Err(e) => out.push(Check::warn("peer result", e.clone(), "")),
     }
-    out.push(counters_check(&nd, &before, &after, res.as_ref().ok()));
+    let same_host = me.gid == peer.gid && me.gid != [0u8; 16];
+    out.push(counters_check(&nd, &before, &after, res.as_ref().ok(), same_host));
     let _ = t0;
 }
 
@@ -755,29 +758,33 @@ mod tests {
         let b = Counters { nd_tx: 10, nd_rx: 10, lo_tx: 5, port_tx: Some(0), port_rx: Some(0) };
         let a = Counters { nd_tx: 18, nd_rx: 17, lo_tx: 5, port_tx: Some(8), port_rx: Some(7) };
         assert_eq!(
-            counters_check("eth0", &b, &a, Some(&Result1 { recv_ok: true, tx: 7, rx: 8 })).line(),
+            counters_check("eth0", &b, &a, Some(&Result1 { recv_ok: true, tx: 7, rx: 8 }), false).line(),
             "ok    peer counters: eth0 sent 8 packets, received 7; port sent 8, received 7; lo sent 0; the peer's netdev sent 7, received 8"
         );
         let lo = Counters { nd_tx: 10, nd_rx: 10, lo_tx: 30, ..b };
-        let c = counters_check("eth0", &b, &lo, None);
+        let c = counters_check("eth0", &b, &lo, None, false);
         assert_eq!(c.level, super::super::report::Level::Warn);
         assert!(c.detail.contains("only loopback moved"), "{}", c.detail);
+        // The peer is this host (its GID is ours) and no counter moved at all: still loopback.
+        let c = counters_check("eth0", &b, &b, None, true);
+        assert!(c.detail.contains("only loopback moved"), "{}", c.detail);
+        assert!(counters_check("eth0", &b, &b, None, false).detail.contains("too few packets"));
         // rxe to its own address: the port counts, the netdev and lo do not.
         let rxe_lo = Counters { port_tx: Some(20), port_rx: Some(20), ..b };
         assert_eq!(
-            counters_check("eth0", &b, &rxe_lo, None).line(),
+            counters_check("eth0", &b, &rxe_lo, None, false).line(),
             "warn  peer counters: eth0 sent 0 packets, received 0; port sent 20, received 20; lo sent 0: only loopback moved, so the test never left this host (PEER is this host: rxe loops its own addresses back, or a route sends it over lo); fix: give the other host's address as PEER"
         );
         // UDP 4791 dropped at the peer: requests leave, nothing answers.
         let dropped = Counters { nd_tx: 17, nd_rx: 11, port_tx: Some(4), ..b };
         // The TCP exchange alone moves the netdev's receive count: the port's says no.
         let tcp_only = Counters { nd_tx: 17, nd_rx: 15, port_tx: Some(4), ..b };
-        assert!(counters_check("eth0", &b, &tcp_only, None).detail.ends_with("but few came back: the path or the peer drops them"));
+        assert!(counters_check("eth0", &b, &tcp_only, None, false).detail.ends_with("but few came back: the path or the peer drops them"));
         assert_eq!(
-            counters_check("eth0", &b, &dropped, None).line(),
+            counters_check("eth0", &b, &dropped, None, false).line(),
             "warn  peer counters: eth0 sent 7 packets, received 1; port sent 4, received 0; lo sent 0: the packets left through eth0 but few came back: the path or the peer drops them; fix: look for drops on the path and the peer's firewall (UDP 4791)"
         );
-        let none = counters_check("eth0", &b, &b, None);
+        let none = counters_check("eth0", &b, &b, None, false);
         assert!(none.detail.ends_with("too few packets for the test's 3 requests"), "{}", none.detail);
     }
 
