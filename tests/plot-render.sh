@@ -4,34 +4,52 @@
 # that is not blank (at least 1% of the pixels dark).
 #
 #   tests/plot-render.sh [--install] [--from-log SUITE.log] [--bin RPERFTEST]
+#   tests/plot-render.sh [--install] --no-plots --html PAGE.html...
 #
 # Inputs: the series files in tests/fixtures/plots/ (captured from VM case 65), drawn here
 # with `rperftest plot`; with --from-log also the SVG/HTML artefacts VM case 65-plots printed
 # (its "ARTEFACT name" blocks in a run-suite -v log). --install: apt-get install chromium if it
-# is missing (else the render half is skipped, saying so). Exit 0 pass, 1 fail.
+# is missing (else the render half is skipped, saying so). --html PAGE: also render that page
+# (e.g. a matrix report.html; its inline SVGs are XML-checked too); --no-plots: only the --html
+# pages, no fixtures and no binary needed. Exit 0 pass, 1 fail.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-LOG="" BIN="" INSTALL=0
+LOG="" BIN="" INSTALL=0 PLOTS=1 PAGES=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --install) INSTALL=1; shift ;;
+        --no-plots) PLOTS=0; shift ;;
+        --html) PAGES+=("$2"); shift 2 ;;
         --from-log) LOG=$2; shift 2 ;;
         --bin) BIN=$2; shift 2 ;;
-        *) echo "usage: $0 [--install] [--from-log SUITE.log] [--bin RPERFTEST]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--install] [--from-log SUITE.log] [--bin RPERFTEST] [--no-plots] [--html PAGE]..." >&2; exit 2 ;;
     esac
 done
 command -v python3 >/dev/null || { echo "plot-render: python3 not installed: skipped (apt-get install python3)"; exit 0; }
-if [ -z "$BIN" ]; then
+if [ -z "$BIN" ] && [ $PLOTS = 1 ]; then
     (cd "$ROOT" && cargo build -q -p rperftest)
     BIN=$ROOT/target/debug/rperftest
 fi
 W=$(mktemp -d /tmp/plot-render.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 FIX=$ROOT/tests/fixtures/plots
-"$BIN" plot "$FIX/bw.jsonl" -o "$W/bw.svg" >/dev/null
-"$BIN" plot "$FIX/lat.jsonl" -o "$W/lat.svg" >/dev/null
-"$BIN" plot "$FIX/soak.jsonl" -o "$W/soak.svg" >/dev/null
-"$BIN" plot "$FIX/bw.jsonl" "$FIX/bw.jsonl" --label a --label b -o "$W/overlay.html" >/dev/null
+if [ $PLOTS = 1 ]; then
+    "$BIN" plot "$FIX/bw.jsonl" -o "$W/bw.svg" >/dev/null
+    "$BIN" plot "$FIX/lat.jsonl" -o "$W/lat.svg" >/dev/null
+    "$BIN" plot "$FIX/soak.jsonl" -o "$W/soak.svg" >/dev/null
+    "$BIN" plot "$FIX/bw.jsonl" "$FIX/bw.jsonl" --label a --label b -o "$W/overlay.html" >/dev/null
+fi
+k=0
+for page in "${PAGES[@]}"; do
+    k=$((k + 1))
+    cp "$page" "$W/page$k-$(basename "$page")" || { echo "plot-render: cannot read $page" >&2; exit 1; }
+    # each inline SVG of the page, for the XML check
+    python3 - "$page" "$W/page$k-svg" <<'PY'
+import re, sys
+for i, s in enumerate(re.findall(r"<svg.*?</svg>", open(sys.argv[1]).read(), re.S)):
+    open(f"{sys.argv[2]}{i}.svg.xml", "w").write(s)
+PY
+done
 if [ -n "$LOG" ]; then
     # "ARTEFACT name" then "    | | line" (run-suite -v indents the guest's lines with "    | ").
     awk -v d="$W/vm-" '
@@ -42,7 +60,8 @@ if [ -n "$LOG" ]; then
     ls "$W"/vm-*.svg >/dev/null 2>&1 || { echo "plot-render: no ARTEFACT blocks in $LOG" >&2; exit 1; }
 fi
 fail=0
-for f in "$W"/*.svg; do
+for f in "$W"/*.svg "$W"/*.svg.xml; do
+    [ -e "$f" ] || continue
     if python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$f"; then
         echo "xml ok: $(basename "$f")"
     else
@@ -110,10 +129,11 @@ render() { # render FILE W H
     fi
 }
 for f in "$W"/*.svg; do
+    [ -e "$f" ] || continue
     w=$(grep -o '^<svg width="[0-9]*" height="[0-9]*"' "$f" | head -1 | sed 's/[^0-9 ]//g' | awk '{print $1}')
     h=$(grep -o '^<svg width="[0-9]*" height="[0-9]*"' "$f" | head -1 | sed 's/[^0-9 ]//g' | awk '{print $2}')
     render "$f" "$w" "$h" || fail=1
 done
-for f in "$W"/*.html; do render "$f" 1000 1200 || fail=1; done
+for f in "$W"/*.html; do [ -e "$f" ] || continue; render "$f" 1000 1200 || fail=1; done
 [ $fail = 0 ] && echo "plot-render: passed" || echo "plot-render: FAILED"
 exit $fail
