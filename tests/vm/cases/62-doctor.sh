@@ -4,7 +4,7 @@
 # counters warn that only loopback moved; then each fault, named with its fix, and restored:
 # `ulimit -l 64` (FAIL memlock without CAP_IPC_LOCK, warn with it), uverbs not openable by
 # uid 65534 (chmod 600, as nobody via su), the netdev down, no RDMA device at all
-# (rdma link delete rxe0, then re-created on $RXE_NETDEV exactly as /init made it).
+# (rdma link delete rxe0; then rdma_rxe unloaded too; then both back exactly as /init made them).
 # mode: any
 # timeout: 90
 . "$VMTEST_LIB"
@@ -104,6 +104,15 @@ rdma link delete "$RXE_DEV" || fail "rdma link delete $RXE_DEV"
 expect_rc 1 rperftest doctor
 expect_contains "FAIL  devices: no RDMA device in /sys/class/infiniband"
 expect_contains "rdma link add rxe0 type rxe netdev"
+# ... and without the rdma_rxe module (a kernel that never loaded it): the hint loads it first.
+# /init insmods it from the line of /etc/rxe-vm/modules.load; the same line puts it back.
+RXE_KO=$(awk '$1 ~ /\/rdma_rxe\.ko$/ { print $1 }' /etc/rxe-vm/modules.load)
+[ -n "$RXE_KO" ] || fail "rdma_rxe not in /etc/rxe-vm/modules.load"
+rmmod rdma_rxe || fail "rmmod rdma_rxe"
+expect_rc 1 rperftest doctor
+expect_contains "FAIL  devices: no RDMA device in /sys/class/infiniband"
+expect_contains "modprobe rdma_rxe && rdma link add rxe0 type rxe netdev"
+insmod "/lib/modules/$(uname -r)/$RXE_KO" || fail "insmod rdma_rxe"
 restore || fail "rxe0 not re-created ACTIVE with its GID at $RXE_GID_IDX"
 [ "$(cat /sys/class/infiniband_verbs/uverbs0/ibdev 2>/dev/null)" = "$RXE_DEV" ] || fail "uverbs0 is not $RXE_DEV after re-creating it"
 [ "$(stat -c %a "$UV")" = "$UV_MODE" ] || chmod "$UV_MODE" "$UV"
