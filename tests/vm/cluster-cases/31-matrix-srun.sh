@@ -16,12 +16,7 @@ s=$(( $(date +%s) - t0 ))
 cat m.out; echo "--- stderr (last lines)"; tail -n 20 m.err
 [ "$rc" = 0 ] || fail "matrix in salloc exit $rc after ${s}s"
 grep -q "preflight: $CLUSTER_NODES node(s) over srun" m.err || fail "not run over srun"
-grep -Eq "^push: this binary to /tmp/rperftest-push-[0-9a-f]{16}/rperftest in $CLUSTER_NODES of $CLUSTER_NODES node" m.err || fail "no push line"
-grep -q "^push: /tmp/rperftest-push-[0-9a-f]* removed from every node" m.err || fail "pushed copies not removed"
-for k in $(seq 1 "$CLUSTER_NODES"); do
-    left=$(on "node$k" bash -c 'ls -d /tmp/rperftest-push-* 2>/dev/null | wc -l')
-    [ "$left" = 0 ] || fail "node$k: $left push directory(ies) left"
-done
+pushed_and_removed m.err
 on node1 cat $O/results.jsonl >results.jsonl || fail "no results.jsonl"
 [ "$(grep -c '"status":"OK"' results.jsonl)" = 6 ] || fail "want 6 OK records: $(grep -c . results.jsonl) lines"
 echo "matrix over srun in salloc: 6 pairs OK in ${s}s"

@@ -31,6 +31,17 @@ wait_listen() {
     on "$1" bash -c "for i in \$(seq 1 $((${3:-60} * 5))); do grep -q ':$hex 00000000:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null && exit 0; sleep 0.2; done; exit 1" \
         || fail "nothing listens on $1:$2 after ${3:-60} s"
 }
+# pushed_and_removed ERRFILE: a `matrix --push` run's stderr says the binary went to a private
+# /tmp/rperftest-push-<16 hex> on every node and was removed, and no node has such a directory
+pushed_and_removed() {
+    grep -Eq "^push: this binary to /tmp/rperftest-push-[0-9a-f]{16}/rperftest in $CLUSTER_NODES of $CLUSTER_NODES node" "$1" || fail "no push line"
+    grep -q "^push: /tmp/rperftest-push-[0-9a-f]* removed from every node" "$1" || fail "pushed copies not removed"
+    local k left
+    for k in $(seq 1 "$CLUSTER_NODES"); do
+        left=$(on "node$k" bash -c 'ls -d /tmp/rperftest-push-* 2>/dev/null | wc -l')
+        [ "$left" = 0 ] || fail "node$k: $left push directory(ies) left"
+    done
+}
 # a perftest result line: size, iterations, then numbers
 has_result() { grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+' "$1"; }
 # ours / C perftest on a node, as a command prefix
