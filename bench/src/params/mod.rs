@@ -44,7 +44,7 @@ use getopt::{Found, Opt, ScanError};
 use std::fmt;
 
 /// The version of the default persona (printed by `-V`, sent in the version exchange).
-pub const PERFTEST_VERSION: &str = DEFAULT_PERSONA.version_const();
+pub const PERFTEST_VERSION: &str = DEFAULT_PERSONA.version();
 /// perftest exits with 1 after printing the help text.
 pub const EXIT_HELP: i32 = 1;
 /// perftest exits with 1 after printing the version.

@@ -30,12 +30,7 @@ impl Persona {
     pub const ALL: [Persona; 2] = [Persona::V606, Persona::V629];
 
     /// The version number as perftest prints it (`-V`: `Version: <this>`).
-    pub fn version(self) -> &'static str {
-        self.version_const()
-    }
-
-    /// [`Persona::version`] in constant context (for `params::PERFTEST_VERSION`).
-    pub const fn version_const(self) -> &'static str {
+    pub const fn version(self) -> &'static str {
         match self {
             Persona::V606 => "6.06",
             Persona::V629 => "6.29",
