@@ -14,19 +14,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::{value_parser, Arg, ArgMatches, Command};
 use uverbs::cm::{CmChannel, CmDevice, CmEventKind, CmId, ConnParam, PortSpace};
 use uverbs::objects::{AccessFlags, Context, Cq, Mr, Pd, Qp, QpAttrMask, QpInit};
 use uverbs::provider::{Provider, QpCaps, QpState, QpType};
 use uverbs::wr::{RecvWr, SendFlags, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion, WrOpcode};
-
-const USAGE: &str = "Usage: rperftest cm-ping [-d DEV] [-p PORT] [--tos N] [-t SECONDS] [server-ip]
-  Connects an RC QP through the kernel's rdma_cm and sends one message each way.
-  Without server-ip: the server (listens on 0.0.0.0:PORT).
-  -d, --ib-dev DEV       require the connection to use this device
-  -p, --port PORT        rdma_cm port (default 18516)
-  -T, --tos N            IP type of service for the connection (client)
-  -t, --timeout SECONDS  bound on every wait (default 10; the server waits 3x for its client)
-";
 
 /// CONNECT carries the most private data an IP-addressed REQ allows.
 const CONNECT_PD: usize = uverbs::cm::limits::CONNECT;
@@ -48,54 +40,52 @@ struct Opts {
     server: Option<IpAddr>,
 }
 
-fn parse(args: &[String]) -> Result<Option<Opts>, String> {
-    let mut o = Opts { dev: None, port: 18516, tos: None, timeout: Duration::from_secs(10), server: None };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (a.as_str(), None),
-        };
-        let mut value = |name: &str| -> Result<String, String> {
-            inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| format!("option {name} needs a value"))
-        };
-        match flag {
-            "-h" | "--help" => return Ok(None),
-            "-d" | "--ib-dev" => o.dev = Some(value(flag)?),
-            "-p" | "--port" => {
-                let v = value(flag)?;
-                o.port = v.parse().ok().filter(|p| *p > 0).ok_or(format!("invalid port '{v}'"))?;
-            }
-            "-T" | "--tos" => {
-                let v = value(flag)?;
-                o.tos = Some(v.parse().map_err(|_| format!("invalid TOS '{v}' (0..255)"))?);
-            }
-            "-t" | "--timeout" => {
-                let v = value(flag)?;
-                let s: f64 = v.parse().ok().filter(|s: &f64| *s > 0.0 && *s < 86400.0).ok_or(format!("invalid timeout '{v}'"))?;
-                o.timeout = Duration::from_secs_f64(s);
-            }
-            s if !s.starts_with('-') && o.server.is_none() => {
-                o.server = Some(s.parse().map_err(|_| format!("'{s}' is not an IP address"))?);
-            }
-            other => return Err(format!("unknown argument '{other}'; see rperftest cm-ping --help")),
-        }
+fn cli() -> Command {
+    Command::new("rperftest cm-ping")
+        .about("Connects an RC QP through the kernel's rdma_cm and sends one message each way")
+        .after_help("Without server-ip: the server (listens on 0.0.0.0:PORT).")
+        .arg(Arg::new("server").value_name("server-ip").value_parser(value_parser!(IpAddr)).help("the server's address (client mode)"))
+        .arg(Arg::new("dev").short('d').long("ib-dev").value_name("DEV").help("require the connection to use this device"))
+        .arg(
+            Arg::new("port")
+                .short('p')
+                .long("port")
+                .value_name("PORT")
+                .value_parser(value_parser!(u16).range(1..))
+                .default_value("18516")
+                .help("rdma_cm port"),
+        )
+        .arg(Arg::new("tos").short('T').long("tos").value_name("N").value_parser(value_parser!(u8)).help("IP type of service for the connection (client)"))
+        .arg(
+            Arg::new("timeout")
+                .short('t')
+                .long("timeout")
+                .value_name("SECONDS")
+                .value_parser(seconds)
+                .default_value("10")
+                .help("bound on every wait (the server waits 3x for its client)"),
+        )
+}
+
+fn seconds(v: &str) -> Result<Duration, String> {
+    v.parse::<f64>().ok().filter(|s| *s > 0.0 && *s < 86400.0).map(Duration::from_secs_f64).ok_or(format!("invalid timeout '{v}' (more than 0, less than a day)"))
+}
+
+fn opts(m: &ArgMatches) -> Opts {
+    Opts {
+        dev: m.get_one::<String>("dev").cloned(),
+        port: *m.get_one::<u16>("port").unwrap_or(&18516),
+        tos: m.get_one::<u8>("tos").copied(),
+        timeout: *m.get_one::<Duration>("timeout").unwrap_or(&Duration::from_secs(10)),
+        server: m.get_one::<IpAddr>("server").copied(),
     }
-    Ok(Some(o))
 }
 
 /// Entry point; returns the exit code.
 pub fn run(args: &[String]) -> u8 {
-    let o = match parse(args) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            print!("{USAGE}");
-            return 0;
-        }
-        Err(e) => {
-            eprintln!("rperftest cm-ping: {e}");
-            return 2;
-        }
+    let o = match rperftest::args::parse_std(cli(), "rperftest cm-ping", args) {
+        Ok(m) => opts(&m),
+        Err(code) => return code,
     };
     let t0 = Instant::now();
     let r = match o.server {
@@ -366,6 +356,15 @@ mod tests {
 
     fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    /// `Ok(None)`: help was asked for.
+    fn parse(args: &[String]) -> Result<Option<Opts>, clap::Error> {
+        match cli().try_get_matches_from(std::iter::once("cm-ping".to_string()).chain(args.iter().cloned())) {
+            Ok(m) => Ok(Some(opts(&m))),
+            Err(e) if !e.use_stderr() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     #[test]

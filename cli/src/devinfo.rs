@@ -435,12 +435,9 @@ pub fn devices_main(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        let _ = writeln!(
-            out,
-            "Usage: rperftest devices             list RDMA devices and their node GUIDs"
-        );
-        return 0;
+    let cmd = clap::Command::new("rperftest devices").about("Lists RDMA devices and their node GUIDs, as ibv_devices prints them");
+    if let Err(code) = rperftest::args::parse(cmd, "rperftest devices", args, out, err) {
+        return i32::from(code);
     }
     match list() {
         Ok(devs) => {

@@ -3,6 +3,7 @@
 //! fuzz targets and their replay tests can reach them. The binary
 //! (`src/main.rs`) dispatches to these and to the perftest tools in `bench`.
 
+pub mod args;
 pub mod diag;
 pub mod fuzzing;
 pub mod matrix;

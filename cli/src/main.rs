@@ -3,6 +3,8 @@
 
 use std::process::ExitCode;
 
+#[forbid(unsafe_code)]
+mod check_json;
 mod cmtest;
 #[forbid(unsafe_code)]
 mod devinfo;
@@ -46,6 +48,8 @@ fn usage() -> String {
          devices            list RDMA devices (like ibv_devices)\n  \
          devinfo            device and port attributes (like ibv_devinfo)\n  \
          selftest           exercise every verb between two QPs on one device\n  \
+         cm-ping            an RC connection through the kernel's rdma_cm, one SEND each way\n  \
+         check-json         check that files are valid JSON (for hosts without jq or python)\n  \
          matrix             perftest between every pair of nodes and rails, over ssh or srun\n  \
          plot               draw runs (--out_json / --series files) as SVG or HTML\n  \
          compare            base against new runs per size; exit 1 on a regression\n  \
@@ -58,7 +62,9 @@ fn usage() -> String {
          rping              rdma-core's rping over rdma_cm (-s | -c -a ADDR), wire compatible\n  \
          doctor             why RDMA does not work here, and with PEER on the path to it (--serve there)\n\
          \n\
-         rperftest --version prints the version.\n",
+         run by matrix on the nodes: matrix-exec, matrix-probe\n\
+         \n\
+         rperftest COMMAND --help describes each; rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
     )
 }
@@ -99,7 +105,7 @@ fn run(cmd: &str, rest: &[String]) -> u8 {
             None => 2,
         },
         "qperf" => exit_u8(bench::qperf::run(rest)),
-        "check-json" => exit_u8(bench::tool::check_json(rest)),
+        "check-json" => check_json::run(rest),
         "devices" => exit_u8(devinfo::run_devices(rest)),
         "devinfo" => exit_u8(devinfo::run_devinfo(rest)),
         "selftest" => selftest::run_selftest(rest),

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::{value_parser, Arg, ArgAction, Command};
 use uverbs::discovery::{self, gid, SysfsRoot};
 use uverbs::objects::{
     AccessFlags, Ah, CompChannel, Context, Cq, Mr, Pd, Qp, QpInit, RtrParams, RtsParams, Srq,
@@ -19,15 +20,6 @@ use uverbs::wr::{
     WorkCompletion, WrOpcode,
 };
 
-const USAGE: &str = "Usage: rperftest selftest [-d DEV] [-i PORT] [-x GID_INDEX] [-t SECONDS] [-v]
-  Runs every verb between two QPs on one device and checks every byte.
-  -d, --ib-dev DEV       device (default: the first one)
-  -i, --ib-port PORT     port (default 1)
-  -x, --gid-index N      GID index (default: chosen like perftest, and explained)
-  -t, --timeout SECONDS  bound on every wait for a completion (default 10)
-  -v, --verbose          print what each check did
-";
-
 struct Opts {
     dev: Option<String>,
     port: u8,
@@ -36,53 +28,56 @@ struct Opts {
     verbose: bool,
 }
 
-fn parse(args: &[String]) -> Result<Option<Opts>, String> {
-    let mut o = Opts { dev: None, port: 1, gid_index: None, timeout: Duration::from_secs(10), verbose: false };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (a.as_str(), None),
-        };
-        let mut value = |name: &str| -> Result<String, String> {
-            inline.clone().or_else(|| it.next().cloned()).ok_or_else(|| format!("option {name} needs a value"))
-        };
-        match flag {
-            "-h" | "--help" => return Ok(None),
-            "-v" | "--verbose" => o.verbose = true,
-            "-d" | "--ib-dev" => o.dev = Some(value(flag)?),
-            "-i" | "--ib-port" => {
-                let v = value(flag)?;
-                o.port = v.parse().ok().filter(|p| *p >= 1).ok_or(format!("invalid port '{v}' for {flag}"))?;
-            }
-            "-x" | "--gid-index" => {
-                let v = value(flag)?;
-                o.gid_index = Some(v.parse().map_err(|_| format!("invalid GID index '{v}' for {flag}"))?);
-            }
-            "-t" | "--timeout" => {
-                let v = value(flag)?;
-                let s: u64 = v.parse().ok().filter(|s| *s >= 1).ok_or(format!("invalid timeout '{v}' for {flag}"))?;
-                o.timeout = Duration::from_secs(s);
-            }
-            other => return Err(format!("unknown option '{other}'; see rperftest selftest --help")),
-        }
-    }
-    Ok(Some(o))
+fn cli() -> Command {
+    Command::new("rperftest selftest")
+        .about("Runs every verb between two QPs on one device and checks every byte")
+        .arg(Arg::new("dev").short('d').long("ib-dev").value_name("DEV").help("device (default: the first one)"))
+        .arg(
+            Arg::new("port")
+                .short('i')
+                .long("ib-port")
+                .value_name("PORT")
+                .value_parser(value_parser!(u8).range(1..))
+                .default_value("1")
+                .help("port"),
+        )
+        .arg(
+            Arg::new("gid_index")
+                .short('x')
+                .long("gid-index")
+                .value_name("N")
+                .value_parser(value_parser!(u32))
+                .help("GID index (default: chosen like perftest, and explained)"),
+        )
+        .arg(
+            Arg::new("timeout")
+                .short('t')
+                .long("timeout")
+                .value_name("SECONDS")
+                .value_parser(value_parser!(u64).range(1..))
+                .default_value("10")
+                .help("bound on every wait for a completion"),
+        )
+        .arg(Arg::new("verbose").short('v').long("verbose").action(ArgAction::SetTrue).help("print what each check did"))
+}
+
+fn parse(args: &[String]) -> Result<Opts, u8> {
+    let m = rperftest::args::parse_std(cli(), "rperftest selftest", args)?;
+    Ok(Opts {
+        dev: m.get_one::<String>("dev").cloned(),
+        port: *m.get_one::<u8>("port").unwrap_or(&1),
+        gid_index: m.get_one::<u32>("gid_index").copied(),
+        timeout: Duration::from_secs(*m.get_one::<u64>("timeout").unwrap_or(&10)),
+        verbose: m.get_flag("verbose"),
+    })
 }
 
 /// Entry point: returns the exit code (0 all checks passed, 1 a check failed, 2 bad usage or
 /// setup failure).
 pub fn run_selftest(args: &[String]) -> u8 {
     let opts = match parse(args) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            print!("{USAGE}");
-            return 0;
-        }
-        Err(e) => {
-            eprintln!("rperftest selftest: {e}");
-            return 2;
-        }
+        Ok(o) => o,
+        Err(code) => return code,
     };
     let dev = match discovery::find_device(opts.dev.as_deref()) {
         Ok(d) => d,

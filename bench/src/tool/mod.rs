@@ -402,32 +402,6 @@ impl providers::ContextUser for SideUser<'_> {
     }
 }
 
-/// `rperftest check-json FILE...`: 0 if every file parses as JSON (used by the VM cases, which
-/// have no python or jq), else 1 with the parser's position.
-pub fn check_json(files: &[String]) -> i32 {
-    if files.is_empty() {
-        eprintln!("usage: rperftest check-json FILE...");
-        return 2;
-    }
-    let mut rc = 0;
-    for f in files {
-        match std::fs::read_to_string(f) {
-            Ok(s) => match serde_json::from_str::<serde_json::Value>(&s) {
-                Ok(_) => println!("{f}: valid JSON"),
-                Err(e) => {
-                    eprintln!("{f}: invalid JSON: {e}");
-                    rc = 1;
-                }
-            },
-            Err(e) => {
-                eprintln!("{f}: {e}");
-                rc = 1;
-            }
-        }
-    }
-    rc
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

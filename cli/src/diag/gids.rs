@@ -151,13 +151,9 @@ fn cli() -> Command {
 
 /// `gids` with its sysfs root and outputs injected.
 pub fn main_with(root: &SysfsRoot, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let m = match cli().try_get_matches_from(std::iter::once("gids".to_string()).chain(args.iter().cloned())) {
+    let m = match crate::args::parse(cli(), "gids", args, out, err) {
         Ok(m) => m,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = if code == 0 { write!(out, "{e}") } else { write!(err, "{e}") };
-            return code;
-        }
+        Err(code) => return code,
     };
     let dev = m.get_one::<String>("dev").map(String::as_str);
     if let Some(d) = dev {

@@ -8,6 +8,7 @@
 //! 2. InfiniBand: the IPoIB netdev whose 20-byte hardware address ends with the port GUID.
 //! 3. A netdev whose `device/resource` equals the RDMA device's and whose `dev_port` (or
 //!    `dev_id`, the larger) + 1 is the port number (the script's own rule).
+//!
 //! The link word is `Up` when `class/net/<if>/carrier` reads 1, `Down` when it reads anything
 //! else or cannot be read (an interface that is administratively down), `NA` when there is no
 //! carrier file. A port with no netdev prints `==> NA (NA)` (the script prints nothing).
@@ -231,13 +232,9 @@ fn cli() -> Command {
 }
 
 pub fn main_with(root: &SysfsRoot, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let m = match cli().try_get_matches_from(std::iter::once("ibdev2netdev".to_string()).chain(args.iter().cloned())) {
+    let m = match crate::args::parse(cli(), "ibdev2netdev", args, out, err) {
         Ok(m) => m,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = if code == 0 { write!(out, "{e}") } else { write!(err, "{e}") };
-            return code;
-        }
+        Err(code) => return code,
     };
     let links = read_links(root);
     if links.is_empty() {

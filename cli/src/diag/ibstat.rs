@@ -12,6 +12,7 @@
 //!   1..=9 makes the whole CA unreadable, as in libibumad.
 //! - `ibstat CA PORT` prints `CA: 'name'` and the port block without indentation; a
 //!   negative PORT prints the whole CA (ibstat tests `portnum >= 0`).
+//!
 //! Debian 12's ibstat (rdma-core 44) has no `Effective speed:` line, and neither has this.
 
 use std::io::Write;

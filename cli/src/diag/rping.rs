@@ -572,8 +572,7 @@ fn server_conn<P: Provider>(r: &mut Res<'_, P>, init: u8, _resp: u8) -> Result<(
     r.id.accept_qp(&mut r.qp, &p).map_err(e)?;
     dbg(o, "accepting client connection request");
     let mut pings = 0u64;
-    loop {
-        let Some(src) = r.expect_recv("the client's source advertisement")? else { break };
+    while let Some(src) = r.expect_recv("the client's source advertisement")? {
         let n = src.checked_len(BUF_MAX)?;
         r.post_rdma(WrOpcode::RdmaRead, RDMA_OFF, n, &src)?;
         match r.wait(Some(WcOpcode::RdmaRead), "the RDMA READ of the client's data")? {

@@ -104,12 +104,9 @@ fn forward<R: Read + Send + 'static>(r: R, to_stdout: Option<Arc<Mutex<std::io::
 }
 
 pub fn run(args: &[String]) -> u8 {
-    let m = match cli().try_get_matches_from(std::iter::once("matrix-exec".to_string()).chain(args.iter().cloned())) {
+    let m = match crate::args::parse_std(cli(), "matrix-exec", args) {
         Ok(m) => m,
-        Err(e) => {
-            let _ = e.print();
-            return 2;
-        }
+        Err(code) => return code,
     };
     let deadline = Duration::from_secs(*m.get_one::<u64>("deadline").unwrap_or(&60));
     let ready_port = m.get_one::<u16>("ready-port").copied();

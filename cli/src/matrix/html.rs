@@ -31,13 +31,7 @@ pub fn heatmap_of(nodes: &[String], test: &str, rail: &str, records: &[&Record])
             cells[i][j] = Some(cell_of(r));
         }
     }
-    for i in 0..n {
-        for j in 0..n {
-            if i != j && cells[i][j].is_none() {
-                cells[i][j] = cells[j][i].clone();
-            }
-        }
-    }
+    super::report::mirror_missing(&mut cells, Option::is_none);
     let lat = super::judge::is_lat(test);
     let unit = records.iter().find(|r| !r.unit.is_empty()).map(|r| r.unit.clone()).unwrap_or_default();
     let what = if lat { "typical latency" } else { "BW average" };

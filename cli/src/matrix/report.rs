@@ -66,13 +66,7 @@ pub fn text(nodes: &[String], records: &[Record]) -> String {
                 grid[i][j] = cell(r);
             }
         }
-        for i in 0..n {
-            for j in 0..n {
-                if grid[i][j].is_empty() && !grid[j][i].is_empty() {
-                    grid[i][j] = grid[j][i].clone();
-                }
-            }
-        }
+        mirror_missing(&mut grid, String::is_empty);
         let name_w = nodes.iter().map(|x| x.len()).max().unwrap_or(0);
         let col_w = grid.iter().flatten().map(String::len).chain(nodes.iter().map(String::len)).max().unwrap_or(1);
         let _ = write!(s, "  {:name_w$}", "");
@@ -94,6 +88,21 @@ pub fn text(nodes: &[String], records: &[Record]) -> String {
         s.push('\n');
     }
     s
+}
+
+/// A pair measured one way only shows the same cell both ways: fill each missing cell of the
+/// square `grid` from its mirror across the diagonal (the diagonal itself stays as it is).
+// Both indices address the cell and its mirror, so an iterator would not read better.
+#[allow(clippy::needless_range_loop)]
+pub(crate) fn mirror_missing<T: Clone>(grid: &mut [Vec<T>], missing: impl Fn(&T) -> bool) {
+    let n = grid.len();
+    for i in 0..n {
+        for j in 0..n {
+            if i != j && missing(&grid[i][j]) && !missing(&grid[j][i]) {
+                grid[i][j] = grid[j][i].clone();
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -44,18 +44,6 @@ fn compare_command() -> Command {
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print the comparison as JSON"))
 }
 
-/// clap's help and errors: help exits 0, errors 2 (clap's own wording names the option).
-fn parse(cmd: Command, name: &str, args: &[String]) -> Result<clap::ArgMatches, u8> {
-    cmd.try_get_matches_from(std::iter::once(name.to_string()).chain(args.iter().cloned())).map_err(|e| {
-        let _ = e.print();
-        if e.use_stderr() {
-            2
-        } else {
-            0
-        }
-    })
-}
-
 fn read_run(path: &str) -> Result<run::RunData, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: cannot read it: {e}"))?;
     run::parse_run(&text, path)
@@ -72,7 +60,7 @@ fn fail(msg: &str) -> u8 {
 }
 
 pub fn run_plot(args: &[String]) -> u8 {
-    let m = match parse(plot_command(), "rperftest plot", args) {
+    let m = match rperftest::args::parse_std(plot_command(), "rperftest plot", args) {
         Ok(m) => m,
         Err(code) => return code,
     };
@@ -148,7 +136,7 @@ pub fn run_plot(args: &[String]) -> u8 {
 }
 
 pub fn run_compare(args: &[String]) -> u8 {
-    let m = match parse(compare_command(), "rperftest compare", args) {
+    let m = match rperftest::args::parse_std(compare_command(), "rperftest compare", args) {
         Ok(m) => m,
         Err(code) => return code,
     };
@@ -214,7 +202,7 @@ mod tests {
         assert_eq!(run_compare(&[a.clone(), c.clone(), "--new".into(), b.clone(), "--new".into(), a.clone()]), 0, "median of 500, 980, 1000");
         assert_eq!(run_compare(&[a.clone(), "/nonexistent/x.json".into()]), 2);
         assert_eq!(run_compare(&[a.clone(), b.clone(), "--tolerance".into(), "lots".into()]), 2);
-        assert_eq!(run_compare(&[a.clone()]), 2);
+        assert_eq!(run_compare(std::slice::from_ref(&a)), 2);
         for f in [a, b, c] {
             std::fs::remove_file(f).ok();
         }

@@ -137,13 +137,9 @@ fn emit(checks: &[Check], json: bool, out: &mut dyn Write) {
 /// `doctor` with its environment and outputs injected (the peer part talks to the network
 /// and the real device).
 pub fn main_with(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let m = match cli().try_get_matches_from(std::iter::once("doctor".to_string()).chain(args.iter().cloned())) {
+    let m = match crate::args::parse(cli(), "doctor", args, out, err) {
         Ok(m) => m,
-        Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = if code == 0 { write!(out, "{e}") } else { write!(err, "{e}") };
-            return code;
-        }
+        Err(code) => return code,
     };
     let target = Target {
         dev: m.get_one::<String>("dev").cloned(),
