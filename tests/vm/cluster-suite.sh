@@ -7,7 +7,9 @@
 # BIN: the rperftest binary put on every node.  Defaults: 4 nodes, node2 and
 # node4 bare (so each full node has a bare neighbour).  Cases get CLUSTER
 # (cluster.sh), CLUSTER_LIB, CLUSTER_NODES, CLUSTER_BARE, VMTEST_TMP (cwd)
-# and VMTEST_CASE; headers as in tests/vm/cases (# timeout: SECS, and
+# and VMTEST_CASE; headers as in tests/vm/cases (# timeout: SECS;
+# # nodes: N, the bed size the case needs, 4 when absent: on another size
+# it is reported skipped, so `--nodes 5 --filter '^35'` runs the 5-node one;
 # # xfail: REASON for a known intermittent or open failure: a failure is
 # reported as xfail, a pass as ok with a note to drop the header).  Before
 # each case every running node's faults are cleared.
@@ -51,7 +53,7 @@ for c in "$HERE"/cluster-cases/*.sh; do
     if [ -n "$FILTER" ] && ! [[ $name =~ $FILTER ]]; then continue; fi
     NAMES+=("$name")
 done
-passed=0 failed=0 xfailed=0
+passed=0 failed=0 xfailed=0 skipped=0
 report() {  # name ok|FAILED secs [rc] [note] ; output file
     local name=$1 st=$2 t=$3 rc=$4 out=$5 note=${6:-}
     echo "VMTEST $name $st $t${rc:+ rc=$rc}${note:+ ($note)}"
@@ -79,6 +81,11 @@ for name in "${NAMES[@]}"; do
     c=$HERE/cluster-cases/$name.sh
     to=$(sed -n '1,40s/^# timeout:[[:space:]]*\([0-9]\+\).*/\1/p' "$c" | head -1)
     xf=$(sed -n '1,40s/^# xfail:[[:space:]]*\(.*\)/\1/p' "$c" | head -1)
+    need=$(sed -n '1,40s/^# nodes:[[:space:]]*\([0-9]\+\).*/\1/p' "$c" | head -1)
+    if [ "${need:-4}" != "$NODES" ]; then
+        echo "VMTEST $name skipped 0 (needs a bed of ${need:-4} nodes, this one has $NODES)"
+        skipped=$((skipped + 1)); continue
+    fi
     for k in $(seq 1 "$NODES"); do
         "$CL" status 2>/dev/null | grep -q "^node$k .* running" && "$CL" fault "node$k" clear >/dev/null 2>&1
     done
@@ -103,5 +110,5 @@ qemus=$(pgrep -f "$RPT_CLUSTER_DIR/node" | wc -l)
 echo "namespaces left: $ns; qemu processes of this cluster left: $qemus" >>"$WORK/down.out"
 if [ $rc = 0 ] && [ "$ns" = 0 ] && [ "$qemus" = 0 ]; then report down ok "$(secs "$t")" "" "$WORK/down.out" "nothing left running"
 else report down FAILED "$(secs "$t")" "$rc" "$WORK/down.out"; fi
-echo "VMSUITE mode=cluster passed=$passed failed=$failed skipped=0 xfail=$xfailed boot=$BOOT cases=$CASES_S total=$(secs "$T0")"
+echo "VMSUITE mode=cluster passed=$passed failed=$failed skipped=$skipped xfail=$xfailed boot=$BOOT cases=$CASES_S total=$(secs "$T0")"
 [ "$failed" = 0 ]

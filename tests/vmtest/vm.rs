@@ -15,7 +15,8 @@
 //! its mode or marked `# xfail:` counts as ignored. Then the cluster:
 //! `tests/vm/cluster-suite.sh` boots four VMs on one virtual Ethernet segment
 //! and runs `tests/vm/cluster-cases/*.sh` against them, as
-//! `vm::cluster::up`, `vm::cluster::<case>` and `vm::cluster::down`.
+//! `vm::cluster::up`, `vm::cluster::<case>` and `vm::cluster::down`; the cases with a
+//! `# nodes: 5` header run on a second bed of five VMs, as `vm::cluster5::…`.
 //!
 //! Arguments (libtest-like): `FILTER...` (substring of the test name),
 //! `--exact`, `--list`, `--nocapture` (print every case's output).
@@ -26,9 +27,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Instant, SystemTime};
 
-const MODES: [&str; 3] = ["full", "bare", CLUSTER];
+const MODES: [&str; 4] = ["full", "bare", CLUSTER, CLUSTER5];
 /// The multi-VM suite: its cases live in tests/vm/cluster-cases.
 const CLUSTER: &str = "cluster";
+/// The cluster cases with a `# nodes: 5` header, on a bed of their own of 5 nodes (the others
+/// count pairs and rounds of 4).
+const CLUSTER5: &str = "cluster5";
+
+fn is_cluster(mode: &str) -> bool {
+    mode == CLUSTER || mode == CLUSTER5
+}
+
+/// A cluster case's `# nodes: N` header (in its first 40 lines); 4 when it has none.
+fn case_nodes(root: &Path, case: &str) -> u32 {
+    let text = std::fs::read_to_string(root.join("tests/vm/cluster-cases").join(format!("{case}.sh"))).unwrap_or_default();
+    text.lines().take(40).find_map(|l| l.strip_prefix("# nodes:").and_then(|v| v.trim().parse().ok())).unwrap_or(4)
+}
 
 #[derive(PartialEq)]
 enum Outcome {
@@ -146,9 +160,9 @@ fn run_mode(
     // the cluster's own "up" and "down" lines always run; the filter picks cases
     let picked: Vec<&String> = cases.iter().filter(|c| *c != "up" && *c != "down").collect();
     let filter = format!("^({})$", picked.iter().map(|c| regex_escape(c)).collect::<Vec<_>>().join("|"));
-    let mut cmd = if mode == CLUSTER {
+    let mut cmd = if is_cluster(mode) {
         let mut c = Command::new(root.join("tests/vm/cluster-suite.sh"));
-        c.args(["--filter", &filter]);
+        c.args(["--nodes", if mode == CLUSTER5 { "5" } else { "4" }, "--filter", &filter]);
         c
     } else {
         let mut c = Command::new(root.join("tests/vm/run-suite.sh"));
@@ -158,7 +172,7 @@ fn run_mode(
     if verbose {
         cmd.arg("-v");
     }
-    if mode == CLUSTER {
+    if is_cluster(mode) {
         cmd.arg(bin_dir.join("rperftest"));
     } else {
         cmd.arg(bin_dir);
@@ -224,10 +238,15 @@ fn main() -> ExitCode {
     let args = parse_args();
     let root = root();
     let cases = case_names(&root, "tests/vm/cases");
-    let mut cluster_cases = vec!["up".to_string()];
-    cluster_cases.extend(case_names(&root, "tests/vm/cluster-cases"));
-    cluster_cases.push("down".to_string());
-    let cases_of = |m: &str| if m == CLUSTER { cluster_cases.clone() } else { cases.clone() };
+    let (cluster5, cluster4): (Vec<String>, Vec<String>) =
+        case_names(&root, "tests/vm/cluster-cases").into_iter().partition(|c| case_nodes(&root, c) == 5);
+    let bed = |cs: Vec<String>| std::iter::once("up".to_string()).chain(cs).chain(std::iter::once("down".to_string())).collect::<Vec<_>>();
+    let (cluster_cases, cluster5_cases) = (bed(cluster4), bed(cluster5));
+    let cases_of = |m: &str| match m {
+        CLUSTER => cluster_cases.clone(),
+        CLUSTER5 => cluster5_cases.clone(),
+        _ => cases.clone(),
+    };
     let total = MODES.iter().map(|m| cases_of(m).len()).sum::<usize>();
     let mut all: Vec<(String, &str, String)> = MODES
         .iter()
@@ -235,11 +254,13 @@ fn main() -> ExitCode {
         .filter(|(n, _, _)| selected(&args, n))
         .collect();
     // a cluster run always reports its up and down lines
-    if all.iter().any(|(_, m, _)| *m == CLUSTER) {
-        for c in ["up", "down"] {
-            let n = format!("vm::{CLUSTER}::{c}");
-            if !all.iter().any(|(x, _, _)| *x == n) {
-                all.push((n, CLUSTER, c.to_string()));
+    for bedm in [CLUSTER, CLUSTER5] {
+        if all.iter().any(|(_, m, _)| *m == bedm) {
+            for c in ["up", "down"] {
+                let n = format!("vm::{bedm}::{c}");
+                if !all.iter().any(|(x, _, _)| *x == n) {
+                    all.push((n, bedm, c.to_string()));
+                }
             }
         }
     }

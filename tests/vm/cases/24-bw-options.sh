@@ -56,7 +56,10 @@ awk -v l="$limited" -v u="$unlimited" 'BEGIN{exit !(l < u)}' || fail "limited $l
 log "unlimited $unlimited MB/s, limited $limited MB/s"
 
 log "== --rate_limit alone (perftest's default HW type): C 6.06's fallback message, then the SW limiter"
-limited 4 8.4 "write_bw implicit HW -> SW 10 MB/s (burst = tx depth 128: 1 burst/s = 8 MB/s)" avg \
+# Bursts of tx depth 128 x 64 KiB (8 MiB) at 10 MB/s: one every 0.84 s, so a 4 s window holds 4
+# or 5 of them and the average lands anywhere from ~8 to 10 MB/s (seen: 8.00, 8.73). What must
+# hold is the limit asked for.
+limited 4 10.5 "write_bw implicit HW -> SW 10 MB/s (bursts of tx depth 128)" avg \
     ib_write_bw rperftest ib_write_bw "${X[@]}" -D 4 -- rperftest ib_write_bw "${X[@]}" -D 4 --rate_limit 10 --rate_units M "$RXE_IP"
 grep -qF "The QP failed to accept HW rate limit, providing SW rate limit" "$VMTEST_TMP/client.out" || fail "no HW fallback message"
 

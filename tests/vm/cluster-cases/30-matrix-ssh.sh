@@ -12,7 +12,7 @@
 . "$CLUSTER_LIB"
 O=/tmp/m30
 t0=$(date +%s)
-on node1 rperftest matrix --launcher ssh --push --preflight-timeout 120 --hosts "node[1-$CLUSTER_NODES]" --test write_bw,send_lat \
+on node1 rperftest matrix --launcher ssh --push --preflight-timeout 120 --hosts "node[1-$MATRIX_NODES]" --test write_bw,send_lat \
     --devices rxe0 --rel 0.25 --rel-lat 10 --out $O -- -s 4096 -n 200 >m.out 2>m.err; rc=$?
 s=$(( $(date +%s) - t0 ))
 cat m.out; echo "--- stderr (last lines)"; tail -n 20 m.err
@@ -36,7 +36,7 @@ PY
 # With Debian's chromium on the host (tests/plot-render.sh --install): a headless screenshot of
 # the page, 1000x1200, not blank; without it plot-render says it skipped the render.
 "$(dirname "$CLUSTER_LIB")/../../plot-render.sh" --no-plots --html report.html || fail "report.html does not render"
-python3 - "$CLUSTER_NODES" <<'PY' || fail "results.jsonl"
+python3 - "$MATRIX_NODES" <<'PY' || fail "results.jsonl"
 import json, sys, itertools
 n = int(sys.argv[1])
 recs = [json.loads(l) for l in open("results.jsonl") if l.strip()]

@@ -10,12 +10,12 @@
 . "$CLUSTER_LIB"
 O=/tmp/m31
 t0=$(date +%s)
-on node1 timeout 280 salloc -N"$CLUSTER_NODES" rperftest matrix --push --test write_bw --devices rxe0 \
+on node1 timeout 280 salloc -N"$MATRIX_NODES" -w "node[1-$MATRIX_NODES]" rperftest matrix --push --test write_bw --devices rxe0 \
     --rel 0.25 --rel-lat 10 --out $O -- -s 4096 -n 200 >m.out 2>m.err; rc=$?
 s=$(( $(date +%s) - t0 ))
 cat m.out; echo "--- stderr (last lines)"; tail -n 20 m.err
 [ "$rc" = 0 ] || fail "matrix in salloc exit $rc after ${s}s"
-grep -q "preflight: $CLUSTER_NODES node(s) over srun" m.err || fail "not run over srun"
+grep -q "preflight: $MATRIX_NODES node(s) over srun" m.err || fail "not run over srun"
 pushed_and_removed m.err
 on node1 cat $O/results.jsonl >results.jsonl || fail "no results.jsonl"
 [ "$(grep -c '"status":"OK"' results.jsonl)" = 6 ] || fail "want 6 OK records: $(grep -c . results.jsonl) lines"

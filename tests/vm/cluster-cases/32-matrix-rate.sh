@@ -11,7 +11,7 @@
 . "$CLUSTER_LIB"
 "$CL" fault node4 rate 4mbit || fail "fault rate"
 O=/tmp/m32
-on node1 rperftest matrix --launcher ssh --preflight-timeout 120 --hosts "node[1-$CLUSTER_NODES]" --test write_bw --devices rxe0 \
+on node1 rperftest matrix --launcher ssh --preflight-timeout 120 --hosts "node[1-$MATRIX_NODES]" --test write_bw --devices rxe0 \
     --serial --out $O -- -s 65536 -n 16 >m.out 2>m.err; rc=$?
 "$CL" fault node4 clear
 cat m.out; echo "--- stderr (last lines)"; tail -n 12 m.err

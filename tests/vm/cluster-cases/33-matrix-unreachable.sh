@@ -9,7 +9,7 @@
 "$CL" fault node4 stop-sshd || fail "fault stop-sshd"
 O=/tmp/m33
 t0=$(date +%s)
-on node1 rperftest matrix --launcher ssh --preflight-timeout 120 --hosts "node[1-$CLUSTER_NODES]" \
+on node1 rperftest matrix --launcher ssh --preflight-timeout 120 --hosts "node[1-$MATRIX_NODES]" \
     --test write_bw,send_lat --devices rxe0 --rel 0.25 --rel-lat 10 --out $O -- -s 4096 -n 200 >m.out 2>m.err; rc=$?
 s=$(( $(date +%s) - t0 ))
 "$CL" fault node4 start-sshd

@@ -1,9 +1,12 @@
 # Helpers for tests/vm/cluster-cases/*.sh (sourced).  The cases run on the
-# host; cluster-suite.sh has booted the cluster (node1, node3 full; node2,
-# node4 bare) and sets CLUSTER (cluster.sh), CLUSTER_NODES, CLUSTER_BARE and
-# VMTEST_TMP (the case's cwd).
+# host; cluster-suite.sh has booted the cluster (node1, node3 (and node5 on
+# the 5-node bed) full; node2, node4 bare) and sets CLUSTER (cluster.sh), CLUSTER_NODES,
+# CLUSTER_BARE and VMTEST_TMP (the case's cwd).
 set -uo pipefail
 CL=$CLUSTER
+# The matrix cases' cluster: node1-node4 (their pair and round counts are those
+# of 4 nodes); 35 has a 5-node bed of its own.
+MATRIX_NODES=4
 GIDX=1      # the IPv4-mapped RoCEv2 GID: index 1 on every node (init checks)
 on() { local n=$1; shift; "$CL" exec "$n" -- "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
@@ -32,9 +35,10 @@ wait_listen() {
         || fail "nothing listens on $1:$2 after ${3:-60} s"
 }
 # pushed_and_removed ERRFILE: a `matrix --push` run's stderr says the binary went to a private
-# /tmp/rperftest-push-<16 hex> on every node and was removed, and no node has such a directory
+# /tmp/rperftest-push-<16 hex> on every matrix node and was removed, and no node has such a
+# directory
 pushed_and_removed() {
-    grep -Eq "^push: this binary to /tmp/rperftest-push-[0-9a-f]{16}/rperftest in $CLUSTER_NODES of $CLUSTER_NODES node" "$1" || fail "no push line"
+    grep -Eq "^push: this binary to /tmp/rperftest-push-[0-9a-f]{16}/rperftest in $MATRIX_NODES of $MATRIX_NODES node" "$1" || fail "no push line"
     grep -q "^push: /tmp/rperftest-push-[0-9a-f]* removed from every node" "$1" || fail "pushed copies not removed"
     local k left
     for k in $(seq 1 "$CLUSTER_NODES"); do
