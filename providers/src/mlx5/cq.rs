@@ -237,7 +237,6 @@ impl<U: UarWriter> Mlx5<U> {
         Ok(())
     }
 
-    #[inline(always)]
     pub(super) fn cq_poll(&self, cq: &mut Mlx5Cq, out: &mut [WorkCompletion]) -> Result<usize> {
         let mask = cq.ncqe - 1;
         let mut n = 0;

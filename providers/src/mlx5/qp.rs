@@ -380,7 +380,6 @@ impl<U: UarWriter> Mlx5<U> {
         Ok(())
     }
 
-    #[inline(always)]
     /// # Safety
     /// every SGE is readable for its length (`Provider::post_send`'s contract).
     pub(super) unsafe fn qp_post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
@@ -465,7 +464,6 @@ impl<U: UarWriter> Mlx5<U> {
         }
     }
 
-    #[inline(always)]
     /// # Safety
     /// every SGE names writable memory that stays valid until completion (`Provider::post_recv`'s contract).
     pub(super) unsafe fn qp_post_recv(&self, qp: &mut Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
