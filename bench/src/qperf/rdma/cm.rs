@@ -97,6 +97,8 @@ pub fn client_connect<P: Provider>(c: CmClient, qp: &mut Qp<P>, timeout: Duratio
         match ev.kind {
             CmEventKind::ConnectResponse => {
                 let r = (|| {
+                    // INIT again: the kernel now adds the access flags the answer allows.
+                    id.modify_qp(qp, QpState::Init)?;
                     id.modify_qp(qp, QpState::Rtr)?;
                     id.modify_qp(qp, QpState::Rts)?;
                     id.accept_active()

@@ -52,7 +52,8 @@ impl Stop {
         let now = Instant::now();
         Stop {
             deadline: (r.time > 0).then(|| now + Duration::from_secs(u64::from(r.time))),
-            n: if r.time > 0 { 0 } else { u64::from(r.no_msgs) },
+            // As qperf's *_bw tests, a count ends the run even with a time.
+            n: u64::from(r.no_msgs),
             idle: r.idle,
             last: now,
             ud: r.test.transport == Transport::Ud,
