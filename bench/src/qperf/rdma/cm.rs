@@ -173,7 +173,13 @@ pub fn close(id: &CmId, client: bool) {
     let deadline = Instant::now() + DISCONNECT_WAIT;
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
         match id.wait_event(left) {
-            Ok(Some(ev)) if ev.kind == CmEventKind::Disconnected => return,
+            Ok(Some(ev)) if ev.kind == CmEventKind::Disconnected => {
+                if !client {
+                    // The DREP to the client's DREQ (the kernel would send it at destroy).
+                    let _ = id.disconnect();
+                }
+                return;
+            }
             Ok(Some(_)) => continue,
             _ => return,
         }
