@@ -292,7 +292,7 @@ fn poll_lat<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &mut 
                 return Ok(());
             }
             // Reap write completions while waiting (errors surface here too).
-            if spins % 64 == 0 {
+            if spins & 63 == 0 {
                 let n = rig.cq.poll(&mut wc[..16]).map_err(|e| format!("CQ poll failed: {e}"))?;
                 for c in &wc[..n] {
                     check(r, c)?;
