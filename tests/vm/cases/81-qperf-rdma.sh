@@ -62,7 +62,7 @@ fi
 
 log "== ours -> ours, no rdma_cm (GIDs in our extension), every RDMA test"
 # UD messages are one packet: rxe's active MTU (1024 behind a 1500 netdev) bounds ud_bw's size.
-client_run oo.out rperftest qperf 127.0.0.1 -t 1 "${RC_CM[@]}" "${UC[@]}" ud_lat -m 1024 ud_bw ud_bi_bw
+client_run oo.out rperftest qperf "$RXE_IP" -t 1 "${RC_CM[@]}" "${UC[@]}" ud_lat -m 1024 ud_bw ud_bi_bw
 check_tests oo.out "${RC_CM[@]}" "${UC[@]}" ud_lat ud_bw ud_bi_bw
 
 log "== ours -> ours, -cm1"
@@ -71,10 +71,10 @@ check_tests oc.out "${RC_CM[@]}"
 
 log "== -n without -t ends (count-based), and --json"
 mark
-client_run on.out rperftest qperf 127.0.0.1 -n 200 rc_lat rc_rdma_read_bw ud_lat uc_rdma_write_poll_lat -cm1 rc_fetch_add_mr
+client_run on.out rperftest qperf "$RXE_IP" -n 200 rc_lat rc_rdma_read_bw ud_lat uc_rdma_write_poll_lat -cm1 rc_fetch_add_mr
 bound 40 "ours -> ours -n 200, five tests"
 check_tests on.out rc_lat rc_rdma_read_bw ud_lat uc_rdma_write_poll_lat rc_fetch_add_mr
-client_run oj.out rperftest qperf 127.0.0.1 -t 1 --json rc_bw
+client_run oj.out rperftest qperf "$RXE_IP" -t 1 --json rc_bw
 expect_contains '"test":"rc_bw"' oj.out
 
 if [ $have_stock = 1 ]; then
@@ -92,19 +92,19 @@ if [ $have_stock = 1 ]; then
 
     log "== stock without -cm1 on RoCE: one line, exit 1, within 5 s, both ways"
     mark
-    run with_timeout 20 "$STOCK" 127.0.0.1 -t 1 rc_bw
+    run with_timeout 20 "$STOCK" "$RXE_IP" -t 1 rc_bw
     bound 5 "stock client -> our server, rc_bw without -cm1"
     [ "$LAST_RC" = 1 ] || fail "stock client: rc=$LAST_RC, want 1"
     expect_contains "server: rc_bw: the client sent no GID (stock qperf's NODE has none) and this link layer is Ethernet"
     expect_contains "use -cm1 (RC tests only; UC/UD have no CM path in qperf)"
     mark
-    run with_timeout 20 rperftest qperf -lp $STOCK_PORT 127.0.0.1 -t 1 uc_lat
+    run with_timeout 20 rperftest qperf -lp $STOCK_PORT "$RXE_IP" -t 1 uc_lat
     bound 5 "our client -> stock server, uc_lat"
     [ "$LAST_RC" = 1 ] || fail "our client: rc=$LAST_RC, want 1"
     expect_contains "uc_lat: the server sent no GID (stock qperf's NODE has none) and this link layer is Ethernet"
     [ "$(grep -c . "$LAST_OUT")" -le 2 ] || fail "more than the test name and one line"
     kill -0 "$OURS_PID" 2>/dev/null || fail "our server exited"
-    client_run after.out rperftest qperf 127.0.0.1 -t 1 rc_lat
+    client_run after.out rperftest qperf "$RXE_IP" -t 1 rc_lat
     check_tests after.out rc_lat
 fi
 grep -q "panicked" "$OURS_LOG" && { cat "$OURS_LOG"; fail "our server panicked"; }
