@@ -432,6 +432,9 @@ def qperf_stat(cpus=2, ticks=100, real=(1000, 1100), s=(0, 0), r=(0, 0), pad=b"\
             + struct.pack("<12Q", s[0], s[1], 0, r[0], r[1], 0, 0, 0, 0, 0, 0, 0) + pad)
 
 
+GID_EXT = b"RPQG" + bytes([1, 2, 2, 1]) + bytes(10) + b"\xff\xff" + bytes([10, 99, 0, 1])
+
+
 def qperf_conf(node=b"vm", cpu=b"2 Cores: Intel Xeon Processor 2.6GHz", os_=b"Linux 6.1.0-57-amd64",
                ver=b"0.4.11", tail=b""):
     return b"".join(x.ljust(64, b"\0")[:64] for x in (node, cpu, os_ + tail, ver))
@@ -451,6 +454,10 @@ for name, data in [
     ("port-19765", struct.pack("<I", 19765)), ("port-0", struct.pack("<I", 0)), ("port-65536", struct.pack("<I", 65536)),
     ("error-text", b"bad request index: 200"), ("error-upgrade", b"upgrade qperf on server from 0.4.11 to 0.5.0"),
     ("empty", b""),
+    # rperftest's GID extension: in the REQ id after the NUL, the 24-byte message, the NODE mark.
+    ("req-rc-bw-gid-ext", qperf_req(13, 65536, mtu_size=2048, id_=b"rxe0:1".ljust(40, b"\0") + GID_EXT)),
+    ("gid-ext", GID_EXT), ("gid-ext-v2", GID_EXT[:4] + b"\x02" + GID_EXT[5:]),
+    ("node-marked", struct.pack("<Q7I", 0x7F0011223344, 0, 0x11, 0xABCDEF, 0, 0x1234, 0, 16) + b"RPQG"),
 ]:
     add("qperf_wire", name, data)
 

@@ -353,7 +353,7 @@ pub fn params(data: &[u8]) {
 }
 
 /// Target `qperf_wire`: the bytes a qperf peer sends on the control connection (REQ, NODE,
-/// STAT, CONF, the data-port word, the error text). The input goes to every decoder as it is,
+/// STAT, CONF, the data-port word, the error text, our GID extension). The input goes to every decoder as it is,
 /// and also cut or zero-extended to each message's exact length.
 ///
 /// Checks: a decoder accepts exactly its length; REQ and CONF re-encode byte for byte
@@ -422,4 +422,30 @@ pub fn qperf_wire(data: &[u8]) {
     let text = wire::decode_error_text(data);
     assert!(text.chars().all(|c| !c.is_control()));
     assert!(text.chars().count() <= wire::MAX_ERROR_TEXT);
+
+    // The GID extension (REQ id tail, NODE padding mark, the 24-byte message).
+    use crate::qperf::rdma::node_ext::{self, GidExt};
+    let ext = GidExt::decode(data);
+    assert_eq!(ext.is_some() && data.len() == node_ext::EXT_LEN, ext.is_some());
+    let b = sized(node_ext::EXT_LEN);
+    if let Some(e) = GidExt::decode(&b) {
+        assert_eq!(&e.encode()[..], &b[..], "GID extension round trip");
+    }
+    let b = sized(wire::REQ_LEN);
+    let req = Req::decode(&b).expect("exact length");
+    if let Some(e) = node_ext::ext_from_id(&req.id) {
+        // Only after a NUL that ends the text before the extension; re-embedding keeps it.
+        assert!(req.id.raw().len() < node_ext::ID_EXT_OFF);
+        let text = String::from_utf8_lossy(req.id.raw()).into_owned();
+        if text.len() == req.id.raw().len() {
+            assert_eq!(node_ext::ext_from_id(&node_ext::id_with_ext(&text, Some(&e))), Some(e));
+        }
+    }
+    let b = sized(wire::NODE_LEN);
+    assert_eq!(node_ext::node_marked(&b), b[wire::NODE_ENCODED_LEN..] == node_ext::NODE_MARK);
+    assert!(!node_ext::node_marked(&b[..wire::NODE_LEN - 1]));
+    let mut arr = [0u8; wire::NODE_LEN];
+    arr.copy_from_slice(&b);
+    node_ext::mark_node(&mut arr);
+    assert_eq!(Node::decode(&arr).expect("exact length"), node, "the mark is not part of NODE");
 }

@@ -31,7 +31,11 @@ fn errors_come_back_through_the_oob_path() {
     let (port, _h) = start_server(false);
     for (r, want) in [
         (Req { ver_min: 5, ver_inc: 0, ..req(0, 0, 0, 0) }, "upgrade qperf on server from 0.4.11 to 0.5.0"),
-        (req(13, 65536, 2, 0), "bad request index: 13"),
+        // rc_bw reaches the RDMA code, which checks the MTU first (as stock's does).
+        (req(13, 65536, 2, 0), "bad MTU: 0; must be 256/512/1K/2K/4K"),
+        (Req { mtu_size: 2048, ..req(31, 4, 2, 0) }, "message size must be at least 8"),
+        (req(16, 1, 0, 0), "rc_lat: the request has neither a time nor a message count"),
+        (req(33, 65536, 2, 0), "bad request index: 33"),
         (req(200, 1, 2, 0), "bad request index: 200"),
         (req(4, 1, 2, 0), "unable to make SCTP socket"),
         (req(1, 0, 2, 0), "quit refused: this server was started without --allow-quit"),

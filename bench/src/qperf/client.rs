@@ -9,10 +9,11 @@ use super::conf::local_conf;
 use super::ctrl::{Ctrl, CtrlError};
 use super::format::{Class, Table};
 use super::options::{Fatal, Par, Pars, Side, State};
-use super::results::{calc, show_info, to_json};
+use super::rdma::{self, plan::RdmaTest};
+use super::results::{calc, show_info, to_json, Measure};
 use super::server::Pin;
 use super::tests_sock::{run_client, Plan, SockTest};
-use super::wire::{test_index, Conf, FixedStr, Req, CONF_LEN, SYNC_BEFORE, VER_INC, VER_MAJ, VER_MIN};
+use super::wire::{test_index, Conf, FixedStr, Req, Stat, CONF_LEN, SYNC_BEFORE, VER_INC, VER_MAJ, VER_MIN};
 
 /// A test failed: stock qperf prints local errors on stdout and the server's on stderr
 /// ("server: …"), and exits 1.
@@ -26,7 +27,7 @@ pub fn report(e: CtrlError) -> Fatal {
     }
 }
 
-fn build_req(pars: &Pars, index: u16) -> Req {
+pub fn build_req(pars: &Pars, index: u16) -> Req {
     let r = |p| pars.rem(p);
     Req {
         ver_maj: VER_MAJ,
@@ -76,15 +77,20 @@ fn connect(host: &str, port: u16, wait: u64, timeout: Duration) -> Result<TcpStr
 }
 
 fn open(st: &State, index: u16) -> Result<Ctrl, Fatal> {
+    open_req(st, &build_req(&st.pars, index))
+}
+
+/// Connect to the server and send `req`.
+pub fn open_req(st: &State, req: &Req) -> Result<Ctrl, Fatal> {
     let host = st.g.host.clone().unwrap_or_default();
     let timeout = Duration::from_secs(u64::from(st.pars.loc(Par::Timeout).max(1)));
     let s = connect(&host, st.g.listen_port, st.g.wait_server, timeout)?;
     let ctrl = Ctrl::new(s, timeout, "server").map_err(report)?;
-    ctrl.send("request data", &build_req(&st.pars, index).encode()).map_err(report)?;
+    ctrl.send("request data", &req.encode()).map_err(report)?;
     Ok(ctrl)
 }
 
-fn warn_unused(st: &mut State, test: &str) {
+pub fn warn_unused(st: &mut State, test: &str) {
     for w in st.pars.unused_warnings(test) {
         println!("{w}");
     }
@@ -119,20 +125,22 @@ pub fn run_test(st: &mut State, test: &str) -> Result<(), Fatal> {
         }
         _ => match SockTest::from_name(test) {
             Some(t) => run_sock(st, t, index, test),
-            None if index >= 12 => Err(Fatal(format!(
-                "{test}: bad test; try: qperf --help tests (rperftest qperf has no RDMA tests yet; see docs/qperf.md)"
-            ))),
-            None => {
-                warn_unused(st, test);
-                // sctp/sdp/rds: the request goes out and the server answers (a stock server
-                // without the protocol with an error); we have no client side for these.
-                let ctrl = open(st, index)?;
-                let kind = if test.starts_with("sctp") { "SCTP" } else if test.starts_with("sdp") { "SDP" } else { "RDS" };
-                ctrl.recv("port", 4).map_err(report)?;
-                Err(Fatal(format!("could not make {kind} connection to server (rperftest qperf has no {kind} client)")))
-            }
+            None => match RdmaTest::by_name(test) {
+                Some(t) => rdma::run_client(st, t, index),
+                None => run_other(st, index, test),
+            },
         },
     }
+}
+
+/// sctp/sdp/rds: the request goes out and the server answers (a stock server without the
+/// protocol with an error); we have no client side for these.
+fn run_other(st: &mut State, index: u16, test: &str) -> Result<(), Fatal> {
+    warn_unused(st, test);
+    let ctrl = open(st, index)?;
+    let kind = if test.starts_with("sctp") { "SCTP" } else if test.starts_with("sdp") { "SDP" } else { "RDS" };
+    ctrl.recv("port", 4).map_err(report)?;
+    Err(Fatal(format!("could not make {kind} connection to server (rperftest qperf has no {kind} client)")))
 }
 
 fn run_conf(st: &State, index: u16) -> Result<(), Fatal> {
@@ -192,13 +200,18 @@ fn run_sock(st: &mut State, t: SockTest, index: u16, test: &str) -> Result<(), F
     let mut l = new_stat();
     let mut r = run_client(t, &ctrl, &plan, &mut l).map_err(report)?;
     drop(ctrl);
-    let res = calc(&mut l, &mut r);
+    show_results(st, test, t.measure(), &mut l, &mut r);
+    Ok(())
+}
+
+/// The figures of a finished test from our STAT and the server's: rows, or one JSON line.
+pub fn show_results(st: &State, test: &str, measure: Measure, l: &mut Stat, r: &mut Stat) {
+    let res = calc(l, r);
     if st.g.json {
-        println!("{}", to_json(test, t.measure(), &res, &l, &r, &st.pars));
-        return Ok(());
+        println!("{}", to_json(test, measure, &res, l, r, &st.pars));
+        return;
     }
     let mut tb = Table::new(st.g.units, st.g.verbosity);
-    show_info(&mut tb, t.measure(), &res, &l, &r, &st.pars, st.g.unify_nodes);
+    show_info(&mut tb, measure, &res, l, r, &st.pars, st.g.unify_nodes);
     print!("{}", tb.render());
-    Ok(())
 }

@@ -2,18 +2,30 @@
 //! that talks to a stock qperf on either side. See docs/qperf.md for what it covers and
 //! where it differs.
 //!
-//! The socket tests (tcp/udp bw and lat), conf and quit are implemented; the RDMA tests are
-//! answered as a stock build without RDMA answers them.
+//! The socket tests (tcp/udp bw and lat), conf, quit and the RDMA tests (rc/uc/ud, with
+//! rdma_cm for RC) are implemented; SCTP, SDP, RDS and XRC are not.
 
+#[forbid(unsafe_code)]
 pub mod clock;
+#[forbid(unsafe_code)]
 pub mod client;
+#[forbid(unsafe_code)]
 pub mod conf;
+#[forbid(unsafe_code)]
 pub mod ctrl;
+#[forbid(unsafe_code)]
 pub mod format;
+#[forbid(unsafe_code)]
 pub mod options;
+// Only rdma::rig has unsafe (posting over its MR); the rest of rdma forbids it.
+pub mod rdma;
+#[forbid(unsafe_code)]
 pub mod results;
+#[forbid(unsafe_code)]
 pub mod server;
+#[forbid(unsafe_code)]
 pub mod tests_sock;
+#[forbid(unsafe_code)]
 pub mod wire;
 
 use options::{do_args, Outcome, Par, Side, State};

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::clock::new_stat;
 use super::conf::local_conf;
+use super::rdma::{self, plan::RdmaTest};
 use super::ctrl::{Ctrl, CtrlError};
 use super::tests_sock::{serve, wildcard, SockTest};
 use super::wire::{test_name, Req, REQ_LEN, REQ_VERSION_LEN, SYNC_BEFORE};
@@ -94,10 +95,10 @@ fn handle(ctrl: &mut Ctrl, opts: &ServerOpts) -> Result<End, CtrlError> {
     let mut all = v;
     all.extend_from_slice(&rest);
     let req = Req::decode(&all).map_err(|e| CtrlError::local(e.to_string()))?;
-    // This build's table ends after udp_lat (index 11), like a stock build without RDMA.
+    // The table of Debian's build: RDMA, no XRC (indexes 33-35).
     let name = match test_name(req.req_index) {
-        Some(n) if req.req_index <= 11 => n,
-        _ => return Err(CtrlError::Local(format!("bad request index: {}", req.req_index))),
+        Some(n) => n,
+        None => return Err(CtrlError::Local(format!("bad request index: {}", req.req_index))),
     };
     if opts.debug {
         eprintln!("received request: {name}");
@@ -121,6 +122,10 @@ fn handle(ctrl: &mut Ctrl, opts: &ServerOpts) -> Result<End, CtrlError> {
         "sdp_bw" | "sdp_lat" => Err(CtrlError::local("unable to make SDP socket")),
         "rds_bw" | "rds_lat" => Err(CtrlError::local("socket failed: Address family not supported by protocol")),
         other => {
+            if let Some(t) = RdmaTest::by_name(other) {
+                rdma::serve(ctrl, &req, t)?;
+                return Ok(End::Served);
+            }
             let Some(t) = SockTest::from_name(other) else {
                 return Err(CtrlError::Local(format!("bad request index: {}", req.req_index)));
             };

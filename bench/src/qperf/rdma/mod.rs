@@ -1,0 +1,434 @@
+//! The RDMA tests (rc_*, uc_*, ud_*, ver_rc_*) on this project's verbs stack, as client and
+//! as server, wire-compatible with qperf 0.4.11 (docs/qperf.md, "RDMA tests").
+//!
+//! Both sides: open the device (non-CM: from the REQ's id, "dev[:port]"; -cm1: the device
+//! rdma_cm resolves to), create the CQ (optionally on a completion channel), PD, QP and one
+//! buffer, swap NODE messages over the control connection, connect the QP, post receives,
+//! sync, run the data phase, then STAT (server → client) and the "after" sync.
+//! Non-CM on RoCE needs the peer's GID, which stock qperf never sends: two rperftest peers
+//! swap it through the GID extension (node_ext); against a stock peer such a test fails at
+//! once with one line that points at -cm1.
+
+pub mod cm;
+pub mod dev;
+pub mod node_ext;
+pub mod plan;
+#[allow(unsafe_code)]
+pub mod rig;
+pub mod run;
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use uverbs::objects::{Ah, Context, RtrParams, RtsParams};
+use uverbs::provider::Provider;
+use uverbs::wr::{RemoteAddr, UdDest};
+
+use super::client::{build_req, open_req, report, show_results, warn_unused};
+use super::clock::new_stat;
+use super::ctrl::{Ctrl, CtrlError};
+use super::options::{Fatal, Par, Side, State};
+use super::wire::{Node, Req, Stat, NODE_LEN, STAT_LEN, SYNC_AFTER, SYNC_BEFORE};
+use dev::Local;
+use node_ext::{ext_from_id, id_with_ext, mark_node, node_marked, GidExt, EXT_LEN};
+use plan::{Kind, RdmaTest, Transport, ACK_TIMEOUT, DEFAULT_MTU, DEPTH, MIN_RNR_TIMER, QKEY, RETRY_CNT, RNR_RETRY};
+use rig::{qp_access, Rig};
+use run::{data_phase, Run};
+
+/// Largest message a request may ask for (the buffer is registered memory).
+pub const MAX_MSG: u32 = 1 << 30;
+
+/// The values one side runs with: the client's own (-l…/both) options, or the server's REQ.
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub msg_size: u32,
+    pub time: u32,
+    pub no_msgs: u32,
+    pub poll: bool,
+    pub access_recv: bool,
+    pub rd_atomic: u32,
+    pub mtu: u32,
+    pub sl: u8,
+    pub rate: u8,
+    pub src_path_bits: u32,
+}
+
+enum CmSide {
+    None,
+    Client(cm::CmClient),
+    Server(cm::CmServer),
+}
+
+struct Job<'a> {
+    ctrl: &'a Ctrl,
+    test: RdmaTest,
+    server: bool,
+    p: Params,
+    /// Non-CM: the device, port and GID in use.
+    local: Option<Local>,
+    /// Server: the client's GID extension from the REQ.
+    peer_ext: Option<GidExt>,
+    cm: CmSide,
+}
+
+/// The one line for a non-CM test on RoCE whose peer sent no GID.
+pub fn no_gid_line(test: &str, local: &Local, server: bool) -> String {
+    let who = if server { "the client" } else { "the server" };
+    format!(
+        "{test}: {who} sent no GID (stock qperf's NODE has none) and this link layer is Ethernet ({} port {} is RoCE): non-CM tests need InfiniBand; use -cm1 (RC tests only; UC/UD have no CM path in qperf)",
+        local.info.ibdev, local.port
+    )
+}
+
+fn psn() -> u32 {
+    let n = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    let x = n ^ (u64::from(std::process::id()) << 32);
+    (x.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32 & 0xff_ffff
+}
+
+fn l(s: String) -> CtrlError {
+    CtrlError::Local(s)
+}
+
+impl providers::ContextUser for Job<'_> {
+    type Output = Result<Option<(Stat, Stat)>, CtrlError>;
+    fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Self::Output {
+        session(&ctx, self)
+    }
+}
+
+fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(Stat, Stat)>, CtrlError> {
+    let Job { ctrl, test: t, server, p, local, peer_ext, cm: cm_side } = job;
+    let name = t.name;
+    let (cs, ss) = t.shapes();
+    let shape = if server { ss } else { cs };
+    let dattr = ctx.query_device().map_err(|e| l(format!("query device failed: {e}")))?;
+    let max_rd = dattr.max_qp_rd_atom;
+    let own_rd = match p.rd_atomic {
+        0 => max_rd,
+        n if n <= max_rd => n,
+        n => return Err(l(format!("device only supports {max_rd} (< {n}) RDMA reads or atomics"))),
+    };
+    let buf = t.buffer_size(server, p.msg_size);
+    let mut rig = Rig::new(ctx, t.transport, shape, buf, p.msg_size, p.poll).map_err(l)?;
+    let mut cm_id = None;
+    let mut _listener = None;
+    let mut lid = 0u32;
+    let mut mtu_bytes = p.mtu;
+    match cm_side {
+        CmSide::Client(c) => cm_id = Some(cm::client_connect(c, &mut rig.qp, ctrl.timeout).map_err(l)?),
+        CmSide::Server(sv) => {
+            cm::server_accept(&sv.id, &mut rig.qp, ctrl.timeout).map_err(l)?;
+            cm_id = Some(sv.id);
+            _listener = Some(sv.listener);
+        }
+        CmSide::None => {
+            let lo = local.as_ref().ok_or_else(|| CtrlError::local("internal: non-CM test without a device"))?;
+            let pa = ctx.query_port(lo.port).map_err(|e| l(format!("query port failed: {e}")))?;
+            let r = &pa.legacy_resp;
+            lid = u32::from(r.lid);
+            if r.lmc > 0 {
+                lid += p.src_path_bits & ((1u32 << r.lmc.min(7)) - 1);
+            }
+            // qperf uses the requested MTU as it is (IB); on RoCE the port's active MTU
+            // (netdev MTU minus headers) caps it, or larger packets would be dropped.
+            let active = 128u32 << r.active_mtu.clamp(1, 5);
+            if lo.ethernet() {
+                mtu_bytes = mtu_bytes.min(active);
+            }
+            if t.transport == Transport::Ud && p.msg_size > mtu_bytes.min(active) {
+                return Err(l(format!(
+                    "{name}: message size {} is larger than the path MTU {} (a UD message is one packet); use -m {} or less",
+                    p.msg_size,
+                    mtu_bytes.min(active),
+                    mtu_bytes.min(active)
+                )));
+            }
+            rig.qp.to_init(lo.port, 0, qp_access(t.transport)).map_err(|e| l(format!("failed to modify QP to INIT state: {e}")))?;
+        }
+    }
+    let non_cm = cm_id.is_none();
+    let my_psn = if non_cm { psn() } else { 0 };
+    let lnode = Node {
+        vaddr: rig.mr.addr(),
+        lid,
+        qpn: if non_cm { rig.qp.qpn() } else { 0 },
+        psn: my_psn,
+        srqn: 0,
+        rkey: rig.mr.rkey(),
+        alt_lid: 0,
+        rd_atomic: own_rd,
+    };
+    let mut nb: [u8; NODE_LEN] = lnode.encode();
+    let rnode;
+    let mut peer = peer_ext;
+    if server {
+        let announce = non_cm && peer.is_some();
+        if announce {
+            mark_node(&mut nb);
+        }
+        ctrl.send("node information", &nb)?;
+        if announce {
+            let ext = local.as_ref().map(Local::ext).ok_or_else(|| CtrlError::local("internal: no device"))?;
+            ctrl.send("GID extension", &ext.encode())?;
+        }
+        rnode = Node::decode(&ctrl.recv("node information", NODE_LEN)?).map_err(|e| l(e.to_string()))?;
+    } else {
+        // Both kinds of server send their NODE first, so we may read before we send: a
+        // missing GID is then reported before a stock server tries to use our NODE.
+        let rb = ctrl.recv("node information", NODE_LEN)?;
+        rnode = Node::decode(&rb).map_err(|e| l(e.to_string()))?;
+        if non_cm && node_marked(&rb) {
+            let e = ctrl.recv("GID extension", EXT_LEN)?;
+            peer = Some(GidExt::decode(&e).ok_or_else(|| CtrlError::local("the server's GID extension is malformed (a different rperftest version?)"))?);
+        }
+        if let Some(lo) = &local {
+            if lo.ethernet() && peer.is_none() {
+                return Err(l(no_gid_line(name, lo, false)));
+            }
+        }
+        ctrl.send("node information", &nb)?;
+    }
+    if non_cm {
+        let lo = local.as_ref().ok_or_else(|| CtrlError::local("internal: no device"))?;
+        connect_non_cm(&mut rig, lo, &p, &rnode, peer.as_ref(), own_rd.min(max_rd), my_psn, mtu_bytes).map_err(l)?;
+    }
+    rig.remote = RemoteAddr { addr: rnode.vaddr, rkey: rnode.rkey };
+    match t.kind {
+        Kind::Bw | Kind::WriteBw if server => rig.post_recv(DEPTH).map_err(l)?,
+        Kind::BiBw => rig.post_recv(DEPTH).map_err(l)?,
+        Kind::Lat | Kind::WriteLat => rig.post_recv(1).map_err(l)?,
+        _ => {}
+    }
+    if t.kind == Kind::WritePollLat {
+        let mark = if server { plan::POLL_SERVER_ID } else { plan::POLL_CLIENT_ID };
+        rig.set_byte(0, mark);
+        rig.set_byte(p.msg_size.saturating_sub(1) as usize, mark);
+    }
+    ctrl.sync(SYNC_BEFORE)?;
+    let run = Run {
+        test: t,
+        server,
+        time: p.time,
+        no_msgs: p.no_msgs,
+        access_recv: p.access_recv,
+        idle: ctrl.timeout,
+        ethernet: local.as_ref().is_some_and(Local::ethernet),
+    };
+    let mut stat = new_stat();
+    data_phase(&mut rig, &run, ctrl, &mut stat).map_err(l)?;
+    let out = if server {
+        ctrl.send("results", &stat.encode())?;
+        ctrl.recv_sync(SYNC_AFTER)?;
+        None
+    } else {
+        // Count-based against an idle server: our "after" sync goes first, it is what ends
+        // that server's wait (a stock server reads it after sending STAT either way).
+        let early = p.time == 0 && t.server_idles();
+        if early {
+            ctrl.send("synchronization after test", SYNC_AFTER)?;
+        }
+        let r = Stat::decode(&ctrl.recv("results", STAT_LEN)?).map_err(|e| l(e.to_string()))?;
+        if !early {
+            ctrl.send("synchronization after test", SYNC_AFTER)?;
+        }
+        Some((stat, r))
+    };
+    if let Some(id) = &cm_id {
+        cm::close(id, !server);
+    }
+    drop(rig);
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn connect_non_cm<P: Provider>(rig: &mut Rig<P>, lo: &Local, p: &Params, peer: &Node, ext: Option<&GidExt>, own_rd: u32, my_psn: u32, mtu: u32) -> Result<(), String> {
+    let path_mtu = plan::mtu_enum(mtu).or_else(|| plan::mtu_enum(mtu.next_power_of_two() / 2)).unwrap_or(3);
+    let mut ah = if lo.ethernet() {
+        let g = lo.gid.as_ref().ok_or_else(|| format!("{} port {} has no GID; run 'rperftest doctor'", lo.info.ibdev, lo.port))?;
+        let e = ext.ok_or_else(|| "the peer sent no GID".to_string())?;
+        RtrParams::roce_path(lo.port, e.gid, u8::try_from(g.index).unwrap_or(0), 64)
+    } else {
+        RtrParams::ib_path(lo.port, peer.lid as u16, p.sl)
+    };
+    ah.sl = p.sl;
+    ah.static_rate = p.rate;
+    let clamp = |v: u32| u8::try_from(v.min(255)).unwrap_or(255);
+    let rtr_err = |e: uverbs::Error| format!("failed to modify QP to RTR: {e}");
+    let rts_err = |e: uverbs::Error| format!("failed to modify QP to RTS: {e}");
+    match rig.transport {
+        Transport::Rc | Transport::Uc => {
+            let rtr = RtrParams {
+                path_mtu,
+                dest_qpn: peer.qpn,
+                rq_psn: peer.psn,
+                max_dest_rd_atomic: clamp(own_rd),
+                min_rnr_timer: MIN_RNR_TIMER,
+                ah,
+            };
+            rig.qp.to_rtr(&rtr).map_err(rtr_err)?;
+            let rts = RtsParams {
+                sq_psn: my_psn,
+                timeout: ACK_TIMEOUT,
+                retry_cnt: RETRY_CNT,
+                rnr_retry: RNR_RETRY,
+                // The peer's responder depth, capped by what this device can initiate.
+                max_rd_atomic: clamp(peer.rd_atomic.min(own_rd).max(1)),
+            };
+            rig.qp.to_rts(&rts).map_err(rts_err)?;
+        }
+        Transport::Ud => {
+            rig.qp.to_rtr(&RtrParams::default()).map_err(rtr_err)?;
+            rig.qp.to_rts(&RtsParams { sq_psn: my_psn, ..RtsParams::default() }).map_err(rts_err)?;
+            let a = Ah::new(&rig.pd, &ah).map_err(|e| format!("failed to create address handle: {e}"))?;
+            rig.ud = Some(UdDest { ah: a.number(), remote_qpn: peer.qpn, remote_qkey: QKEY });
+            rig.ah = Some(a);
+        }
+    }
+    Ok(())
+}
+
+fn check_sizes(t: &RdmaTest, msg_size: u32) -> Result<(), String> {
+    if matches!(t.kind, Kind::AtomicMr(_)) {
+        return Ok(());
+    }
+    if matches!(t.kind, Kind::VerAtomic(_)) && msg_size < 8 {
+        return Err("message size must be at least 8".into());
+    }
+    if msg_size == 0 {
+        return Err(format!("{}: message size must be at least 1 byte", t.name));
+    }
+    if msg_size > MAX_MSG {
+        return Err(format!("{}: message size {msg_size} is above 1 GiB", t.name));
+    }
+    Ok(())
+}
+
+fn text_of(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Client side of one RDMA test (`index`: its place in the request table).
+pub fn run_client(st: &mut State, t: RdmaTest, index: u16) -> Result<(), Fatal> {
+    let p = &mut st.pars;
+    p.use_par(Par::UseCm);
+    let use_cm = t.cm_capable() && p.loc(Par::UseCm) != 0;
+    if !use_cm {
+        p.set_default(Par::MtuSize, DEFAULT_MTU);
+        for u in [Par::Id, Par::Sl, Par::StaticRate, Par::SrcPathBits] {
+            p.use_par(u);
+        }
+    }
+    if let Some(sz) = t.default_size() {
+        p.set_default(Par::MsgSize, sz);
+    }
+    for u in t.uses() {
+        p.use_par(u);
+    }
+    // Unlike qperf, every RDMA test honours -n (qperf: the *_bw ones; others run for ever).
+    p.use_par(Par::NoMsgs);
+    warn_unused(st, t.name);
+    let p = &st.pars;
+    if p.loc(Par::Time) == 0 && p.loc(Par::NoMsgs) == 0 {
+        return Err(Fatal(format!("{}: -t 0 without -n would never end; give a duration (-t 2) or a count (-n 1000)", t.name)));
+    }
+    check_sizes(&t, p.loc(Par::MsgSize)).map_err(Fatal)?;
+    let rate_text = p.get(Side::Loc, Par::StaticRate).text.clone();
+    let rate = plan::static_rate(&rate_text).ok_or_else(|| Fatal(format!("bad static rate: {rate_text}")))?;
+    let params = Params {
+        msg_size: p.loc(Par::MsgSize),
+        time: p.loc(Par::Time),
+        no_msgs: p.loc(Par::NoMsgs),
+        poll: p.loc(Par::PollMode) != 0,
+        access_recv: p.loc(Par::AccessRecv) != 0,
+        rd_atomic: p.loc(Par::RdAtomic),
+        mtu: p.loc(Par::MtuSize),
+        sl: u8::try_from(p.loc(Par::Sl)).unwrap_or(0),
+        rate,
+        src_path_bits: p.loc(Par::SrcPathBits),
+    };
+    if !use_cm && plan::mtu_enum(params.mtu).is_none() {
+        return Err(Fatal(format!("bad MTU: {}; must be 256/512/1K/2K/4K", params.mtu)));
+    }
+    let local = if use_cm { None } else { Some(dev::select(&p.get(Side::Loc, Par::Id).text).map_err(Fatal)?) };
+    let mut req: Req = build_req(p, index);
+    req.use_cm = u32::from(use_cm);
+    if let Some(lo) = &local {
+        req.id = id_with_ext(&p.get(Side::Rem, Par::Id).text, Some(&lo.ext()));
+    }
+    let ctrl = open_req(st, &req)?;
+    let res = client_session(&ctrl, t, params, local, use_cm);
+    let (mut l, mut r) = match res {
+        Ok(v) => v,
+        Err(CtrlError::Local(m)) => {
+            // As qperf: our error goes to the peer too (it ends the server's wait at once).
+            ctrl.send_error(&m);
+            return Err(Fatal(m));
+        }
+        Err(e) => return Err(report(e)),
+    };
+    drop(ctrl);
+    show_results(st, t.name, t.measure(), &mut l, &mut r);
+    Ok(())
+}
+
+fn client_session(ctrl: &Ctrl, t: RdmaTest, p: Params, local: Option<Local>, use_cm: bool) -> Result<(Stat, Stat), CtrlError> {
+    let (desc, cm_side) = if use_cm {
+        let c = cm::client_start(ctrl)?;
+        (c.dev.info.desc(), CmSide::Client(c))
+    } else {
+        let lo = local.as_ref().ok_or_else(|| CtrlError::local("internal: no device"))?;
+        (lo.info.desc(), CmSide::None)
+    };
+    let dev_name = desc.ibdev.clone();
+    let job = Job { ctrl, test: t, server: false, p, local, peer_ext: None, cm: cm_side };
+    match providers::open(&desc, job) {
+        Ok(Ok(Some(v))) => Ok(v),
+        Ok(Ok(None)) => Err(CtrlError::local("internal: the client got no results")),
+        Ok(Err(e)) => Err(e),
+        Err(e) => Err(CtrlError::Local(format!("failed to open device {dev_name}: {e}"))),
+    }
+}
+
+/// Server side of one RDMA test, with the values of the client's REQ.
+pub fn serve(ctrl: &Ctrl, req: &Req, t: RdmaTest) -> Result<(), CtrlError> {
+    let use_cm = req.use_cm != 0 && t.cm_capable();
+    if req.time == 0 && req.no_msgs == 0 {
+        return Err(CtrlError::Local(format!("{}: the request has neither a time nor a message count", t.name)));
+    }
+    check_sizes(&t, req.msg_size).map_err(CtrlError::Local)?;
+    let rate_text = text_of(req.static_rate.raw());
+    let rate = plan::static_rate(&rate_text).ok_or_else(|| CtrlError::Local(format!("bad static rate: {}", req.static_rate.text())))?;
+    let params = Params {
+        msg_size: req.msg_size,
+        time: req.time,
+        no_msgs: req.no_msgs,
+        poll: req.poll_mode != 0,
+        access_recv: req.access_recv != 0,
+        rd_atomic: req.rd_atomic,
+        mtu: req.mtu_size,
+        sl: u8::try_from(req.sl.min(15)).unwrap_or(0),
+        rate,
+        src_path_bits: req.src_path_bits,
+    };
+    let (desc, local, peer_ext, cm_side) = if use_cm {
+        let sv = cm::server_start(ctrl)?;
+        (sv.dev.info.desc(), None, None, CmSide::Server(sv))
+    } else {
+        if plan::mtu_enum(req.mtu_size).is_none() {
+            return Err(CtrlError::Local(format!("bad MTU: {}; must be 256/512/1K/2K/4K", req.mtu_size)));
+        }
+        let lo = dev::select(&text_of(req.id.raw())).map_err(CtrlError::Local)?;
+        let ext = ext_from_id(&req.id);
+        if lo.ethernet() && ext.is_none() {
+            return Err(CtrlError::Local(no_gid_line(t.name, &lo, true)));
+        }
+        (lo.info.desc(), Some(lo), ext, CmSide::None)
+    };
+    let dev_name = desc.ibdev.clone();
+    let job = Job { ctrl, test: t, server: true, p: params, local, peer_ext, cm: cm_side };
+    match providers::open(&desc, job) {
+        Ok(r) => r.map(|_| ()),
+        Err(e) => Err(CtrlError::Local(format!("failed to open device {dev_name}: {e}"))),
+    }
+}

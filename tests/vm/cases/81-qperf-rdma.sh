@@ -1,0 +1,111 @@
+#!/bin/bash
+# Issue 22: the RDMA tests of `rperftest qperf` on rxe (RoCE). Ours <-> ours: every RDMA test
+# without rdma_cm (the GIDs travel in our extension) and the RC ones with -cm1. Ours <-> Debian's
+# qperf 0.4.11 (full image), -cm1, RC tests, both ways: exit 0, figures, and our client's text
+# equal to stock's in the same pairing once figures are masked. Stock without -cm1 fails in
+# under 5 s with one line that says why (stock's NODE has no GID) on both our client and our
+# server. -n without -t ends for RDMA tests too; --json works.
+# Expected: about 120 s under TCG (each test runs 1 s; stock's segfault-free runs included).
+# mode: any
+# timeout: 300
+. "$VMTEST_LIB"
+
+RC_CM=(rc_bw rc_bi_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw rc_rdma_write_lat
+       rc_rdma_write_poll_lat rc_compare_swap_mr rc_fetch_add_mr ver_rc_compare_swap ver_rc_fetch_add)
+UC=(uc_bw uc_bi_bw uc_lat uc_rdma_write_bw uc_rdma_write_lat uc_rdma_write_poll_lat)
+OURS_PORT=19765
+STOCK_PORT=19766
+STOCK=/usr/bin/qperf
+have_stock=0
+[ -x "$STOCK" ] && have_stock=1
+[ "$RXE_VM_MODE" = full ] && [ $have_stock = 0 ] && fail "full image without $STOCK"
+
+# The same masking as 80-qperf: a row keeps its name, a value with a digit becomes X.
+mask() { sed -E 's/^( +[a-z_]+ +=  ).*[0-9].*$/\1X/; s/ +/ /g' "$1"; }
+
+# check_tests FILE TEST...: each TEST's block in FILE has at least one figure row.
+check_tests() {
+    local f=$1 t; shift
+    for t in "$@"; do
+        awk -v t="$t:" '
+            found && /^[a-z_]+:$/ { exit }
+            $0 == t { found = 1; next }
+            found && /^ +(bw|send_bw|recv_bw|latency|msg_rate) += +[0-9]/ { n++ }
+            END { exit !(n > 0) }' "$f" || { cat "$f"; fail "$f: no figures for $t"; }
+    done
+    log "$f: figures for $# tests"
+}
+
+client_run() {
+    local out=$1; shift
+    run with_timeout 120 "$@"
+    cp "$LAST_OUT" "$out"
+    [ "$LAST_RC" = 0 ] || fail "rc=$LAST_RC from: $*"
+}
+
+same_text() {
+    mask "$1" >"$VMTEST_TMP/a.masked"
+    mask "$2" >"$VMTEST_TMP/b.masked"
+    if ! diff "$VMTEST_TMP/a.masked" "$VMTEST_TMP/b.masked" >"$VMTEST_TMP/diff"; then
+        cat "$VMTEST_TMP/diff"
+        fail "$3: our client's text differs from stock qperf's (figures masked)"
+    fi
+    log "$3: same text (figures masked)"
+}
+
+start_server -p $OURS_PORT rperftest qperf
+OURS_PID=$SERVER_PID
+OURS_LOG=$SERVER_LOG
+if [ $have_stock = 1 ]; then
+    start_server -p $STOCK_PORT "$STOCK" -lp $STOCK_PORT
+fi
+
+log "== ours -> ours, no rdma_cm (GIDs in our extension), every RDMA test"
+# UD messages are one packet: rxe's active MTU (1024 behind a 1500 netdev) bounds ud_bw's size.
+client_run oo.out rperftest qperf "$RXE_IP" -t 1 "${RC_CM[@]}" "${UC[@]}" ud_lat -m 1024 ud_bw ud_bi_bw
+check_tests oo.out "${RC_CM[@]}" "${UC[@]}" ud_lat ud_bw ud_bi_bw
+
+log "== ours -> ours, -cm1"
+client_run oc.out rperftest qperf "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
+check_tests oc.out "${RC_CM[@]}"
+
+log "== -n without -t ends (count-based), and --json"
+mark
+client_run on.out rperftest qperf "$RXE_IP" -n 200 rc_lat rc_rdma_read_bw ud_lat uc_rdma_write_poll_lat -cm1 rc_fetch_add_mr
+bound 40 "ours -> ours -n 200, five tests"
+check_tests on.out rc_lat rc_rdma_read_bw ud_lat uc_rdma_write_poll_lat rc_fetch_add_mr
+client_run oj.out rperftest qperf "$RXE_IP" -t 1 --json rc_bw
+expect_contains '"test":"rc_bw"' oj.out
+
+if [ $have_stock = 1 ]; then
+    log "== ours -> stock and stock -> stock, -cm1"
+    client_run os.out rperftest qperf -lp $STOCK_PORT "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
+    client_run ss.out "$STOCK" -lp $STOCK_PORT "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
+    check_tests os.out "${RC_CM[@]}"
+    check_tests ss.out "${RC_CM[@]}"
+    same_text os.out ss.out "-cm1 against stock server"
+
+    log "== stock -> ours, -cm1"
+    client_run so.out "$STOCK" "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
+    check_tests so.out "${RC_CM[@]}"
+    same_text oc.out so.out "-cm1 against our server"
+
+    log "== stock without -cm1 on RoCE: one line, exit 1, within 5 s, both ways"
+    mark
+    run with_timeout 20 "$STOCK" "$RXE_IP" -t 1 rc_bw
+    bound 5 "stock client -> our server, rc_bw without -cm1"
+    [ "$LAST_RC" = 1 ] || fail "stock client: rc=$LAST_RC, want 1"
+    expect_contains "server: rc_bw: the client sent no GID (stock qperf's NODE has none) and this link layer is Ethernet"
+    expect_contains "use -cm1 (RC tests only; UC/UD have no CM path in qperf)"
+    mark
+    run with_timeout 20 rperftest qperf -lp $STOCK_PORT "$RXE_IP" -t 1 uc_lat
+    bound 5 "our client -> stock server, uc_lat"
+    [ "$LAST_RC" = 1 ] || fail "our client: rc=$LAST_RC, want 1"
+    expect_contains "uc_lat: the server sent no GID (stock qperf's NODE has none) and this link layer is Ethernet"
+    [ "$(grep -c . "$LAST_OUT")" -le 2 ] || fail "more than the test name and one line"
+    kill -0 "$OURS_PID" 2>/dev/null || fail "our server exited"
+    client_run after.out rperftest qperf "$RXE_IP" -t 1 rc_lat
+    check_tests after.out rc_lat
+fi
+grep -q "panicked" "$OURS_LOG" && { cat "$OURS_LOG"; fail "our server panicked"; }
+log "qperf RDMA case passed"
