@@ -28,10 +28,11 @@ wait_bg() {
     done
     cat "$name.rc"
 }
-# wait_listen NODE PORT [SECS]: until a TCP socket listens on PORT on NODE
+# wait_listen NODE PORT [SECS]: until a TCP socket listens on PORT on NODE (IPv4, or IPv6 with
+# its 32-digit wildcard peer, as qperf's dual-stack listener)
 wait_listen() {
     local hex; hex=$(printf '%04X' "$2")
-    on "$1" bash -c "for i in \$(seq 1 $((${3:-60} * 5))); do grep -q ':$hex 00000000:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null && exit 0; sleep 0.2; done; exit 1" \
+    on "$1" bash -c "for i in \$(seq 1 $((${3:-60} * 5))); do grep -Eq ':$hex (0{8}|0{32}):0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null && exit 0; sleep 0.2; done; exit 1" \
         || fail "nothing listens on $1:$2 after ${3:-60} s"
 }
 # pushed_and_removed ERRFILE: a `matrix --push` run's stderr says the binary went to a private
