@@ -180,7 +180,7 @@ impl Result1 {
         let text = std::str::from_utf8(b).map_err(|_| "the peer's result is not text".to_string())?;
         let text = text.strip_suffix('\n').unwrap_or(text);
         let w: Vec<&str> = text.split(' ').collect();
-        let bad = || format!("the peer's result line is malformed: \"{}\"", text.chars().take(60).flat_map(char::escape_default).collect::<String>());
+        let bad = || format!("the peer's result line is malformed: \"{}\"", text.chars().flat_map(char::escape_default).take(80).collect::<String>());
         if w.len() != 6 || w[0] != MAGIC || w[1] != "1" || w[2] != "result" {
             return Err(bad());
         }
@@ -263,5 +263,10 @@ mod tests {
         }
         assert!(Hello::parse(b"0000:0000:...").unwrap_err().contains("did not answer as rperftest doctor --serve"));
         assert!(Result1::parse(b"rperftest-doctor 1 result recv=maybe tx=1 rx=2").is_err());
+        // Control bytes escape to several characters each: the quote is cut after escaping.
+        let mut ctl = vec![0x17u8; 56];
+        ctl.extend("\u{19d}".repeat(4).as_bytes());
+        let e = Result1::parse(&ctl).unwrap_err();
+        assert!(e.len() < 200, "{e}");
     }
 }
