@@ -22,9 +22,6 @@ have_stock=0
 [ -x "$STOCK" ] && have_stock=1
 [ "$RXE_VM_MODE" = full ] && [ $have_stock = 0 ] && fail "full image without $STOCK"
 
-# The same masking as 80-qperf: a row keeps its name, a value with a digit becomes X.
-mask() { sed -E 's/^( +[a-z_]+ +=  ).*[0-9].*$/\1X/; s/ +/ /g' "$1"; }
-
 # check_tests FILE TEST...: each TEST's block in FILE has at least one figure row.
 check_tests() {
     local f=$1 t; shift
@@ -38,23 +35,6 @@ check_tests() {
     log "$f: figures for $# tests"
 }
 
-client_run() {
-    local out=$1; shift
-    run with_timeout 120 "$@"
-    cp "$LAST_OUT" "$out"
-    [ "$LAST_RC" = 0 ] || fail "rc=$LAST_RC from: $*"
-}
-
-same_text() {
-    mask "$1" >"$VMTEST_TMP/a.masked"
-    mask "$2" >"$VMTEST_TMP/b.masked"
-    if ! diff "$VMTEST_TMP/a.masked" "$VMTEST_TMP/b.masked" >"$VMTEST_TMP/diff"; then
-        cat "$VMTEST_TMP/diff"
-        fail "$3: our client's text differs from stock qperf's (figures masked)"
-    fi
-    log "$3: same text (figures masked)"
-}
-
 start_server -p $OURS_PORT rperftest qperf
 OURS_PID=$SERVER_PID
 OURS_LOG=$SERVER_LOG
@@ -64,33 +44,33 @@ fi
 
 log "== ours -> ours, no rdma_cm (GIDs in our extension), every RDMA test"
 # UD messages are one packet: rxe's active MTU (1024 behind a 1500 netdev) bounds ud_bw's size.
-client_run oo.out rperftest qperf "$RXE_IP" -t 1 "${RC_CM[@]}" "${UC[@]}" ud_lat -m 1024 ud_bw ud_bi_bw
+qperf_client 120 oo.out rperftest qperf "$RXE_IP" -t 1 "${RC_CM[@]}" "${UC[@]}" ud_lat -m 1024 ud_bw ud_bi_bw
 check_tests oo.out "${RC_CM[@]}" "${UC[@]}" ud_lat ud_bw ud_bi_bw
 
 log "== ours -> ours, -cm1"
-client_run oc.out rperftest qperf "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
+qperf_client 120 oc.out rperftest qperf "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
 check_tests oc.out "${RC_CM[@]}"
 
 log "== -n without -t ends (count-based), and --json"
 mark
-client_run on.out rperftest qperf "$RXE_IP" -n 200 rc_lat rc_rdma_read_bw ud_lat uc_rdma_write_poll_lat -cm1 rc_fetch_add_mr
+qperf_client 120 on.out rperftest qperf "$RXE_IP" -n 200 rc_lat rc_rdma_read_bw ud_lat uc_rdma_write_poll_lat -cm1 rc_fetch_add_mr
 bound 40 "ours -> ours -n 200, five tests"
 check_tests on.out rc_lat rc_rdma_read_bw ud_lat uc_rdma_write_poll_lat rc_fetch_add_mr
-client_run oj.out rperftest qperf "$RXE_IP" -t 1 --json rc_bw
+qperf_client 120 oj.out rperftest qperf "$RXE_IP" -t 1 --json rc_bw
 expect_contains '"test":"rc_bw"' oj.out
 
 if [ $have_stock = 1 ]; then
     log "== ours -> stock and stock -> stock, -cm1"
-    client_run os.out rperftest qperf -lp $STOCK_PORT "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
-    client_run ss.out "$STOCK" -lp $STOCK_PORT "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
+    qperf_client 120 os.out rperftest qperf -lp $STOCK_PORT "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
+    qperf_client 120 ss.out "$STOCK" -lp $STOCK_PORT "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
     check_tests os.out "${RC_CM[@]}"
     check_tests ss.out "${RC_CM[@]}"
-    same_text os.out ss.out "-cm1 against stock server"
+    qperf_same_text os.out ss.out "-cm1 against stock server"
 
     log "== stock -> ours, -cm1"
-    client_run so.out "$STOCK" "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
+    qperf_client 120 so.out "$STOCK" "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}"
     check_tests so.out "${RC_CM[@]}"
-    same_text oc.out so.out "-cm1 against our server"
+    qperf_same_text oc.out so.out "-cm1 against our server"
 
     log "== stock without -cm1 on RoCE: one line, exit 1, within 5 s, both ways"
     mark
@@ -106,7 +86,7 @@ if [ $have_stock = 1 ]; then
     expect_contains "uc_lat: the server sent no GID (stock qperf's NODE has none) and this link layer is Ethernet"
     [ "$(grep -c . "$LAST_OUT")" -le 2 ] || fail "more than the test name and one line"
     kill -0 "$OURS_PID" 2>/dev/null || fail "our server exited"
-    client_run after.out rperftest qperf "$RXE_IP" -t 1 rc_lat
+    qperf_client 120 after.out rperftest qperf "$RXE_IP" -t 1 rc_lat
     check_tests after.out rc_lat
 fi
 grep -q "panicked" "$OURS_LOG" && { cat "$OURS_LOG"; fail "our server panicked"; }

@@ -278,3 +278,25 @@ wait_pid_or_kill() {
     fi
     wait "$1"; PID_RC=$?
 }
+
+# The qperf cases (80, 81) compare our client's text with stock qperf's once figures are masked:
+# a result row keeps its name, a value with a digit becomes X, runs of blanks collapse (the value
+# column's width follows the figures).
+qperf_mask() { sed -E 's/^( +[a-z_]+ +=  ).*[0-9].*$/\1X/; s/ +/ /g' "$1"; }
+# qperf_client SECS OUT CMD...: run a qperf client; it must exit 0 within SECS; output in OUT.
+qperf_client() {
+    local secs=$1 out=$2; shift 2
+    run with_timeout "$secs" "$@"
+    cp "$LAST_OUT" "$out"
+    [ "$LAST_RC" = 0 ] || fail "rc=$LAST_RC from: $*"
+}
+# qperf_same_text A B WHAT: masked A equals masked B (copies as files: the guest has no /dev/fd).
+qperf_same_text() {
+    qperf_mask "$1" >"$VMTEST_TMP/a.masked"
+    qperf_mask "$2" >"$VMTEST_TMP/b.masked"
+    if ! diff "$VMTEST_TMP/a.masked" "$VMTEST_TMP/b.masked" >"$VMTEST_TMP/diff"; then
+        cat "$VMTEST_TMP/diff"
+        fail "$3: our client's text differs from stock qperf's (figures masked)"
+    fi
+    log "$3: same text (figures masked)"
+}
