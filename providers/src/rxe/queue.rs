@@ -149,6 +149,16 @@ impl<M: RingMem> Ring<M> {
         unsafe { self.base.as_ptr().add(QB_DATA + (i << self.log2)) }
     }
 
+    /// Our own index (`which`: "producer" or "consumer", at `off`) as a freshly created ring
+    /// holds it; one past `index_mask` means the memory is not a ring header.
+    fn own_index(&self, off: usize, which: &str) -> Result<u32> {
+        let v = self.index(off).load(Ordering::Relaxed);
+        if v > self.mask {
+            return Err(self.corrupt(which, v));
+        }
+        Ok(v)
+    }
+
     fn corrupt(&self, which: &str, v: u32) -> Error {
         Error::msg(
             format!("read the rxe {} ring", self.what),
@@ -158,6 +168,24 @@ impl<M: RingMem> Ring<M> {
             ),
         )
     }
+}
+
+/// `capacity` and `slot_size` of a ring end (`Producer`, `Consumer`: each holds its `Ring` as
+/// `ring`); a macro because the two ends share the geometry but no trait a caller would import.
+macro_rules! ring_geometry {
+    () => {
+        /// Usable slots (`index_mask`: one slot always stays empty).
+        #[inline]
+        pub fn capacity(&self) -> u32 {
+            self.ring.mask
+        }
+
+        /// Bytes per slot (`1 << log2_elem_size`).
+        #[inline]
+        pub fn slot_size(&self) -> usize {
+            self.ring.elem_size()
+        }
+    };
 }
 
 /// The user-produced side: SQ, RQ or SRQ.
@@ -180,10 +208,7 @@ impl<M: RingMem> Producer<M> {
         full_hint: &'static str,
     ) -> Result<Self> {
         let ring = Ring::new(mem, min_elem, what)?;
-        let prod = ring.index(QB_PRODUCER_INDEX).load(Ordering::Relaxed);
-        if prod > ring.mask {
-            return Err(ring.corrupt("producer", prod));
-        }
+        let prod = ring.own_index(QB_PRODUCER_INDEX, "producer")?;
         Ok(Producer {
             ring,
             prod,
@@ -191,17 +216,7 @@ impl<M: RingMem> Producer<M> {
         })
     }
 
-    /// Usable slots (`index_mask`: one slot always stays empty).
-    #[inline]
-    pub fn capacity(&self) -> u32 {
-        self.ring.mask
-    }
-
-    /// Bytes per slot (`1 << log2_elem_size`).
-    #[inline]
-    pub fn slot_size(&self) -> usize {
-        self.ring.elem_size()
-    }
+    ring_geometry!();
 
     /// Our producer index (masked).
     #[inline]
@@ -336,23 +351,11 @@ impl<M: RingMem> Consumer<M> {
     /// Take over a freshly created CQ ring (slots must hold at least an `ib_uverbs_wc`).
     pub fn new(mem: M, what: &'static str) -> Result<Self> {
         let ring = Ring::new(mem, WC_SIZE, what)?;
-        let cons = ring.index(QB_CONSUMER_INDEX).load(Ordering::Relaxed);
-        if cons > ring.mask {
-            return Err(ring.corrupt("consumer", cons));
-        }
+        let cons = ring.own_index(QB_CONSUMER_INDEX, "consumer")?;
         Ok(Consumer { ring, cons })
     }
 
-    /// Slots usable for completions (`index_mask`).
-    #[inline]
-    pub fn capacity(&self) -> u32 {
-        self.ring.mask
-    }
-
-    #[inline]
-    pub fn slot_size(&self) -> usize {
-        self.ring.elem_size()
-    }
+    ring_geometry!();
 
     /// Hand up to `max` completions, oldest first, to `f` (the first 48 bytes of each slot),
     /// then release them to the producer with one store. Returns how many.
