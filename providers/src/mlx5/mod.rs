@@ -397,8 +397,20 @@ impl<U: UarMap> Provider for Mlx5<U> {
         attr: &uverbs::provider::CryptoAttr,
         dek: &crypto::Mlx5Dek,
     ) -> Result<(), PostError> {
-        // SAFETY: the caller keeps this trait method's contract, which is the callee's.
-        unsafe { self.qp_post_mkey_configure(qp, mkey, sge, access, attr, dek) }
+        let m = umr::MkeyConfigure {
+            mkey_lkey: mkey.lkey(),
+            max_entries: mkey.max_entries(),
+            sgl: std::slice::from_ref(sge),
+            access,
+            attr,
+            dek_id: dek.id(),
+            engines: self.crypto_engines(),
+            update_tag: self.resp.comp_mask & umr::UCTX_RESP_MASK_MKEY_UPDATE_TAG != 0,
+            fm_cache: qp.fm_cache(),
+        };
+        // SAFETY: the caller keeps this trait method's contract (`sge`, now `m.sgl`, names
+        // registered memory), which is the callee's.
+        unsafe { self.qp_post_mkey_configure(qp, &m) }
     }
 
     unsafe fn post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
