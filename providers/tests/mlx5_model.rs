@@ -470,12 +470,7 @@ impl Hca {
                     self.ud_dropped += 1;
                     return;
                 }
-                let at = sq.buf + ((sq.head as u64) << sq.shift);
-                let whole = rd(at, 1 << sq.shift);
-                let next = u16::from_be_bytes([whole[2], whole[3]]) as u32 & (sq.cnt - 1);
-                let m = self.srqs.get_mut(&srqn).unwrap();
-                m.head = next;
-                m.consumed += 1;
+                let whole = self.srq_take(srqn);
                 (whole[16..].to_vec(), sq.head)
             }
             None => {
@@ -508,30 +503,25 @@ impl Hca {
             len += GRH_LEN as u32;
         }
         if let Some(d) = payload.as_deref() {
-            let mut o = 0;
-            for s in wqe.chunks_exact(16) {
-                let (n, lkey, addr) = (be32(s, 0) as usize, be32(s, 4), be64(s, 8));
-                if lkey == 0x100 || o == d.len() {
-                    break;
-                }
-                let k = n.min(d.len() - o);
-                wr(addr, &d[o..o + k]);
-                o += k;
-            }
-            assert_eq!(o, d.len(), "model: receive buffer too small");
+            scatter(&wqe, d, "receive");
         }
-        let mut c = [0u8; 64];
         // flags_rqpn: bits 28..29 = L3 header type (non-zero: a GRH was received), source QPN.
         let grh_bits: u32 = if q.ud { 2 << 28 } else { 0 };
-        c[24..28].copy_from_slice(&(grh_bits | src).to_be_bytes());
-        c[32..36].copy_from_slice(&q.uidx.to_be_bytes());
-        if let Some(i) = imm {
-            c[36..40].copy_from_slice(&i);
-        }
-        c[44..48].copy_from_slice(&len.to_be_bytes());
-        c[56..60].copy_from_slice(&qpn.to_be_bytes());
-        c[60..62].copy_from_slice(&(counter as u16).to_be_bytes());
+        let c = recv_cqe(grh_bits | src, q.uidx, imm, len, qpn, counter);
         self.push_cqe(q.cqn, c, opcode);
+    }
+
+    /// Take SRQ `srqn`'s next entry (its whole WQE) off the list: the head follows its
+    /// next-WQE index.
+    fn srq_take(&mut self, srqn: u32) -> Vec<u8> {
+        let sq = self.srqs[&srqn];
+        let at = sq.buf + ((sq.head as u64) << sq.shift);
+        let whole = rd(at, 1 << sq.shift);
+        let next = u16::from_be_bytes([whole[2], whole[3]]) as u32 & (sq.cnt - 1);
+        let m = self.srqs.get_mut(&srqn).unwrap();
+        m.head = next;
+        m.consumed += 1;
+        whole
     }
 
     /// An XRC receive: the next entry of XRC SRQ `srqn` takes the message; the CQE goes to the
@@ -542,34 +532,11 @@ impl Hca {
         let sq = self.srqs[&srqn];
         let posted = be32(&rd(sq.db, 4), 0);
         assert_ne!(posted & 0xffff, sq.consumed & 0xffff, "model: RNR (XRC SRQ {srqn:#x} empty)");
-        let at = sq.buf + ((sq.head as u64) << sq.shift);
-        let whole = rd(at, 1 << sq.shift);
-        let next = u16::from_be_bytes([whole[2], whole[3]]) as u32 & (sq.cnt - 1);
-        let m = self.srqs.get_mut(&srqn).unwrap();
-        m.head = next;
-        m.consumed += 1;
+        let whole = self.srq_take(srqn);
         if let Some(d) = data {
-            let mut o = 0;
-            for s in whole[16..].chunks_exact(16) {
-                let (n, lkey, addr) = (be32(s, 0) as usize, be32(s, 4), be64(s, 8));
-                if lkey == 0x100 || o == d.len() {
-                    break;
-                }
-                let k = n.min(d.len() - o);
-                wr(addr, &d[o..o + k]);
-                o += k;
-            }
-            assert_eq!(o, d.len(), "model: XRC receive buffer too small");
+            scatter(&whole[16..], d, "XRC receive");
         }
-        let mut c = [0u8; 64];
-        c[24..28].copy_from_slice(&src.to_be_bytes());
-        c[32..36].copy_from_slice(&srqn_uidx.to_be_bytes());
-        if let Some(i) = imm {
-            c[36..40].copy_from_slice(&i);
-        }
-        c[44..48].copy_from_slice(&len.to_be_bytes());
-        c[56..60].copy_from_slice(&XRC_TGT_QPN.to_be_bytes());
-        c[60..62].copy_from_slice(&(sq.head as u16).to_be_bytes());
+        let c = recv_cqe(src, srqn_uidx, imm, len, XRC_TGT_QPN, sq.head);
         self.push_cqe(cqn, c, opcode);
     }
 
@@ -587,6 +554,37 @@ impl Hca {
         wr(addr + 63, &c[63..]);
         cq.pi += 1;
     }
+}
+
+/// Scatter `d` over a receive WQE's data segments (`segs`, 16 bytes each), up to the first
+/// invalid-lkey (0x100) terminator; `what` names the receive when `d` does not fit.
+fn scatter(segs: &[u8], d: &[u8], what: &str) {
+    let mut o = 0;
+    for s in segs.chunks_exact(16) {
+        let (n, lkey, addr) = (be32(s, 0) as usize, be32(s, 4), be64(s, 8));
+        if lkey == 0x100 || o == d.len() {
+            break;
+        }
+        let k = n.min(d.len() - o);
+        wr(addr, &d[o..o + k]);
+        o += k;
+    }
+    assert_eq!(o, d.len(), "model: {what} buffer too small");
+}
+
+/// A responder CQE's body: flags_rqpn, the user index (or SRQ number), immediate, byte count,
+/// QP number and WQE counter (the owner byte is `push_cqe`'s).
+fn recv_cqe(flags_rqpn: u32, uidx: u32, imm: Option<[u8; 4]>, len: u32, qpn: u32, counter: u32) -> [u8; 64] {
+    let mut c = [0u8; 64];
+    c[24..28].copy_from_slice(&flags_rqpn.to_be_bytes());
+    c[32..36].copy_from_slice(&uidx.to_be_bytes());
+    if let Some(i) = imm {
+        c[36..40].copy_from_slice(&i);
+    }
+    c[44..48].copy_from_slice(&len.to_be_bytes());
+    c[56..60].copy_from_slice(&qpn.to_be_bytes());
+    c[60..62].copy_from_slice(&(counter as u16).to_be_bytes());
+    c
 }
 
 struct Pair {

@@ -19,17 +19,9 @@ use uverbs::provider::{
 };
 use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, WcOpcode, WorkCompletion, WrOpcode};
 
-/// Mock-kernel byte access. SAFETY (for both): the mock touches only slots the ring protocol
-/// gives it (between consumer and producer for WQEs; its own free slots for CQEs), so the
-/// provider never accesses the same bytes at the same time.
-fn rd<R: RingAccess>(r: &R, off: usize, out: &mut [u8]) {
-    // SAFETY: see above.
-    unsafe { r.read_bytes(off, out) }
-}
-fn wr_bytes<R: RingAccess>(r: &R, off: usize, data: &[u8]) {
-    // SAFETY: see above.
-    unsafe { r.write_bytes(off, data) }
-}
+#[path = "rxe_common.rs"]
+mod common;
+use common::{rc_attr, rd, wr_bytes};
 
 const CQ_OFF: u64 = 1 << 20;
 const SQ_OFF: u64 = CQ_OFF + 4096;
@@ -126,18 +118,7 @@ fn provider_end_to_end_over_a_memfd() {
     assert_eq!(cq.capacity(), 15);
 
     // QP: no driver request, 32-byte response {rq_mi, sq_mi}.
-    let attr = QpInitAttr {
-        qp_type: QpType::Rc,
-        caps: QpCaps {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-        uses_srq: false,
-    };
+    let attr = rc_attr(false);
     let (prep, ud) = rxe.prepare_qp(&attr).unwrap();
     assert_eq!((ud.req.len(), ud.resp_len), (0, 32));
     let mut resp = [0u8; 32];

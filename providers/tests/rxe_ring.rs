@@ -14,17 +14,9 @@ use uverbs::wr::{
     WrOpcode,
 };
 
-/// Mock-kernel byte access. SAFETY (for both): the mock touches only slots the ring protocol
-/// gives it (between consumer and producer for WQEs; its own free slots for CQEs), so the
-/// provider never accesses the same bytes at the same time.
-fn rd<R: RingAccess>(r: &R, off: usize, out: &mut [u8]) {
-    // SAFETY: see above.
-    unsafe { r.read_bytes(off, out) }
-}
-fn wr_bytes<R: RingAccess>(r: &R, off: usize, data: &[u8]) {
-    // SAFETY: see above.
-    unsafe { r.write_bytes(off, data) }
-}
+#[path = "rxe_common.rs"]
+mod common;
+use common::{rc_attr, rd, wr_bytes};
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_ne_bytes(b[off..off + 4].try_into().unwrap())
@@ -147,21 +139,6 @@ impl MockKernel {
             done += 1;
         }
         done
-    }
-}
-
-fn rc_attr(uses_srq: bool) -> QpInitAttr {
-    QpInitAttr {
-        qp_type: QpType::Rc,
-        caps: QpCaps {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-        uses_srq,
     }
 }
 
