@@ -198,6 +198,22 @@ pair() {
     # -c: the server is ready when an rdma_cm listener exists (-R/-z have no TCP port)
     if [ "$1" = -c ]; then ready=(-c); shift; fi
     local tool=$1; shift
+    run_pair_retried "${ready[@]}" "$@"
+    if is_lat "$tool"; then
+        lat_sane "$VMTEST_TMP/client.out"
+        case "$tool" in ib_write_lat|ib_send_lat) lat_sane "$SERVER_LOG" ;; esac
+    else
+        bw_sane "$VMTEST_TMP/client.out"
+        bw_sane "$SERVER_LOG"
+    fi
+}
+
+# run_pair_retried [-c] SRV_CMD... -- CLI_CMD...: the server (bounded 60 s; -c as in pair), then
+# the client (bounded 120 s), retried while C perftest's clock calibration flakes (3 tries); both
+# must exit 0. The client's output is left in $VMTEST_TMP/client.out, the server's in $SERVER_LOG.
+run_pair_retried() {
+    local ready=()
+    if [ "$1" = -c ]; then ready=(-c); shift; fi
     local srv=() cli=()
     while [ "$1" != "--" ]; do srv+=("$1"); shift; done
     shift
@@ -219,13 +235,6 @@ pair() {
     done
     [ "$LAST_RC" = 0 ] || fail "client rc=$LAST_RC: ${cli[*]}"
     [ "$SERVER_RC" = 0 ] || fail "server rc=$SERVER_RC: ${srv[*]}"
-    if is_lat "$tool"; then
-        lat_sane "$VMTEST_TMP/client.out"
-        case "$tool" in ib_write_lat|ib_send_lat) lat_sane "$SERVER_LOG" ;; esac
-    else
-        bw_sane "$VMTEST_TMP/client.out"
-        bw_sane "$SERVER_LOG"
-    fi
 }
 
 # pair_all TOOL "OPTS": the three pairings with -x, then ours<->ours without -x
