@@ -8,12 +8,7 @@
 . "$VMTEST_LIB"
 
 TESTS=(conf tcp_bw tcp_lat udp_bw udp_lat)
-OURS_PORT=19765
-STOCK_PORT=19766
-STOCK=/usr/bin/qperf
-have_stock=0
-[ -x "$STOCK" ] && have_stock=1
-[ "$RXE_VM_MODE" = full ] && [ $have_stock = 0 ] && fail "full image without $STOCK"
+qperf_stock
 
 # check_figures FILE: every result row of FILE has a number.
 check_figures() {

@@ -15,12 +15,7 @@
 RC_CM=(rc_bw rc_bi_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw rc_rdma_write_lat
        rc_rdma_write_poll_lat rc_compare_swap_mr rc_fetch_add_mr ver_rc_compare_swap ver_rc_fetch_add)
 UC=(uc_bw uc_bi_bw uc_lat uc_rdma_write_bw uc_rdma_write_lat uc_rdma_write_poll_lat)
-OURS_PORT=19765
-STOCK_PORT=19766
-STOCK=/usr/bin/qperf
-have_stock=0
-[ -x "$STOCK" ] && have_stock=1
-[ "$RXE_VM_MODE" = full ] && [ $have_stock = 0 ] && fail "full image without $STOCK"
+qperf_stock
 
 # check_tests FILE TEST...: each TEST's block in FILE has at least one figure row.
 check_tests() {

@@ -291,6 +291,17 @@ wait_pid_or_kill() {
 # The qperf cases (80, 81) compare our client's text with stock qperf's once figures are masked:
 # a result row keeps its name, a value with a digit becomes X, runs of blanks collapse (the value
 # column's width follows the figures).
+# qperf_stock: the qperf cases' ports (OURS_PORT, STOCK_PORT) and stock qperf (STOCK, have_stock 1
+# when the image has it; the full image must).
+qperf_stock() {
+    OURS_PORT=19765
+    STOCK_PORT=19766
+    STOCK=/usr/bin/qperf
+    have_stock=0
+    [ -x "$STOCK" ] && have_stock=1
+    [ "$RXE_VM_MODE" = full ] && [ $have_stock = 0 ] && fail "full image without $STOCK"
+    return 0
+}
 qperf_mask() { sed -E 's/^( +[a-z_]+ +=  ).*[0-9].*$/\1X/; s/ +/ /g' "$1"; }
 # qperf_client SECS OUT CMD...: run a qperf client; it must exit 0 within SECS; output in OUT.
 qperf_client() {
