@@ -32,7 +32,7 @@ static long pgsz;
 #define SHIM_LOG_DEFAULT "/tmp/mlx5-oracle-shim.log"
 #define SHIM_FAKE_NAME "/dev/infiniband/uverbs0"
 /* shim_log, open / stat / close of the uverbs node */
-#include "../../../support/oracle/fake_uverbs_fs.h"
+#include "../../../support/oracle/fake_uverbs.h"
 
 static void hexlog(const char *tag, const void *p, size_t n)
 {
@@ -177,27 +177,20 @@ static int fill_query_device(struct ib_uverbs_query_device_resp *r)
 	return 0;
 }
 
+/* MODIFY_QP: the harness reads the last mask and state */
+static void record_modify(const struct ib_uverbs_modify_qp *c)
+{
+	S.last_modify_qp_mask = c->attr_mask; S.last_modify_state = c->qp_state;
+}
+
 static ssize_t handle(const void *buf, size_t len)
 {
-	const struct ib_uverbs_cmd_hdr *h = buf;
-	uint32_t cmd = h->command; int ex = !!(cmd & IB_USER_VERBS_CMD_FLAG_EXTENDED);
-	uint32_t num = cmd & IB_USER_VERBS_CMD_COMMAND_MASK;
-	const uint8_t *core; size_t core_len, drv_in_len; const uint8_t *drv_in; uint8_t *out; size_t core_out_len; uint8_t *drv_out; size_t drv_out_len;
-	if (!ex) {
-		core = (const uint8_t *)buf + 8; core_len = h->in_words * 4 - 8;
-		core_out_len = h->out_words * 4; out = core_out_len ? (uint8_t *)(uintptr_t)*(const uint64_t *)core : NULL;
-		drv_in = NULL; drv_in_len = 0; drv_out = NULL; drv_out_len = 0;
-	} else {
-		const struct ib_uverbs_ex_cmd_hdr *eh = (const void *)((const uint8_t *)buf + 8);
-		core = (const uint8_t *)buf + 24; core_len = h->in_words * 8;
-		drv_in = core + core_len; drv_in_len = eh->provider_in_words * 8;
-		out = (uint8_t *)(uintptr_t)eh->response; core_out_len = h->out_words * 8;
-		drv_out = out ? out + core_out_len : NULL; drv_out_len = eh->provider_out_words * 8;
-	}
-	shim_log("write cmd %s%u in_words %u out_words %u len %zu\n", ex ? "EX " : "", num, h->in_words, h->out_words, len);
+	struct shim_cmd c = shim_cmd_decode(buf, len);
 	hexlog("req", buf, len);
-	if (out && !ex) memset(out, 0, core_out_len);
-	if (out && ex) memset(out, 0, core_out_len + drv_out_len);
+	shim_cmd_zero_out(&c);
+	int ex = c.ex; uint32_t num = c.num;
+	const uint8_t *core = c.core, *drv_in = c.drv_in; size_t core_len = c.core_len, drv_in_len = c.drv_in_len;
+	uint8_t *out = c.out, *drv_out = c.drv_out; size_t core_out_len = c.core_out_len, drv_out_len = c.drv_out_len;
 
 #define NONEX_SPLIT(creq, cresp) do { drv_in = core + sizeof(creq); drv_in_len = core_len - sizeof(creq) ; \
 		drv_out = out + sizeof(cresp); drv_out_len = core_out_len > sizeof(cresp) ? core_out_len - sizeof(cresp) : 0; } while (0)
@@ -299,18 +292,8 @@ static ssize_t handle(const void *buf, size_t len)
 			 type, sig, msw, mrw, mss, mrs, mil, (unsigned long long)d->buf_addr, (unsigned long long)d->db_addr,
 			 d->sq_wqe_count, d->rq_wqe_count, d->rq_wqe_shift, d->flags, d->uidx, q->qpn, q->resp_bfreg_index);
 		break; }
-	case IB_USER_VERBS_CMD_MODIFY_QP:
-	case 0x100 | IB_USER_VERBS_EX_CMD_MODIFY_QP: {
-		const struct ib_uverbs_modify_qp *c = (const void *)core;
-		S.last_modify_qp_mask = c->attr_mask; S.last_modify_state = c->qp_state;
-		shim_log("  MODIFY_QP mask 0x%x state %u\n", c->attr_mask, c->qp_state);
-		if (ex && out) ((struct ib_uverbs_ex_modify_qp_resp *)out)->response_length = sizeof(struct ib_uverbs_ex_modify_qp_resp);
-		break; }
-	case IB_USER_VERBS_CMD_DEALLOC_PD: case IB_USER_VERBS_CMD_DEREG_MR:
-	case IB_USER_VERBS_CMD_DESTROY_CQ: case IB_USER_VERBS_CMD_DESTROY_QP:
-		break;
 	default:
-		shim_log("  unsupported -> EOPNOTSUPP\n"); errno = EOPNOTSUPP; return -1;
+		if (shim_common_cmd(ex ? (num | 0x100) : num, &c, record_modify)) return -1;
 	}
 	if (out) hexlog("resp", out, core_out_len + (ex ? drv_out_len : 0));
 	return len;

@@ -37,7 +37,7 @@ static uint64_t next_mmap_offset; /* the kernel's rxe->mmap_offset: starts at 0 
 #define SHIM_LOG_DEFAULT "/tmp/rxe-hotpath-shim.log"
 #define SHIM_FAKE_NAME "uverbs0"
 /* shim_log, open / stat / close of the uverbs node */
-#include "../../../support/oracle/fake_uverbs_fs.h"
+#include "../../../support/oracle/fake_uverbs.h"
 
 
 /* ---------- ioctl: no ioctl framework, so libibverbs uses write() ---------- */
@@ -129,24 +129,10 @@ static uint32_t qpn_next = 0x11;
 /* out of line, so that write()'s doorbell fast path stays a few instructions */
 __attribute__((noinline)) static ssize_t handle(const void *buf, size_t len)
 {
-	const struct ib_uverbs_cmd_hdr *h = buf;
-	uint32_t cmd = h->command; int ex = !!(cmd & IB_USER_VERBS_CMD_FLAG_EXTENDED);
-	uint32_t num = cmd & IB_USER_VERBS_CMD_COMMAND_MASK;
-	const uint8_t *core; size_t core_len; uint8_t *out; size_t core_out_len; uint8_t *drv_out; size_t drv_out_len;
-	if (!ex) {
-		core = (const uint8_t *)buf + 8; core_len = h->in_words * 4 - 8;
-		core_out_len = h->out_words * 4; out = core_out_len ? (uint8_t *)(uintptr_t)*(const uint64_t *)core : NULL;
-		drv_out = NULL; drv_out_len = 0;
-	} else {
-		const struct ib_uverbs_ex_cmd_hdr *eh = (const void *)((const uint8_t *)buf + 8);
-		core = (const uint8_t *)buf + 24; core_len = h->in_words * 8;
-		out = (uint8_t *)(uintptr_t)eh->response; core_out_len = h->out_words * 8;
-		drv_out = out ? out + core_out_len : NULL; drv_out_len = eh->provider_out_words * 8;
-	}
-	(void)core_len;
-	shim_log("write cmd %s%u in_words %u out_words %u len %zu\n", ex ? "EX " : "", num, h->in_words, h->out_words, len);
-	if (out && !ex) memset(out, 0, core_out_len);
-	if (out && ex) memset(out, 0, core_out_len + drv_out_len);
+	struct shim_cmd c = shim_cmd_decode(buf, len);
+	shim_cmd_zero_out(&c);
+	int ex = c.ex; uint32_t num = c.num; const uint8_t *core = c.core;
+	uint8_t *out = c.out, *drv_out = c.drv_out; size_t core_out_len = c.core_out_len, drv_out_len = c.drv_out_len;
 #define NONEX_DRV_OUT(cresp) do { drv_out = out + sizeof(cresp); \
 		drv_out_len = core_out_len > sizeof(cresp) ? core_out_len - sizeof(cresp) : 0; } while (0)
 
@@ -223,17 +209,8 @@ __attribute__((noinline)) static ssize_t handle(const void *buf, size_t len)
 		shim_log("  CREATE_QP caps %u/%u/%u/%u/%u -> qpn 0x%x handle %u, send %u wr / %u sge / %u inline, recv %u wr\n",
 			 msw, mrw, mss, mrs, mil, r->qpn, r->qp_handle, sq_wr, r->max_send_sge, pay, rq_wr);
 		break; }
-	case IB_USER_VERBS_CMD_MODIFY_QP:
-	case 0x100 | IB_USER_VERBS_EX_CMD_MODIFY_QP: {
-		const struct ib_uverbs_modify_qp *c = (const void *)core;
-		shim_log("  MODIFY_QP mask 0x%x state %u\n", c->attr_mask, c->qp_state);
-		if (ex && out) ((struct ib_uverbs_ex_modify_qp_resp *)out)->response_length = sizeof(struct ib_uverbs_ex_modify_qp_resp);
-		break; }
-	case IB_USER_VERBS_CMD_DEALLOC_PD: case IB_USER_VERBS_CMD_DEREG_MR:
-	case IB_USER_VERBS_CMD_DESTROY_CQ: case IB_USER_VERBS_CMD_DESTROY_QP:
-		break;
 	default:
-		shim_log("  unsupported -> EOPNOTSUPP\n"); errno = EOPNOTSUPP; return -1;
+		if (shim_common_cmd(ex ? (num | 0x100) : num, &c, NULL)) return -1;
 	}
 	return len;
 }
