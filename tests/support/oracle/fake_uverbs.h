@@ -111,6 +111,18 @@ static void shim_cmd_zero_out(const struct shim_cmd *c)
 	if (c->out && c->ex) memset(c->out, 0, c->core_out_len + c->drv_out_len);
 }
 
+/* QUERY_DEVICE, legacy or extended: where its (base) attributes go. The extended answer says its
+ * length and comes back in *ex for the caller's extended fields (NULL for the legacy command). */
+static struct ib_uverbs_query_device_resp *shim_query_device(const struct shim_cmd *c,
+							     struct ib_uverbs_ex_query_device_resp **ex)
+{
+	if (!c->ex) { *ex = NULL; return (void *)c->out; }
+	struct ib_uverbs_ex_query_device_resp *r = (void *)c->out;
+	r->response_length = c->core_out_len < sizeof(*r) ? c->core_out_len : sizeof(*r);
+	*ex = r;
+	return &r->base;
+}
+
 /* The commands both fake kernels answer alike, by their switch key (num, | 0x100 if extended):
  * MODIFY_QP (on_modify, if any, sees it first; logged; an extended response gets its length),
  * the deallocs and destroys (nothing to undo). Anything else is unsupported: EOPNOTSUPP.

@@ -224,12 +224,10 @@ static ssize_t handle(const void *buf, size_t len)
 			 drv_in_len >= 32 ? (unsigned long long)rq->lib_caps : 0ULL, drv_in_len, drv_out_len, tot, r->async_fd);
 		break; }
 	case IB_USER_VERBS_CMD_QUERY_DEVICE:
-		fill_query_device((void *)out); break;
 	case 0x100 | IB_USER_VERBS_EX_CMD_QUERY_DEVICE: {
-		struct ib_uverbs_ex_query_device_resp *r = (void *)out;
-		fill_query_device(&r->base);
-		r->response_length = core_out_len < sizeof(*r) ? core_out_len : sizeof(*r);
-		r->timestamp_mask = (1ULL << 63) - 1; r->hca_core_clock = 156250; r->device_cap_flags_ex = 0xe5721c36;
+		struct ib_uverbs_ex_query_device_resp *r;
+		fill_query_device(shim_query_device(&c, &r));
+		if (r) { r->timestamp_mask = (1ULL << 63) - 1; r->hca_core_clock = 156250; r->device_cap_flags_ex = 0xe5721c36; }
 		break; }
 	case IB_USER_VERBS_CMD_QUERY_PORT: {
 		struct ib_uverbs_query_port_resp *r = (void *)out;

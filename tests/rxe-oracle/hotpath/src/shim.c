@@ -142,11 +142,9 @@ __attribute__((noinline)) static ssize_t handle(const void *buf, size_t len)
 		r->async_fd = eventfd(0, EFD_CLOEXEC); r->num_comp_vectors = 1;
 		break; }
 	case IB_USER_VERBS_CMD_QUERY_DEVICE:
-		fill_query_device((void *)out); break;
 	case 0x100 | IB_USER_VERBS_EX_CMD_QUERY_DEVICE: {
-		struct ib_uverbs_ex_query_device_resp *r = (void *)out;
-		fill_query_device(&r->base);
-		r->response_length = core_out_len < sizeof(*r) ? core_out_len : sizeof(*r);
+		struct ib_uverbs_ex_query_device_resp *r;
+		fill_query_device(shim_query_device(&c, &r));
 		break; }
 	case IB_USER_VERBS_CMD_QUERY_PORT: {
 		struct ib_uverbs_query_port_resp *r = (void *)out;
