@@ -28,6 +28,8 @@ pub mod device;
 pub mod provider;
 pub mod queries;
 #[forbid(unsafe_code)]
+pub mod settings;
+#[forbid(unsafe_code)]
 pub mod wr;
 pub mod cm;
 #[forbid(unsafe_code)]

@@ -43,14 +43,14 @@ fn gid_text(g: &[u8; 16]) -> String {
     g.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":")
 }
 
-/// Report a destroy failure from `Drop`: once per process, on stderr; EIO is success.
+/// Report a destroy failure from `Drop`: once per process, as a warning; EIO is success.
 fn report_drop(r: Result<()>) {
     if let Err(e) = r {
         if e.errno == Some(libc::EIO) {
             return;
         }
         if !TEARDOWN_ERROR_LOGGED.swap(true, Ordering::Relaxed) {
-            eprintln!("rperftest: warning: {e} (further teardown errors are not shown)");
+            crate::settings::warn(format!("{e} (further teardown errors are not shown)"));
         }
     }
 }
@@ -145,9 +145,9 @@ impl<P: Provider> std::fmt::Debug for Context<P> {
 }
 
 impl<P: Provider> Context<P> {
-    /// Open `dev` with the transport chosen by `RPERFTEST_VERBS_TRANSPORT` (default write).
+    /// Open `dev` with the transport the program installed ([`crate::settings`]; default write).
     pub fn open(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        Self::open_with(dev, Transport::from_env())
+        Self::open_with(dev, crate::settings::current().transport)
     }
 
     /// Open `/dev/infiniband/<dev.uverbs>`, run GET_CONTEXT with the provider's driver data and
@@ -160,7 +160,7 @@ impl<P: Provider> Context<P> {
     /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need. Fails with
     /// `EOPNOTSUPP` where the provider has no DEVX (rxe).
     pub fn open_devx(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        Self::open_impl(dev, Transport::from_env(), true)
+        Self::open_impl(dev, crate::settings::current().transport, true)
     }
 
     fn open_impl(dev: &DeviceDesc, transport: Transport, devx: bool) -> Result<Arc<Self>> {

@@ -39,7 +39,7 @@ impl Drop for DevxObj {
             if let Err(e) = devx::obj_destroy(&fd, self.handle) {
                 // EIO: the device is gone (the kernel already cleaned up).
                 if e.errno != Some(libc::EIO) {
-                    eprintln!("rperftest: warning: {e}");
+                    uverbs::settings::warn(e.to_string());
                 }
             }
         }

@@ -1,5 +1,6 @@
 //! How the rxe doorbell reaches the kernel: a plain `write()` of POST_SEND (what librxe does, the
-//! default), or — an experiment, chosen with `RPERFTEST_RXE_DOORBELL` — the same 32-byte write
+//! default), or — an experiment, chosen by the program (`rperftest` reads `RPERFTEST_RXE_DOORBELL`
+//! into [`crate::settings`]) — the same 32-byte write
 //! submitted through io_uring (`IORING_OP_WRITE` on the uverbs fd), optionally with SQPOLL so
 //! that the hot path makes no syscall at all. docs/benchmarks.md records what it measured.
 //!
@@ -15,7 +16,8 @@ use io_uring::{opcode, types, IoUring};
 use uverbs::cmd::encode_post_send_doorbell;
 use uverbs::error::{Error, Result};
 
-/// The environment variable that picks the doorbell.
+/// The environment variable through which `rperftest` picks the doorbell (named here for the
+/// hint of a failed io_uring write; the library does not read it).
 pub const DOORBELL_ENV: &str = "RPERFTEST_RXE_DOORBELL";
 
 /// Submission queue entries (one per doorbell in flight; the SQPOLL thread drains them).
@@ -39,16 +41,13 @@ impl DoorbellMode {
             "" | "write" => Ok(DoorbellMode::Write),
             "uring" => Ok(DoorbellMode::Uring),
             "uring-sqpoll" => Ok(DoorbellMode::UringSqpoll),
-            other => Err(format!("{DOORBELL_ENV}={other}: expected write, uring or uring-sqpoll")),
+            other => Err(format!("{other}: expected write, uring or uring-sqpoll")),
         }
     }
 
-    /// From `RPERFTEST_RXE_DOORBELL` (unset: `write`).
-    pub fn from_env() -> Result<Self> {
-        match std::env::var(DOORBELL_ENV) {
-            Err(_) => Ok(DoorbellMode::Write),
-            Ok(v) => DoorbellMode::parse(&v).map_err(|d| Error::msg("choose the rxe doorbell", d)),
-        }
+    /// The program's choice ([`crate::settings`]; default `write`).
+    pub fn from_settings() -> Result<Self> {
+        crate::settings::current().rxe_doorbell.map_err(|d| Error::msg("choose the rxe doorbell", d))
     }
 }
 

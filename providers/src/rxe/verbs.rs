@@ -338,13 +338,13 @@ impl Provider for Rxe {
     }
 
     fn new_context(fd: SharedFd, _dev: &DeviceDesc, _drv_resp: &[u8]) -> Result<Self> {
-        let uring = match DoorbellMode::from_env()? {
+        let uring = match DoorbellMode::from_settings()? {
             DoorbellMode::Write => None,
             mode => match UringDoorbell::new(fd.as_fd(), mode) {
                 Ok(u) => Some(Mutex::new(u)),
                 Err(e) => {
                     // A clean fallback: the experiment is optional, the write() doorbell works.
-                    eprintln!("rperftest: io_uring doorbell unavailable ({e}); using write()");
+                    uverbs::settings::warn(format!("io_uring doorbell unavailable ({e}); using write()"));
                     None
                 }
             },

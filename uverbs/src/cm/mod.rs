@@ -648,7 +648,7 @@ impl Drop for CmId {
         let res = unsafe { self.chan.write_cmd("DESTROY_ID", &buf) };
         if let Err(e) = res {
             if e.errno != Some(libc::EIO) && e.errno != Some(libc::EINVAL) {
-                eprintln!("rperftest: warning: {e}");
+                crate::settings::warn(e.to_string());
             }
         }
         // Fetched events of this id can no longer be consumed.

@@ -76,18 +76,9 @@ pub enum Transport {
     Ioctl,
 }
 
-/// The environment variable that selects the transport (`write` or `ioctl`).
-pub const TRANSPORT_ENV: &str = "RPERFTEST_VERBS_TRANSPORT";
-
 impl Transport {
-    /// `RPERFTEST_VERBS_TRANSPORT=ioctl` selects [`Transport::Ioctl`]; anything else (or unset)
-    /// gives [`Transport::Write`].
-    pub fn from_env() -> Transport {
-        match std::env::var(TRANSPORT_ENV) {
-            Ok(v) => Transport::parse(&v).unwrap_or_default(),
-            Err(_) => Transport::Write,
-        }
-    }
+    /// `write` or `ioctl` (any case, surrounding blanks ignored); the program maps its own flag or
+    /// environment variable through this (see [`crate::settings`]).
     pub fn parse(s: &str) -> Option<Transport> {
         match s.trim().to_ascii_lowercase().as_str() {
             "write" => Some(Transport::Write),
