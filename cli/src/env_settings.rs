@@ -9,12 +9,14 @@
 //! - `MLX5_SHUT_UP_BF` (set and not `0`: no BlueFlame) and `MLX5_POST_SEND_PREFER_BF` (`0`: a
 //!   plain doorbell where BlueFlame is optional), with libmlx5's meaning.
 
-use providers::rxe::doorbell::{DoorbellMode, DOORBELL_ENV};
+use providers::rxe::doorbell::DoorbellMode;
 use providers::settings::ProviderSettings;
 use uverbs::cmd::Transport;
+use uverbs::knob::Knob;
 use uverbs::settings::{Settings, Warning};
 
 pub const TRANSPORT_ENV: &str = "RPERFTEST_VERBS_TRANSPORT";
+pub const DOORBELL_ENV: &str = "RPERFTEST_RXE_DOORBELL";
 pub const MLX5_SHUT_UP_BF: &str = "MLX5_SHUT_UP_BF";
 pub const MLX5_PREFER_BF: &str = "MLX5_POST_SEND_PREFER_BF";
 
@@ -38,12 +40,30 @@ fn to_stderr(w: &Warning) {
     eprintln!("rperftest: warning: {w}");
 }
 
-/// Read the environment, install the settings and the stderr warning sink.
-pub fn install_from_env() {
+/// How hints name a knob in the ib_* tools and our own commands: the two environment knobs, and
+/// perftest's options for the rest.
+pub fn perftest_spelling(k: Knob) -> Option<&'static str> {
+    env_spelling(k).or_else(|| bench::params::knobs::perftest_flag(k))
+}
+
+/// The knobs every command of this program has: the environment variables above.
+pub fn env_spelling(k: Knob) -> Option<&'static str> {
+    match k {
+        Knob::WriteTransport => Some("RPERFTEST_VERBS_TRANSPORT=write"),
+        Knob::WriteDoorbell => Some("RPERFTEST_RXE_DOORBELL=write"),
+        _ => None,
+    }
+}
+
+/// Read the environment, install the settings and the stderr warning sink; hints name knobs the
+/// perftest way unless `tool` has its own flags (qperf: only the environment knobs).
+pub fn install_from_env(tool: &str) {
     let (u, p) = from_vars(|k| std::env::var(k).ok());
     uverbs::settings::install(u);
     providers::settings::install(p);
     uverbs::settings::set_warning_sink(Some(to_stderr));
+    let spelling: uverbs::knob::Spelling = if tool == "qperf" { env_spelling } else { perftest_spelling };
+    uverbs::knob::set_spelling(Some(spelling));
 }
 
 #[cfg(test)]
@@ -76,6 +96,13 @@ mod tests {
         let (u, p) = from_vars(vars(&[("RPERFTEST_VERBS_TRANSPORT", "rdma"), ("MLX5_SHUT_UP_BF", "0")]));
         assert_eq!(u.transport, Transport::Write);
         assert!(p.mlx5_blueflame && p.mlx5_prefer_bf);
+    }
+
+    #[test]
+    fn perftest_spelling_keeps_the_old_hints() {
+        assert_eq!(perftest_spelling(Knob::GidIndex), Some("-x"));
+        assert_eq!(perftest_spelling(Knob::WriteTransport), Some("RPERFTEST_VERBS_TRANSPORT=write"));
+        assert_eq!(env_spelling(Knob::GidIndex), None);
     }
 
     #[test]

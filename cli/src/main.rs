@@ -88,7 +88,7 @@ fn main() -> ExitCode {
         eprint!("{}", usage());
         return ExitCode::from(2);
     };
-    env_settings::install_from_env();
+    env_settings::install_from_env(cmd);
     let code = run(cmd, rest);
     ExitCode::from(code)
 }

@@ -21,6 +21,8 @@ pub mod discovery;
 #[forbid(unsafe_code)]
 pub mod error;
 pub mod ioctl;
+#[forbid(unsafe_code)]
+pub mod knob;
 pub mod objects;
 #[forbid(unsafe_code)]
 pub mod sys;

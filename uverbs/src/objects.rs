@@ -186,7 +186,7 @@ impl<P: Provider> Context<P> {
         let c = Cmd { fd: fd.as_fd(), transport, driver_id: P::DRIVER_ID };
         if transport == Transport::Ioctl && !cmd::invoke_write_probe(fd.as_fd(), P::DRIVER_ID)? {
             return Err(Error::msg(what, "the kernel has no uverbs ioctl interface")
-                .with_hint("use the write transport (unset RPERFTEST_VERBS_TRANSPORT)"));
+                .with_hint(format!("use the {}", crate::knob::named(crate::knob::Knob::WriteTransport))));
         }
         let created = cmd::get_context(&c, &udata)?;
         let provider = if devx {
@@ -462,7 +462,10 @@ impl MmapBuf {
         let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
         if p == libc::MAP_FAILED && hugepages {
             return Err(Error::last_os(what)
-                .with_hint("no free huge pages: reserve some (echo N > /proc/sys/vm/nr_hugepages) or run without --use_hugepages"));
+                .with_hint(format!(
+                    "no free huge pages: reserve some (echo N > /proc/sys/vm/nr_hugepages) or run without {}",
+                    crate::knob::named(crate::knob::Knob::HugePages)
+                )));
         }
         // SAFETY: `p` is mmap's answer for `len` bytes, checked for MAP_FAILED by `adopt`.
         unsafe { Self::adopt(p, len, what) }

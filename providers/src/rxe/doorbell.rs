@@ -16,10 +16,6 @@ use io_uring::{opcode, types, IoUring};
 use uverbs::cmd::encode_post_send_doorbell;
 use uverbs::error::{Error, Result};
 
-/// The environment variable through which `rperftest` picks the doorbell (named here for the
-/// hint of a failed io_uring write; the library does not read it).
-pub const DOORBELL_ENV: &str = "RPERFTEST_RXE_DOORBELL";
-
 /// Submission queue entries (one per doorbell in flight; the SQPOLL thread drains them).
 const SQ_ENTRIES: u32 = 64;
 /// How long the SQPOLL kernel thread spins without work before it sleeps (ms).
@@ -147,7 +143,7 @@ impl UringDoorbell {
                 };
                 self.failed = Some(
                     Error::msg(format!("POST_SEND doorbell for QP handle {} (io_uring)", cqe.user_data()), detail)
-                        .with_hint(format!("retry with {DOORBELL_ENV}=write")),
+                        .with_hint(format!("retry with the {}", uverbs::knob::named(uverbs::knob::Knob::WriteDoorbell))),
                 );
             }
         }
