@@ -262,6 +262,8 @@ fn wraparound_many_times_the_depth() {
 
 #[test]
 fn full_queue_is_an_error_and_never_overwrites() {
+    // The hint names the knob; with the ib_* tools' spelling installed it also names the flag.
+    uverbs::knob::set_spelling(Some(|k| (k == uverbs::knob::Knob::SendDepth).then_some("-t")));
     let (mut qp, _cq, mut k) = setup(16);
     let sg = [BUF];
     let mut doorbells = 0;
@@ -277,7 +279,7 @@ fn full_queue_is_an_error_and_never_overwrites() {
     assert!(
         e.error
             .to_string()
-            .contains("send queue full: 7 outstanding; raise -t / poll completions"),
+            .contains("send queue full: 7 outstanding; raise the send queue depth (-t) / poll completions"),
         "{}",
         e.error
     );

@@ -29,6 +29,8 @@
 pub mod aes;
 pub mod dc;
 mod getopt;
+#[forbid(unsafe_code)]
+pub mod knobs;
 pub mod persona;
 pub mod rate;
 mod usage;

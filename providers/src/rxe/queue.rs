@@ -193,8 +193,9 @@ pub struct Producer<M: RingMem> {
     ring: Ring<M>,
     /// Our private, always-masked copy of `producer_index`; never read back from shared memory.
     prod: u32,
-    /// Hint for a full queue ("raise -t / poll completions").
-    full_hint: &'static str,
+    /// Hint for a full queue ("raise the send queue depth / poll completions"); read only on
+    /// the error path.
+    full_hint: Box<str>,
 }
 
 impl<M: RingMem> Producer<M> {
@@ -205,14 +206,14 @@ impl<M: RingMem> Producer<M> {
         mem: M,
         min_elem: usize,
         what: &'static str,
-        full_hint: &'static str,
+        full_hint: impl Into<Box<str>>,
     ) -> Result<Self> {
         let ring = Ring::new(mem, min_elem, what)?;
         let prod = ring.own_index(QB_PRODUCER_INDEX, "producer")?;
         Ok(Producer {
             ring,
             prod,
-            full_hint,
+            full_hint: full_hint.into(),
         })
     }
 
@@ -328,7 +329,7 @@ impl<M: RingMem> Producer<M> {
             format!("post to the {}", self.ring.what),
             format!("{} full: {} outstanding", self.ring.what, self.ring.mask),
         )
-        .with_hint(self.full_hint)
+        .with_hint(&*self.full_hint)
     }
 
     fn outstanding_from(&self, prod: u32) -> Result<u32> {

@@ -65,7 +65,7 @@ impl fmt::Display for WqeError {
                 write!(f, "{num} scatter/gather entries, but this queue takes at most {max}; create the QP with a larger max_sge")
             }
             WqeError::InlineTooLong { len, max } => {
-                write!(f, "inline payload of {len} bytes exceeds the QP's max_inline_data {max}; lower --inline_size or send without INLINE")
+                write!(f, "inline payload of {len} bytes exceeds the QP's max_inline_data {max}; lower the {} or send without INLINE", uverbs::knob::named(uverbs::knob::Knob::InlineSize))
             }
             WqeError::InlineNotAllowed { opcode } => {
                 write!(
