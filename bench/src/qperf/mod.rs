@@ -17,6 +17,8 @@ pub mod ctrl;
 pub mod format;
 #[forbid(unsafe_code)]
 pub mod options;
+#[forbid(unsafe_code)]
+pub mod pars;
 // Only rdma::rig has unsafe (posting over its MR); the rest of rdma forbids it.
 pub mod rdma;
 #[forbid(unsafe_code)]
