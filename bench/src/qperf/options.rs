@@ -708,7 +708,7 @@ fn run_loops(
 pub fn help(topic: Option<&str>) -> String {
     match topic {
         Some("tests") => {
-            let mut s = String::from("Tests (this implementation runs conf, quit, tcp_bw, tcp_lat, udp_bw, udp_lat):\n");
+            let mut s = String::from("Tests (this implementation runs all of them but rds_*, sdp_* and xrc_*):\n");
             for t in super::wire::TESTS {
                 s.push_str(&format!("    {t}\n"));
             }
