@@ -71,7 +71,16 @@ expect_contains '"test":"rc_bw"' oj.out
 if [ $have_stock = 1 ]; then
     log "== ours -> stock and stock -> stock, -cm1"
     qperf_client 120 os.out rperftest qperf -lp $STOCK_PORT "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}" "${RC_SMALL[@]}"
-    qperf_client 120 ss.out "$STOCK" -lp $STOCK_PORT "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}" "${RC_SMALL[@]}"
+    # Debian's server sends its rdma_cm port before it listens, a race its own client loses now
+    # and then ("unexpected event from RDMA CM: Event rejected"; ours retries, stock's does not):
+    # the stock -> stock reference run gets a second try when that is what failed.
+    for try in 1 2; do
+        run with_timeout 120 "$STOCK" -lp $STOCK_PORT "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}" "${RC_SMALL[@]}"
+        [ "$LAST_RC" != 0 ] && grep -q "Event rejected" "$LAST_OUT" || break
+        log "stock -> stock lost stock's rdma_cm race (try $try)"
+    done
+    cp "$LAST_OUT" ss.out
+    [ "$LAST_RC" = 0 ] || fail "rc=$LAST_RC from stock -> stock"
     check_tests os.out "${RC_ALL[@]}"
     check_tests ss.out "${RC_ALL[@]}"
     qperf_same_text os.out ss.out "-cm1 against stock server"
