@@ -16,27 +16,11 @@ say() { echo "[qperf-vs-stock] $*" >&2; }
 vmb_setup qperf-vs-stock "${1:-}"
 cp bench/scripts/qperf-vs-stock-guest.sh "$STAGE/qperf-vs-stock-guest.sh"
 
-ENV_ARGS=()
-for v in QVS_RUNS QVS_TIME; do
-    [ -n "${!v+x}" ] && ENV_ARGS+=(-e "$v=${!v}")
-done
+vmb_env QVS_RUNS QVS_TIME
 vmb_meta "$*" "${ENV_ARGS[*]:-}" >"$OUT/meta.txt"
-
-# Sample the host load every 30 s while the VM runs (other work on the machine distorts figures).
-( while sleep 30; do echo "$(date -u +%H:%M:%S) $(cat /proc/loadavg)"; done ) >"$OUT/host-load.txt" 2>/dev/null &
-LOADPID=$!
-
-say "booting the VM (results in $OUT)"
-rc=0
-tests/vm/run-in-vm.sh -q --mode full --timeout "${QVS_TIMEOUT:-1200}" --share "$OUT" \
-    --timing-file "$OUT/vm-timing.txt" "${ENV_ARGS[@]}" \
-    "$STAGE/bin" "$STAGE/qperf-vs-stock-guest.sh" "$STAGE/tcp-listening.bash" \
-    -- bash -c 'export PATH=/mnt/host/bin:$PATH; exec bash /mnt/host/qperf-vs-stock-guest.sh' || rc=$?
-kill "$LOADPID" 2>/dev/null || true
-echo "host load after: $(uptime)" >>"$OUT/meta.txt"
-say "VM exit $rc"
+vmb_run qperf-vs-stock-guest.sh "${QVS_TIMEOUT:-1200}"
 [ -s "$OUT/raw.tsv" ] || { say "no raw data"; exit 1; }
 bench/scripts/qperf-vs-stock-table.sh "$OUT" >"$OUT/table.md"
 cat "$OUT/table.md"
 say "table: $OUT/table.md"
-exit "$rc"
+exit "$RC"
