@@ -446,7 +446,11 @@ mod tests {
         assert_eq!(post_while(1024, || true, || panic!("posted after the deadline")), Ok(0));
         // Time left: all of them.
         let posts = Cell::new(0u32);
-        assert_eq!(post_while(5, || false, || Ok(posts.set(posts.get() + 1))), Ok(5));
+        let n = post_while(5, || false, || {
+            posts.set(posts.get() + 1);
+            Ok(())
+        });
+        assert_eq!(n, Ok(5));
         assert_eq!(posts.get(), 5);
         // A failed post ends the loop with its error.
         assert_eq!(post_while(5, || false, || Err("failed to post send".to_string())), Err("failed to post send".to_string()));
