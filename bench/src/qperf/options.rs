@@ -405,7 +405,7 @@ fn find_option(name: &str, out: &mut dyn FnMut(&str)) -> Option<&'static Opt> {
     OPTIONS.iter().find(|o| o.name == name)
 }
 
-fn arg<'a>(args: &'a [String], i: usize) -> Result<&'a str, Fatal> {
+fn arg(args: &[String], i: usize) -> Result<&str, Fatal> {
     args.get(i + 1).map(String::as_str).ok_or_else(|| Fatal(format!("missing argument to {}", args[i])))
 }
 
@@ -739,9 +739,11 @@ mod tests {
         s.split_whitespace().map(String::from).collect()
     }
 
-    /// Runs the parser; returns (outcome or error, printed lines, (test, loc msg_size, rem
-    /// msg_size, loc time) per run).
-    fn parse(s: &str) -> (Result<Outcome, Fatal>, Vec<String>, Vec<(String, u32, u32, u32)>) {
+    /// One run the parser asked for: (test, loc msg_size, rem msg_size, loc time).
+    type Run = (String, u32, u32, u32);
+
+    /// Runs the parser; returns (outcome or error, printed lines, the runs).
+    fn parse(s: &str) -> (Result<Outcome, Fatal>, Vec<String>, Vec<Run>) {
         let mut st = State::default();
         let mut lines = Vec::new();
         let mut runs = Vec::new();
