@@ -8,7 +8,7 @@ use super::context::Context;
 use super::cq::{Cq, CqInner};
 use super::flags::{AccessFlags, QpAttrMask};
 use super::pd::{CryptoMkey, Dek, Pd, Xrcd};
-use super::qp_attr::{init_attr, modify_request, query_attr, rtr_attr, rts_attr, QpAttr, RtrParams, RtsParams, DEFAULT_QKEY};
+use super::qp_attr::{caps_of, init_attr, modify_request, query_attr, rtr_attr, rts_attr, QpAttr, RtrParams, RtsParams, DEFAULT_QKEY};
 use super::srq::{Srq, SrqInner};
 use super::{next_user_handle, report_drop};
 use crate::cmd::{self, CreateQpArgs, Transport};
@@ -99,25 +99,13 @@ impl<P: Provider> Qp<P> {
             srq: init.srq.map(|s| s.handle()),
             xrcd: xrcd.map(|x| x.handle),
             qp_type: init.qp_type.uverbs_type(),
-            caps: sys::QpCap {
-                max_send_wr: init.caps.max_send_wr,
-                max_recv_wr: init.caps.max_recv_wr,
-                max_send_sge: init.caps.max_send_sge,
-                max_recv_sge: init.caps.max_recv_sge,
-                max_inline_data: init.caps.max_inline_data,
-            },
+            caps: init.caps,
             sq_sig_all: init.sq_sig_all,
             event_fd: (ctx.transport == Transport::Ioctl).then(|| ctx.async_fd.as_raw_fd()),
         };
         let c = ctx.cmd();
         let (r, drv) = cmd::create_qp(&c, &args, &udata)?;
-        let caps = QpCaps {
-            max_send_wr: r.max_send_wr,
-            max_recv_wr: r.max_recv_wr,
-            max_send_sge: r.max_send_sge,
-            max_recv_sge: r.max_recv_sge,
-            max_inline_data: r.max_inline_data,
-        };
+        let caps = caps_of!(r);
         let created = QpCreated { handle: r.qp_handle, qpn: r.qpn, caps };
         let state = match ctx.provider.finish_qp(prep, &attr, &created, &drv) {
             Ok(s) => s,

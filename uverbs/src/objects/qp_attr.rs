@@ -69,6 +69,21 @@ impl Default for QpAttr {
     }
 }
 
+/// The capacities a CREATE_QP or QUERY_QP answer carries: both kernel structs hold the fields of
+/// `ib_uverbs_qp_cap` inline, under its names.
+macro_rules! caps_of {
+    ($r:expr) => {
+        $crate::provider::QpCaps {
+            max_send_wr: $r.max_send_wr,
+            max_recv_wr: $r.max_recv_wr,
+            max_send_sge: $r.max_send_sge,
+            max_recv_sge: $r.max_recv_sge,
+            max_inline_data: $r.max_inline_data,
+        }
+    };
+}
+pub(super) use caps_of;
+
 /// An address vector as the kernel's `ib_uverbs_qp_dest`.
 pub fn qp_dest(ah: &AhAttr) -> sys::QpDest {
     sys::QpDest {
@@ -164,14 +179,7 @@ pub fn query_attr(r: &sys::QueryQpResp) -> (QpAttr, QpCaps) {
         ah_attr: ah(&r.dest),
         alt_ah_attr: ah(&r.alt_dest),
     };
-    let caps = QpCaps {
-        max_send_wr: r.max_send_wr,
-        max_recv_wr: r.max_recv_wr,
-        max_send_sge: r.max_send_sge,
-        max_recv_sge: r.max_recv_sge,
-        max_inline_data: r.max_inline_data,
-    };
-    (attr, caps)
+    (attr, caps_of!(r))
 }
 
 /// The MODIFY_QP request for `attr` under `mask`: only masked fields are copied (the rest are
