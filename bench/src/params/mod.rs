@@ -350,16 +350,7 @@ impl ReportFormat {
 }
 
 /// ibv_mtu enum (256→1 … 4096→5) for a byte size, None if not one of the five IB MTUs.
-pub fn mtu_enum(bytes: u32) -> Option<u8> {
-    match bytes {
-        256 => Some(1),
-        512 => Some(2),
-        1024 => Some(3),
-        2048 => Some(4),
-        4096 => Some(5),
-        _ => None,
-    }
-}
+pub use uverbs::device::mtu_enum;
 
 // ------------------------------------------------------------------------------------------------
 // Outcome, errors, notices

@@ -44,6 +44,8 @@ pub use qp_attr::{
     RtrParams, RtsParams, DEFAULT_QKEY,
 };
 pub use srq::Srq;
+/// For rdma_cm's INIT_QP_ATTR answer, which carries the QUERY_QP fields under the same names.
+pub(crate) use qp_attr::qp_attr_from_kernel;
 
 /// Set once the first teardown error has been printed: later ones are not shown.
 static TEARDOWN_ERROR_LOGGED: AtomicBool = AtomicBool::new(false);

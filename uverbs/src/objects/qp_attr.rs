@@ -69,6 +69,43 @@ impl Default for QpAttr {
     }
 }
 
+/// A [`QpAttr`] from a kernel answer that carries its fields under the same names: QUERY_QP's
+/// `ib_uverbs_query_qp_resp` and rdma_cm INIT_QP_ATTR's `ib_uverbs_qp_attr`. The two differ in
+/// the width of the state, MTU and migration-state fields (`u8` and `u32`: the values fit a
+/// byte), in how they carry the paths, and in `en_sqd_async_notify` (QUERY_QP has none), so
+/// the caller passes those three.
+macro_rules! qp_attr_from_kernel {
+    ($r:expr, en_sqd_async_notify: $en:expr, ah_attr: $ah:expr, alt_ah_attr: $alt:expr) => {{
+        let r = $r;
+        $crate::objects::QpAttr {
+            qp_state: $crate::provider::QpState::from_raw(u32::from(r.qp_state)),
+            cur_qp_state: $crate::provider::QpState::from_raw(u32::from(r.cur_qp_state)),
+            path_mtu: r.path_mtu as u8,
+            path_mig_state: r.path_mig_state as u8,
+            qkey: r.qkey,
+            rq_psn: r.rq_psn,
+            sq_psn: r.sq_psn,
+            dest_qp_num: r.dest_qp_num,
+            qp_access_flags: $crate::objects::AccessFlags::from_bits_retain(r.qp_access_flags),
+            pkey_index: r.pkey_index,
+            alt_pkey_index: r.alt_pkey_index,
+            en_sqd_async_notify: $en,
+            max_rd_atomic: r.max_rd_atomic,
+            max_dest_rd_atomic: r.max_dest_rd_atomic,
+            min_rnr_timer: r.min_rnr_timer,
+            port_num: r.port_num,
+            timeout: r.timeout,
+            retry_cnt: r.retry_cnt,
+            rnr_retry: r.rnr_retry,
+            alt_port_num: r.alt_port_num,
+            alt_timeout: r.alt_timeout,
+            ah_attr: $ah,
+            alt_ah_attr: $alt,
+        }
+    }};
+}
+pub(crate) use qp_attr_from_kernel;
+
 /// The capacities a CREATE_QP or QUERY_QP answer carries: both kernel structs hold the fields of
 /// `ib_uverbs_qp_cap` inline, under its names.
 macro_rules! caps_of {
@@ -154,31 +191,7 @@ pub fn query_attr(r: &sys::QueryQpResp) -> (QpAttr, QpCaps) {
         port_num: d.port_num,
         static_rate: d.static_rate,
     };
-    let attr = QpAttr {
-        qp_state: QpState::from_raw(r.qp_state.into()),
-        cur_qp_state: QpState::from_raw(r.cur_qp_state.into()),
-        path_mtu: r.path_mtu,
-        path_mig_state: r.path_mig_state,
-        qkey: r.qkey,
-        rq_psn: r.rq_psn,
-        sq_psn: r.sq_psn,
-        dest_qp_num: r.dest_qp_num,
-        qp_access_flags: AccessFlags::from_bits_retain(r.qp_access_flags),
-        pkey_index: r.pkey_index,
-        alt_pkey_index: r.alt_pkey_index,
-        en_sqd_async_notify: 0,
-        max_rd_atomic: r.max_rd_atomic,
-        max_dest_rd_atomic: r.max_dest_rd_atomic,
-        min_rnr_timer: r.min_rnr_timer,
-        port_num: r.port_num,
-        timeout: r.timeout,
-        retry_cnt: r.retry_cnt,
-        rnr_retry: r.rnr_retry,
-        alt_port_num: r.alt_port_num,
-        alt_timeout: r.alt_timeout,
-        ah_attr: ah(&r.dest),
-        alt_ah_attr: ah(&r.alt_dest),
-    };
+    let attr = qp_attr_from_kernel!(r, en_sqd_async_notify: 0, ah_attr: ah(&r.dest), alt_ah_attr: ah(&r.alt_dest));
     (attr, caps_of!(r))
 }
 
