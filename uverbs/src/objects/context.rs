@@ -78,7 +78,7 @@ impl<P: Provider> Context<P> {
             return Err(Error::msg(what, format!("driver ABI {} outside what the {} provider speaks ({lo}..={hi})", dev.driver_abi, P::NAME))
                 .with_hint("the kernel driver is newer or older than this tool supports"));
         }
-        if dev.driver_id != 0 && dev.driver_id != P::DRIVER_ID {
+        if dev.driver_id != sys::RDMA_DRIVER_UNKNOWN && dev.driver_id != P::DRIVER_ID {
             return Err(Error::msg(what, format!("driver id {} is not {} ({})", dev.driver_id, P::NAME, P::DRIVER_ID)));
         }
         let fd: SharedFd = Arc::new(device::open_uverbs(&dev.uverbs)?);
