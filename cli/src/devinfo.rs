@@ -172,18 +172,7 @@ pub struct UsageError {
 /// the first bad character (so `"2abc"` is 2 and `"abc"` is 0).
 fn strtol0(s: &str) -> i64 {
     let t = s.trim_start();
-    let (neg, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        (16, h)
-    } else if t.starts_with('0') && t.len() > 1 {
-        (8, &t[1..])
-    } else {
-        (10, t)
-    };
+    let (neg, radix, digits) = bench::params::c_integer_parts(t);
     let mut v: i64 = 0;
     for c in digits.chars() {
         match c.to_digit(radix) {

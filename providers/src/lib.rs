@@ -18,10 +18,11 @@ use std::sync::Arc;
 use uverbs::objects::Context;
 use uverbs::provider::{DeviceDesc, Provider};
 use uverbs::queries::DeviceQueries;
+use uverbs::sys::{RDMA_DRIVER_MLX5, RDMA_DRIVER_RXE};
 use uverbs::Error;
 
 /// Driver ids (`enum rdma_driver_id`) this build has a provider for.
-pub const SUPPORTED: &[(u32, &str)] = &[(rxe::RDMA_DRIVER_RXE, "rxe"), (1, "mlx5")];
+pub const SUPPORTED: &[(u32, &str)] = &[(RDMA_DRIVER_RXE, "rxe"), (RDMA_DRIVER_MLX5, "mlx5")];
 
 /// Code that runs on an opened context of whatever provider the device needs.
 pub trait ContextUser {
@@ -46,8 +47,8 @@ fn unsupported(dev: &DeviceDesc) -> Error {
 /// Open `dev` with its provider and hand the context to `user`.
 pub fn open<U: ContextUser>(dev: &DeviceDesc, user: U) -> Result<U::Output, Error> {
     match dev.driver_id {
-        rxe::RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open(dev)?)),
-        1 => Ok(user.run(Context::<mlx5::Mlx5>::open(dev)?)),
+        RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open(dev)?)),
+        RDMA_DRIVER_MLX5 => Ok(user.run(Context::<mlx5::Mlx5>::open(dev)?)),
         _ => Err(unsupported(dev)),
     }
 }

@@ -3,6 +3,7 @@
 use std::ffi::CString;
 use std::os::fd::{FromRawFd, OwnedFd};
 
+use crate::attr;
 use crate::error::{Error, Result};
 use crate::sys;
 
@@ -34,28 +35,17 @@ pub fn open_uverbs(uverbs: &str) -> Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// `enum ibv_mtu` → bytes (0 for unknown values).
+/// `enum ibv_mtu` → bytes (0 for unknown values): [`attr::mtu_bytes`] for the kernel's `u8`
+/// port and QP fields.
 pub fn mtu_bytes(mtu: u8) -> u32 {
-    match mtu {
-        1 => 256,
-        2 => 512,
-        3 => 1024,
-        4 => 2048,
-        5 => 4096,
-        _ => 0,
-    }
+    attr::mtu_bytes(mtu.into()).unwrap_or(0)
 }
 
-/// Bytes → `enum ibv_mtu` (None unless one of 256..4096).
+/// Bytes → `enum ibv_mtu` (None unless one of 256..4096): [`attr::mtu_enum`] as the kernel's
+/// `u8`.
 pub fn mtu_enum(bytes: u32) -> Option<u8> {
-    Some(match bytes {
-        256 => 1,
-        512 => 2,
-        1024 => 3,
-        2048 => 4,
-        4096 => 5,
-        _ => return None,
-    })
+    // The five values are 1..=5.
+    attr::mtu_enum(bytes).map(|e| e as u8)
 }
 
 /// Port attributes (the ioctl QUERY_PORT answer; over write, the `_ex` part is zero).

@@ -115,15 +115,9 @@ pub struct DciStreams {
     pub log_num_errored: u8,
 }
 
-/// QP capacities, asked for at create time and reported back (possibly larger) by the kernel.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QpCaps {
-    pub max_send_wr: u32,
-    pub max_recv_wr: u32,
-    pub max_send_sge: u32,
-    pub max_recv_sge: u32,
-    pub max_inline_data: u32,
-}
+/// QP capacities, asked for at create time and reported back (possibly larger) by the kernel:
+/// the kernel's own `struct ib_uverbs_qp_cap`, so that requests and answers need no copying.
+pub type QpCaps = crate::sys::QpCap;
 
 /// What the provider needs to know to size a QP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

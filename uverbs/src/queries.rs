@@ -14,7 +14,7 @@ use crate::sys;
 /// (mlx5 prints the sub-minor with four digits; everything else `major.minor.sub`).
 pub fn fw_ver_text(driver_id: u32, raw: u64) -> String {
     let (major, minor, sub) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);
-    if driver_id == 1 {
+    if driver_id == sys::RDMA_DRIVER_MLX5 {
         format!("{major}.{minor}.{sub:04}")
     } else {
         format!("{major}.{minor}.{sub}")

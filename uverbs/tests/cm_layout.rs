@@ -1,48 +1,18 @@
 //! `uverbs::cm::sys` against `<rdma/rdma_user_cm.h>` (and the ib_user_sa / ib_user_verbs
 //! structs it embeds): every struct's size and alignment, every field's offset and size, and
-//! the constants. Same approach as `tests/layout.rs` (a gcc-built probe prints the C values);
-//! the helper is small enough to keep here rather than share through a module.
+//! the constants. Same approach and helpers as `tests/layout.rs` (a gcc-built probe prints the C
+//! values; tests/support/layout_check.rs pairs them with ours).
 
-use std::mem::{align_of, offset_of, size_of};
+use std::mem::{offset_of, size_of};
 #[path = "../../tests/support/c_probe.rs"]
 mod c_probe;
+#[macro_use]
+#[path = "../../tests/support/layout_check.rs"]
+mod layout_check;
+
+use layout_check::Check;
 
 use uverbs::cm::sys;
-
-struct Check {
-    what: String,
-    rust: u64,
-    c_expr: String,
-}
-
-fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
-    size_of::<F>()
-}
-
-/// `layout!(v; RustType = "C type" { field [= "c_field"], ... })`
-macro_rules! layout {
-    ($v:ident; $( $rust:ty = $cty:literal { $( $f:ident $(= $cpath:literal)? ),* $(,)? } )*) => {$(
-        {
-            let cty: &str = $cty;
-            let rname = stringify!($rust);
-            $v.push(Check { what: format!("sizeof {rname}"), rust: size_of::<$rust>() as u64, c_expr: format!("sizeof({cty})") });
-            $v.push(Check { what: format!("alignof {rname}"), rust: align_of::<$rust>() as u64, c_expr: format!("__alignof__({cty})") });
-            $(
-                #[allow(unused_mut, unused_assignments)]
-                let mut c: &str = stringify!($f);
-                $( c = $cpath; )?
-                $v.push(Check { what: format!("offsetof {rname}.{}", stringify!($f)), rust: offset_of!($rust, $f) as u64, c_expr: format!("offsetof({cty}, {c})") });
-                $v.push(Check { what: format!("sizeof {rname}.{}", stringify!($f)), rust: field_size(|s: &$rust| &s.$f) as u64, c_expr: format!("sizeof((({cty} *)0)->{c})") });
-            )*
-        }
-    )*};
-}
-
-macro_rules! consts {
-    ($v:ident; $( $r:expr => $c:literal ),* $(,)?) => {$(
-        $v.push(Check { what: format!("const {}", stringify!($r)), rust: ($r) as u64, c_expr: format!("(unsigned long long)({})", $c) });
-    )*};
-}
 
 fn checks() -> Vec<Check> {
     let mut v = Vec::new();
@@ -147,9 +117,7 @@ fn checks() -> Vec<Check> {
 #[test]
 fn rdma_ucm_layout_matches_kernel_headers() {
     let checks = checks();
-    let exprs: Vec<&str> = checks.iter().map(|c| c.c_expr.as_str()).collect();
     let headers = ["sys/socket.h", "netinet/in.h", "rdma/rdma_user_cm.h"];
-    let c = c_probe::c_values("uverbs-cm-layout", &headers, "#ifndef AF_IB\n#define AF_IB 27\n#endif\n", &exprs);
-    let bad = c_probe::mismatches(checks.iter().map(|k| (k.what.as_str(), k.rust, k.c_expr.as_str())), &c);
+    let bad = layout_check::mismatches("uverbs-cm-layout", &headers, "#ifndef AF_IB\n#define AF_IB 27\n#endif\n", &checks);
     assert!(bad.is_empty(), "{} of {} checks differ:\n{}", bad.len(), checks.len(), bad.join("\n"));
 }

@@ -6,12 +6,17 @@
 //! structs. Union members are probed by their C path (`wr.ud.av`); arms of a union that we model as
 //! separate structs are probed relative to the union's offset.
 
-use std::mem::{align_of, offset_of, size_of};
+use std::mem::{offset_of, size_of};
 
 use uverbs::sys::{self, mlx5, rxe};
 
 #[path = "../../tests/support/c_probe.rs"]
 mod c_probe;
+#[macro_use]
+#[path = "../../tests/support/layout_check.rs"]
+mod layout_check;
+
+use layout_check::Check;
 
 const HEADERS: &[&str] = &[
     "rdma/ib_user_verbs.h",
@@ -22,60 +27,6 @@ const HEADERS: &[&str] = &[
     "rdma/rdma_user_rxe.h",
     "rdma/mlx5-abi.h",
 ];
-
-struct Check {
-    what: String,
-    rust: u64,
-    c_expr: String,
-}
-
-/// The size of a field's type, from a projection closure.
-fn field_size<T, F>(_: fn(&T) -> &F) -> usize {
-    size_of::<F>()
-}
-
-/// `layout!(checks; RustType = "C container type" [ @ "base.path" ] { field [= "c.path"], ... })`
-///
-/// Without a base path the struct is the C type itself. With one, the Rust struct models the
-/// member at `base.path` of the C type (a union arm), and offsets are relative to it.
-macro_rules! layout {
-    ($checks:ident; $( $rust:ty = $cty:literal $(@ $base:literal)? { $( $f:ident $(= $cpath:literal)? ),* $(,)? } )*) => {$(
-        {
-            let rname = stringify!($rust);
-            let cty: &str = $cty;
-            #[allow(unused_mut, unused_assignments)]
-            let mut base: Option<&str> = None;
-            $( base = Some($base); )?
-            let (size_expr, align_expr) = match base {
-                None => (format!("sizeof({cty})"), format!("__alignof__({cty})")),
-                Some(b) => (format!("sizeof((({cty} *)0)->{b})"), format!("__alignof__((({cty} *)0)->{b})")),
-            };
-            $checks.push(Check { what: format!("sizeof {rname}"), rust: size_of::<$rust>() as u64, c_expr: size_expr });
-            $checks.push(Check { what: format!("alignof {rname}"), rust: align_of::<$rust>() as u64, c_expr: align_expr });
-            $(
-                #[allow(unused_mut, unused_assignments)]
-                let mut cpath: &str = stringify!($f);
-                $( cpath = $cpath; )?
-                let (off_expr, sz_expr) = match base {
-                    None => (format!("offsetof({cty}, {cpath})"), format!("sizeof((({cty} *)0)->{cpath})")),
-                    Some(b) => (
-                        format!("(offsetof({cty}, {b}.{cpath}) - offsetof({cty}, {b}))"),
-                        format!("sizeof((({cty} *)0)->{b}.{cpath})"),
-                    ),
-                };
-                $checks.push(Check { what: format!("offsetof {rname}.{}", stringify!($f)), rust: offset_of!($rust, $f) as u64, c_expr: off_expr });
-                $checks.push(Check { what: format!("sizeof {rname}.{}", stringify!($f)), rust: field_size(|s: &$rust| &s.$f) as u64, c_expr: sz_expr });
-            )*
-        }
-    )*};
-}
-
-/// `consts!(checks; RUST_EXPR = "C_EXPR", ...)`
-macro_rules! consts {
-    ($checks:ident; $( $r:expr => $c:literal ),* $(,)?) => {$(
-        $checks.push(Check { what: format!("const {}", stringify!($r)), rust: ($r) as u64, c_expr: format!("(unsigned long long)({})", $c) });
-    )*};
-}
 
 fn all_checks() -> Vec<Check> {
     let mut v = Vec::new();
@@ -379,8 +330,12 @@ fn all_checks() -> Vec<Check> {
         sys::attr::DESTROY_MR_HANDLE => "UVERBS_ATTR_DESTROY_MR_HANDLE",
         sys::attr::DESTROY_AH_HANDLE => "UVERBS_ATTR_DESTROY_AH_HANDLE",
         sys::IB_UVERBS_QP_CREATE_SQ_SIG_ALL => "IB_UVERBS_QP_CREATE_SQ_SIG_ALL",
+        sys::RDMA_DRIVER_UNKNOWN => "RDMA_DRIVER_UNKNOWN",
         sys::RDMA_DRIVER_MLX5 => "RDMA_DRIVER_MLX5",
+        sys::RDMA_DRIVER_MLX4 => "RDMA_DRIVER_MLX4",
         sys::RDMA_DRIVER_RXE => "RDMA_DRIVER_RXE",
+        sys::RDMA_DRIVER_EFA => "RDMA_DRIVER_EFA",
+        sys::RDMA_DRIVER_SIW => "RDMA_DRIVER_SIW",
         sys::IB_UVERBS_QPT_RC => "IB_UVERBS_QPT_RC",
         sys::IB_UVERBS_QPT_UC => "IB_UVERBS_QPT_UC",
         sys::IB_UVERBS_QPT_UD => "IB_UVERBS_QPT_UD",
@@ -408,9 +363,7 @@ fn all_checks() -> Vec<Check> {
 #[test]
 fn abi_layout_matches_kernel_headers() {
     let checks = all_checks();
-    let exprs: Vec<&str> = checks.iter().map(|c| c.c_expr.as_str()).collect();
-    let c = c_probe::c_values("uverbs-layout", HEADERS, "", &exprs);
-    let bad = c_probe::mismatches(checks.iter().map(|k| (k.what.as_str(), k.rust, k.c_expr.as_str())), &c);
+    let bad = layout_check::mismatches("uverbs-layout", HEADERS, "", &checks);
     assert!(bad.is_empty(), "{} of {} layout checks differ:\n{}", bad.len(), checks.len(), bad.join("\n"));
     eprintln!("{} layout checks passed", checks.len());
 }
@@ -423,8 +376,6 @@ fn ex_modify_qp_layout_matches_kernel_headers() {
         sys::ExModifyQp = "struct ib_uverbs_ex_modify_qp" { base, rate_limit, reserved }
         sys::ExModifyQpResp = "struct ib_uverbs_ex_modify_qp_resp" { comp_mask, response_length }
     );
-    let exprs: Vec<&str> = v.iter().map(|c| c.c_expr.as_str()).collect();
-    let c = c_probe::c_values("uverbs-ex-modify-layout", HEADERS, "", &exprs);
-    let bad = c_probe::mismatches(v.iter().map(|k| (k.what.as_str(), k.rust, k.c_expr.as_str())), &c);
+    let bad = layout_check::mismatches("uverbs-ex-modify-layout", HEADERS, "", &v);
     assert!(bad.is_empty(), "{} of {} layout checks differ:\n{}", bad.len(), v.len(), bad.join("\n"));
 }

@@ -200,8 +200,8 @@ pub fn wrapped_key(app: &str, kek_path: &str, timeout: Duration) -> Result<[u8; 
 pub fn open_devx<U: providers::ContextUser>(dev: &uverbs::provider::DeviceDesc, credentials_path: &str, user: U) -> Result<U::Output, String> {
     let cred = read_credentials(credentials_path)?;
     match dev.driver_id {
-        providers::rxe::RDMA_DRIVER_RXE => login_and_run(uverbs::objects::Context::<providers::rxe::Rxe>::open_devx(dev), &cred, user),
-        1 => login_and_run(uverbs::objects::Context::<providers::mlx5::Mlx5>::open_devx(dev), &cred, user),
+        uverbs::sys::RDMA_DRIVER_RXE => login_and_run(uverbs::objects::Context::<providers::rxe::Rxe>::open_devx(dev), &cred, user),
+        uverbs::sys::RDMA_DRIVER_MLX5 => login_and_run(uverbs::objects::Context::<providers::mlx5::Mlx5>::open_devx(dev), &cred, user),
         id => Err(format!(
             " --aes_xts: {}: no userspace provider for driver id {id} in this build\nCouldn't get context for the device\n Couldn't get context for the device",
             dev.ibdev

@@ -350,16 +350,7 @@ impl ReportFormat {
 }
 
 /// ibv_mtu enum (256→1 … 4096→5) for a byte size, None if not one of the five IB MTUs.
-pub fn mtu_enum(bytes: u32) -> Option<u8> {
-    match bytes {
-        256 => Some(1),
-        512 => Some(2),
-        1024 => Some(3),
-        2048 => Some(4),
-        4096 => Some(5),
-        _ => None,
-    }
-}
+pub use uverbs::device::mtu_enum;
 
 // ------------------------------------------------------------------------------------------------
 // Outcome, errors, notices
@@ -995,23 +986,30 @@ fn invalid(f: &Found, msg: String) -> ParamError {
     ParamError::new(ErrorKind::InvalidValue, f.spelling.clone(), msg)
 }
 
-/// `strtol(s, &end, 0)` with `*end == '\0'` required: optional leading whitespace and sign,
-/// `0x` hex, leading-zero octal, decimal. Returns None for no digits or trailing garbage, and
-/// Some(Err) when the value does not fit in an i64 (strtol would saturate).
-pub(crate) fn strtol0(s: &str) -> Option<Result<i64, ()>> {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+/// The sign, base and digits of a C integer as `strtol(s, _, 0)` reads it once leading white
+/// space is gone: an optional `-`/`+`, then `0x`/`0X` hex, a leading-zero octal, or decimal.
+/// Shared by the perftest options here and `rperftest devinfo`'s port number.
+pub fn c_integer_parts(t: &str) -> (bool, u32, &str) {
     let (neg, t) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
         Some(b'+') => (false, &t[1..]),
         _ => (false, t),
     };
-    let (radix, digits) = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        (16, h)
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        (neg, 16, h)
     } else if t.len() > 1 && t.starts_with('0') {
-        (8, &t[1..])
+        (neg, 8, &t[1..])
     } else {
-        (10, t)
-    };
+        (neg, 10, t)
+    }
+}
+
+/// `strtol(s, &end, 0)` with `*end == '\0'` required: optional leading whitespace and sign,
+/// `0x` hex, leading-zero octal, decimal. Returns None for no digits or trailing garbage, and
+/// Some(Err) when the value does not fit in an i64 (strtol would saturate).
+pub(crate) fn strtol0(s: &str) -> Option<Result<i64, ()>> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, radix, digits) = c_integer_parts(t);
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
     }

@@ -5,22 +5,29 @@
 //! platform mlx5 ships on), as the kernel copies these structs verbatim.
 //!
 //! Pure: no I/O, no unsafe.
+//!
+//! The structs themselves are defined once, as `#[repr(C)]` mirrors in `uverbs::sys::mlx5`
+//! (checked against the header by uverbs' `tests/layout.rs`); the sizes and offsets here are
+//! taken from those mirrors rather than written down a second time.
+
+use core::mem::size_of;
 
 use uverbs::error::{Error, Result};
+use uverbs::sys::mlx5 as sys;
 
 /// `MLX5_IB_UVERBS_ABI_VERSION`.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = sys::MLX5_IB_UVERBS_ABI_VERSION;
 
 // ---- GET_CONTEXT ------------------------------------------------------------------------------
 
 /// `struct mlx5_ib_alloc_ucontext_req_v2` size.
-pub const ALLOC_UCONTEXT_REQ_V2_LEN: usize = 32;
+pub const ALLOC_UCONTEXT_REQ_V2_LEN: usize = size_of::<sys::AllocUcontextReqV2>();
 /// `struct mlx5_ib_alloc_ucontext_resp` size.
-pub const ALLOC_UCONTEXT_RESP_LEN: usize = 72;
+pub const ALLOC_UCONTEXT_RESP_LEN: usize = size_of::<sys::AllocUcontextResp>();
 /// `MLX5_LIB_CAP_4K_UAR`.
-pub const LIB_CAP_4K_UAR: u64 = 1 << 0;
+pub const LIB_CAP_4K_UAR: u64 = sys::MLX5_LIB_CAP_4K_UAR;
 /// `MLX5_LIB_CAP_DYN_UAR` (never requested: see docs/mlx5.md).
-pub const LIB_CAP_DYN_UAR: u64 = 1 << 1;
+pub const LIB_CAP_DYN_UAR: u64 = sys::MLX5_LIB_CAP_DYN_UAR;
 /// `MLX5_IB_ALLOC_UCTX_DEVX` (never requested).
 pub const ALLOC_UCTX_DEVX: u32 = 1 << 0;
 /// `MLX5_MAX_BFREGS` (kernel limit on total_num_bfregs).
@@ -28,38 +35,46 @@ pub const MAX_BFREGS: u32 = 512 * 4;
 
 /// Offsets in `mlx5_ib_alloc_ucontext_req_v2`.
 pub mod uctx_req {
-    pub const TOTAL_NUM_BFREGS: usize = 0;
-    pub const NUM_LOW_LATENCY_BFREGS: usize = 4;
-    pub const FLAGS: usize = 8;
-    pub const COMP_MASK: usize = 12;
-    pub const MAX_CQE_VERSION: usize = 16;
-    pub const LIB_CAPS: usize = 24;
+    use core::mem::offset_of;
+
+    use uverbs::sys::mlx5::AllocUcontextReqV2;
+
+    pub const TOTAL_NUM_BFREGS: usize = offset_of!(AllocUcontextReqV2, total_num_bfregs);
+    pub const NUM_LOW_LATENCY_BFREGS: usize = offset_of!(AllocUcontextReqV2, num_low_latency_bfregs);
+    pub const FLAGS: usize = offset_of!(AllocUcontextReqV2, flags);
+    pub const COMP_MASK: usize = offset_of!(AllocUcontextReqV2, comp_mask);
+    pub const MAX_CQE_VERSION: usize = offset_of!(AllocUcontextReqV2, max_cqe_version);
+    pub const LIB_CAPS: usize = offset_of!(AllocUcontextReqV2, lib_caps);
 }
 
 /// Offsets in `mlx5_ib_alloc_ucontext_resp`.
 pub mod uctx_resp {
-    pub const QP_TAB_SIZE: usize = 0;
-    pub const BF_REG_SIZE: usize = 4;
-    pub const TOT_BFREGS: usize = 8;
-    pub const CACHE_LINE_SIZE: usize = 12;
-    pub const MAX_SQ_DESC_SZ: usize = 16;
-    pub const MAX_RQ_DESC_SZ: usize = 18;
-    pub const MAX_SEND_WQEBB: usize = 20;
-    pub const MAX_RECV_WR: usize = 24;
-    pub const MAX_SRQ_RECV_WR: usize = 28;
-    pub const NUM_PORTS: usize = 32;
-    pub const FLOW_ACTION_FLAGS: usize = 34;
-    pub const COMP_MASK: usize = 36;
-    pub const RESPONSE_LENGTH: usize = 40;
-    pub const CQE_VERSION: usize = 44;
-    pub const CMDS_SUPP_UHW: usize = 45;
-    pub const ETH_MIN_INLINE: usize = 46;
-    pub const CLOCK_INFO_VERSIONS: usize = 47;
-    pub const HCA_CORE_CLOCK_OFFSET: usize = 48;
-    pub const LOG_UAR_SIZE: usize = 56;
-    pub const NUM_UARS_PER_PAGE: usize = 60;
-    pub const NUM_DYN_BFREGS: usize = 64;
-    pub const DUMP_FILL_MKEY: usize = 68;
+    use core::mem::offset_of;
+
+    use uverbs::sys::mlx5::AllocUcontextResp;
+
+    pub const QP_TAB_SIZE: usize = offset_of!(AllocUcontextResp, qp_tab_size);
+    pub const BF_REG_SIZE: usize = offset_of!(AllocUcontextResp, bf_reg_size);
+    pub const TOT_BFREGS: usize = offset_of!(AllocUcontextResp, tot_bfregs);
+    pub const CACHE_LINE_SIZE: usize = offset_of!(AllocUcontextResp, cache_line_size);
+    pub const MAX_SQ_DESC_SZ: usize = offset_of!(AllocUcontextResp, max_sq_desc_sz);
+    pub const MAX_RQ_DESC_SZ: usize = offset_of!(AllocUcontextResp, max_rq_desc_sz);
+    pub const MAX_SEND_WQEBB: usize = offset_of!(AllocUcontextResp, max_send_wqebb);
+    pub const MAX_RECV_WR: usize = offset_of!(AllocUcontextResp, max_recv_wr);
+    pub const MAX_SRQ_RECV_WR: usize = offset_of!(AllocUcontextResp, max_srq_recv_wr);
+    pub const NUM_PORTS: usize = offset_of!(AllocUcontextResp, num_ports);
+    pub const FLOW_ACTION_FLAGS: usize = offset_of!(AllocUcontextResp, flow_action_flags);
+    pub const COMP_MASK: usize = offset_of!(AllocUcontextResp, comp_mask);
+    pub const RESPONSE_LENGTH: usize = offset_of!(AllocUcontextResp, response_length);
+    pub const CQE_VERSION: usize = offset_of!(AllocUcontextResp, cqe_version);
+    pub const CMDS_SUPP_UHW: usize = offset_of!(AllocUcontextResp, cmds_supp_uhw);
+    pub const ETH_MIN_INLINE: usize = offset_of!(AllocUcontextResp, eth_min_inline);
+    pub const CLOCK_INFO_VERSIONS: usize = offset_of!(AllocUcontextResp, clock_info_versions);
+    pub const HCA_CORE_CLOCK_OFFSET: usize = offset_of!(AllocUcontextResp, hca_core_clock_offset);
+    pub const LOG_UAR_SIZE: usize = offset_of!(AllocUcontextResp, log_uar_size);
+    pub const NUM_UARS_PER_PAGE: usize = offset_of!(AllocUcontextResp, num_uars_per_page);
+    pub const NUM_DYN_BFREGS: usize = offset_of!(AllocUcontextResp, num_dyn_bfregs);
+    pub const DUMP_FILL_MKEY: usize = offset_of!(AllocUcontextResp, dump_fill_mkey);
 }
 
 /// What we ask for in GET_CONTEXT.
@@ -251,17 +266,21 @@ impl UctxResp {
 
 // ---- CREATE_CQ --------------------------------------------------------------------------------
 
-pub const CREATE_CQ_REQ_LEN: usize = 32;
-pub const CREATE_CQ_RESP_LEN: usize = 8;
+pub const CREATE_CQ_REQ_LEN: usize = size_of::<sys::CreateCq>();
+pub const CREATE_CQ_RESP_LEN: usize = size_of::<sys::CreateCqResp>();
 
 pub mod cq_req {
-    pub const BUF_ADDR: usize = 0;
-    pub const DB_ADDR: usize = 8;
-    pub const CQE_SIZE: usize = 16;
-    pub const CQE_COMP_EN: usize = 20;
-    pub const CQE_COMP_RES_FORMAT: usize = 21;
-    pub const FLAGS: usize = 22;
-    pub const UAR_PAGE_INDEX: usize = 24;
+    use core::mem::offset_of;
+
+    use uverbs::sys::mlx5::CreateCq;
+
+    pub const BUF_ADDR: usize = offset_of!(CreateCq, buf_addr);
+    pub const DB_ADDR: usize = offset_of!(CreateCq, db_addr);
+    pub const CQE_SIZE: usize = offset_of!(CreateCq, cqe_size);
+    pub const CQE_COMP_EN: usize = offset_of!(CreateCq, cqe_comp_en);
+    pub const CQE_COMP_RES_FORMAT: usize = offset_of!(CreateCq, cqe_comp_res_format);
+    pub const FLAGS: usize = offset_of!(CreateCq, flags);
+    pub const UAR_PAGE_INDEX: usize = offset_of!(CreateCq, uar_page_index);
 }
 
 /// `mlx5_ib_create_cq`: 64-byte CQEs, compression off, no flags.
@@ -293,23 +312,27 @@ pub fn parse_create_cq_resp(b: &[u8]) -> Result<u32> {
 
 // ---- CREATE_QP --------------------------------------------------------------------------------
 
-pub const CREATE_QP_REQ_LEN: usize = 56;
-pub const CREATE_QP_RESP_LEN: usize = 40;
+pub const CREATE_QP_REQ_LEN: usize = size_of::<sys::CreateQp>();
+pub const CREATE_QP_RESP_LEN: usize = size_of::<sys::CreateQpResp>();
 /// `MLX5_QP_FLAG_SCATTER_CQE`: not set by us (see docs/mlx5.md).
 pub const QP_FLAG_SCATTER_CQE: u32 = 1 << 1;
 
 pub mod qp_req {
-    pub const BUF_ADDR: usize = 0;
-    pub const DB_ADDR: usize = 8;
-    pub const SQ_WQE_COUNT: usize = 16;
-    pub const RQ_WQE_COUNT: usize = 20;
-    pub const RQ_WQE_SHIFT: usize = 24;
-    pub const FLAGS: usize = 28;
-    pub const UIDX: usize = 32;
-    pub const BFREG_INDEX: usize = 36;
-    pub const SQ_BUF_ADDR: usize = 40;
-    pub const ECE_OPTIONS: usize = 48;
-    pub const DCI_STREAMS: usize = 52;
+    use core::mem::offset_of;
+
+    use uverbs::sys::mlx5::CreateQp;
+
+    pub const BUF_ADDR: usize = offset_of!(CreateQp, buf_addr);
+    pub const DB_ADDR: usize = offset_of!(CreateQp, db_addr);
+    pub const SQ_WQE_COUNT: usize = offset_of!(CreateQp, sq_wqe_count);
+    pub const RQ_WQE_COUNT: usize = offset_of!(CreateQp, rq_wqe_count);
+    pub const RQ_WQE_SHIFT: usize = offset_of!(CreateQp, rq_wqe_shift);
+    pub const FLAGS: usize = offset_of!(CreateQp, flags);
+    pub const UIDX: usize = offset_of!(CreateQp, uidx);
+    pub const BFREG_INDEX: usize = offset_of!(CreateQp, bfreg_index);
+    pub const SQ_BUF_ADDR: usize = offset_of!(CreateQp, sq_buf_addr);
+    pub const ECE_OPTIONS: usize = offset_of!(CreateQp, ece_options);
+    pub const DCI_STREAMS: usize = offset_of!(CreateQp, dci_log_num_concurent);
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,14 +374,18 @@ pub fn parse_create_qp_resp(b: &[u8]) -> Result<u32> {
 
 // ---- CREATE_SRQ -------------------------------------------------------------------------------
 
-pub const CREATE_SRQ_REQ_LEN: usize = 32;
-pub const CREATE_SRQ_RESP_LEN: usize = 8;
+pub const CREATE_SRQ_REQ_LEN: usize = size_of::<sys::CreateSrq>();
+pub const CREATE_SRQ_RESP_LEN: usize = size_of::<sys::CreateSrqResp>();
 
 pub mod srq_req {
-    pub const BUF_ADDR: usize = 0;
-    pub const DB_ADDR: usize = 8;
-    pub const FLAGS: usize = 16;
-    pub const UIDX: usize = 24;
+    use core::mem::offset_of;
+
+    use uverbs::sys::mlx5::CreateSrq;
+
+    pub const BUF_ADDR: usize = offset_of!(CreateSrq, buf_addr);
+    pub const DB_ADDR: usize = offset_of!(CreateSrq, db_addr);
+    pub const FLAGS: usize = offset_of!(CreateSrq, flags);
+    pub const UIDX: usize = offset_of!(CreateSrq, uidx);
 }
 
 pub fn create_srq_req(buf_addr: u64, db_addr: u64, uidx: u32) -> Vec<u8> {
@@ -382,7 +409,7 @@ pub fn parse_create_srq_resp(b: &[u8]) -> Result<u32> {
 
 // ---- CREATE_AH --------------------------------------------------------------------------------
 
-pub const CREATE_AH_RESP_LEN: usize = 16;
+pub const CREATE_AH_RESP_LEN: usize = size_of::<sys::CreateAhResp>();
 
 /// `mlx5_ib_create_ah_resp.dmac` (the kernel resolved the peer's MAC for RoCE).
 pub fn parse_create_ah_resp(b: &[u8]) -> Result<[u8; 6]> {

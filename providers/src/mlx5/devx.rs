@@ -18,7 +18,7 @@ use uverbs::error::{Error, Result};
 use uverbs::provider::SharedFd;
 
 /// `RDMA_DRIVER_MLX5`, the driver id of every mlx5 ioctl.
-pub const DRIVER_ID: u32 = 1;
+pub use uverbs::sys::RDMA_DRIVER_MLX5 as DRIVER_ID;
 
 // ---- ioctl ids (mlx5_user_ioctl_cmds.h; UVERBS_ID_NS_SHIFT = 12) ------------------------------
 

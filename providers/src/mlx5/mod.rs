@@ -199,7 +199,7 @@ fn enomem(what: &str, detail: String) -> Error {
 
 impl<U: UarMap> Provider for Mlx5<U> {
     const NAME: &'static str = "mlx5";
-    const DRIVER_ID: u32 = 1;
+    const DRIVER_ID: u32 = uverbs::sys::RDMA_DRIVER_MLX5;
     const ABI_RANGE: (u32, u32) = (abi::ABI_VERSION, abi::ABI_VERSION);
 
     type CqPrep = Mlx5CqPrep;

@@ -4,19 +4,25 @@
 //! installed headers with a gcc-compiled `offsetof` probe.
 //!
 //! The encoders and decoders work on byte slices at these offsets, so they need neither unsafe
-//! code nor `#[repr(C)]` mirrors of the kernel structs.
+//! code nor `#[repr(C)]` mirrors of the kernel structs. The queue header and the work
+//! completion, which uverbs also needs, are not spelled out again here: their offsets come from
+//! the one definition in `uverbs::sys`.
 
-// ---- struct rxe_queue_buf ------------------------------------------------------------------
+use core::mem::{offset_of, size_of};
+
+use uverbs::sys::{rxe, Wc};
+
+// ---- struct rxe_queue_buf: defined once, as `uverbs::sys::rxe::QueueBufHdr` ---------------
 /// `rxe_queue_buf.log2_elem_size` (u32).
-pub const QB_LOG2_ELEM_SIZE: usize = 0;
+pub const QB_LOG2_ELEM_SIZE: usize = rxe::QUEUE_LOG2_ELEM_SIZE_OFFSET;
 /// `rxe_queue_buf.index_mask` (u32).
-pub const QB_INDEX_MASK: usize = 4;
+pub const QB_INDEX_MASK: usize = rxe::QUEUE_INDEX_MASK_OFFSET;
 /// `rxe_queue_buf.producer_index` (u32), alone in its cache line.
-pub const QB_PRODUCER_INDEX: usize = 128;
+pub const QB_PRODUCER_INDEX: usize = rxe::QUEUE_PRODUCER_INDEX_OFFSET;
 /// `rxe_queue_buf.consumer_index` (u32), alone in its cache line.
-pub const QB_CONSUMER_INDEX: usize = 256;
+pub const QB_CONSUMER_INDEX: usize = rxe::QUEUE_CONSUMER_INDEX_OFFSET;
 /// `rxe_queue_buf.data[]`: slot 0 starts here. Also `sizeof(struct rxe_queue_buf)`.
-pub const QB_DATA: usize = 384;
+pub const QB_DATA: usize = rxe::QUEUE_DATA_OFFSET;
 
 // ---- struct rxe_send_wr (inside rxe_send_wqe at offset 0) ----------------------------------
 /// `rxe_send_wr.wr_id` (u64).
@@ -120,37 +126,37 @@ pub const RECV_DMA: usize = 16;
 /// `sizeof(struct rxe_recv_wqe)`: the SGE array starts here.
 pub const RECV_WQE_SIZE: usize = 40;
 
-// ---- struct ib_uverbs_wc (the first bytes of a CQ slot) ------------------------------------
+// ---- struct ib_uverbs_wc (the first bytes of a CQ slot): defined once, as `uverbs::sys::Wc` --
 /// `ib_uverbs_wc.wr_id` (u64).
-pub const WC_WR_ID: usize = 0;
+pub const WC_WR_ID: usize = offset_of!(Wc, wr_id);
 /// `ib_uverbs_wc.status` (u32).
-pub const WC_STATUS: usize = 8;
+pub const WC_STATUS: usize = offset_of!(Wc, status);
 /// `ib_uverbs_wc.opcode` (u32).
-pub const WC_OPCODE: usize = 12;
+pub const WC_OPCODE: usize = offset_of!(Wc, opcode);
 /// `ib_uverbs_wc.vendor_err` (u32).
-pub const WC_VENDOR_ERR: usize = 16;
+pub const WC_VENDOR_ERR: usize = offset_of!(Wc, vendor_err);
 /// `ib_uverbs_wc.byte_len` (u32).
-pub const WC_BYTE_LEN: usize = 20;
+pub const WC_BYTE_LEN: usize = offset_of!(Wc, byte_len);
 /// `ib_uverbs_wc.ex.imm_data` (__be32) / `ex.invalidate_rkey`.
-pub const WC_IMM_DATA: usize = 24;
+pub const WC_IMM_DATA: usize = offset_of!(Wc, ex);
 /// `ib_uverbs_wc.qp_num` (u32).
-pub const WC_QP_NUM: usize = 28;
+pub const WC_QP_NUM: usize = offset_of!(Wc, qp_num);
 /// `ib_uverbs_wc.src_qp` (u32).
-pub const WC_SRC_QP: usize = 32;
+pub const WC_SRC_QP: usize = offset_of!(Wc, src_qp);
 /// `ib_uverbs_wc.wc_flags` (u32).
-pub const WC_WC_FLAGS: usize = 36;
+pub const WC_WC_FLAGS: usize = offset_of!(Wc, wc_flags);
 /// `ib_uverbs_wc.pkey_index` (u16).
-pub const WC_PKEY_INDEX: usize = 40;
+pub const WC_PKEY_INDEX: usize = offset_of!(Wc, pkey_index);
 /// `ib_uverbs_wc.slid` (u16).
-pub const WC_SLID: usize = 42;
+pub const WC_SLID: usize = offset_of!(Wc, slid);
 /// `ib_uverbs_wc.sl` (u8).
-pub const WC_SL: usize = 44;
+pub const WC_SL: usize = offset_of!(Wc, sl);
 /// `ib_uverbs_wc.dlid_path_bits` (u8).
-pub const WC_DLID_PATH_BITS: usize = 45;
+pub const WC_DLID_PATH_BITS: usize = offset_of!(Wc, dlid_path_bits);
 /// `ib_uverbs_wc.port_num` (u8).
-pub const WC_PORT_NUM: usize = 46;
+pub const WC_PORT_NUM: usize = offset_of!(Wc, port_num);
 /// `sizeof(struct ib_uverbs_wc)`.
-pub const WC_SIZE: usize = 48;
+pub const WC_SIZE: usize = size_of::<Wc>();
 
 // ---- driver responses ----------------------------------------------------------------------
 /// `mminfo.offset` (u64).

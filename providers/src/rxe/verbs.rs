@@ -25,7 +25,7 @@ use super::queue::{Consumer, Producer, RingMem};
 use super::wqe::{encode_recv, encode_send, recv_max_sge, InlineSource, SqLimits};
 
 /// `enum rdma_driver_id`: RDMA_DRIVER_RXE.
-pub const RDMA_DRIVER_RXE: u32 = 14;
+pub use uverbs::sys::RDMA_DRIVER_RXE;
 
 /// What to do when the send or receive queue is full (resolved when the queue is made).
 fn full_hint(depth: Knob) -> String {
@@ -535,7 +535,7 @@ mod tests {
         let dev = DeviceDesc {
             ibdev: "rxe0".into(),
             uverbs: "uverbs0".into(),
-            driver_id: 14,
+            driver_id: RDMA_DRIVER_RXE,
             driver_abi: 2,
         };
         assert_eq!(Rxe::context_udata(&dev), Udata::none());

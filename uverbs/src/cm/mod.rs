@@ -734,7 +734,7 @@ mod tests {
             ibdev: name.into(),
             uverbs: "uverbs0".into(),
             uverbs_dev: None,
-            driver_id: 14,
+            driver_id: crate::sys::RDMA_DRIVER_RXE,
             driver_abi: 2,
             node_guid: guid,
             sys_image_guid: 0,

@@ -13,7 +13,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use super::sys;
 use crate::error::{Error, Result};
-use crate::objects::{ah_from_uverbs, AccessFlags, QpAttr, QpAttrMask};
+use crate::objects::{ah_from_uverbs, qp_attr_from_kernel, QpAttr, QpAttrMask};
 use crate::provider::{AhAttr, QpState, QpType};
 
 // ================================================================================================
@@ -418,21 +418,11 @@ impl CmEventKind {
 }
 
 /// The connection parameters an event carries (CONNECT_REQUEST: the peer's REQ;
-/// CONNECT_RESPONSE: the REP; REJECTED: the REJ's private data; ESTABLISHED).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EventConnParam {
-    pub qp_num: u32,
-    pub qkey: u32,
-    /// What the kernel reports: for IP ids the whole remaining MAD space, zero padded
-    /// (56 bytes in a REQ, 196 in a REP), not just what the peer wrote.
-    pub private_data: Vec<u8>,
-    pub srq: bool,
-    pub responder_resources: u8,
-    pub initiator_depth: u8,
-    pub flow_control: u8,
-    pub retry_count: u8,
-    pub rnr_retry_count: u8,
-}
+/// CONNECT_RESPONSE: the REP; REJECTED: the REJ's private data; ESTABLISHED): the fields of
+/// [`ConnParam`], read back. `private_data` is what the kernel reports: for IP ids the whole
+/// remaining MAD space, zero padded (56 bytes in a REQ, 196 in a REP), not just what the peer
+/// wrote.
+pub type EventConnParam = ConnParam;
 
 /// The UD arm of the parameter union (events on UDP/IPoIB ids).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -678,31 +668,12 @@ pub fn decode_query_route(b: &[u8]) -> Result<RouteInfo> {
 /// verbs layer's AhAttr (0 = port rate, as perftest uses).
 pub fn qp_attr_from_kernel(r: &sys::QpAttrResp) -> (QpAttr, QpAttrMask) {
     let mask = QpAttrMask::from_bits_truncate(r.qp_attr_mask & crate::sys::qp_attr::ALL_STANDARD);
-    let a = QpAttr {
-        qp_state: QpState::from_raw(r.qp_state),
-        cur_qp_state: QpState::from_raw(r.cur_qp_state),
-        path_mtu: r.path_mtu as u8,
-        path_mig_state: r.path_mig_state as u8,
-        qkey: r.qkey,
-        rq_psn: r.rq_psn,
-        sq_psn: r.sq_psn,
-        dest_qp_num: r.dest_qp_num,
-        qp_access_flags: AccessFlags::from_bits_retain(r.qp_access_flags),
-        pkey_index: r.pkey_index,
-        alt_pkey_index: r.alt_pkey_index,
+    let a = qp_attr_from_kernel!(
+        r,
         en_sqd_async_notify: r.en_sqd_async_notify,
-        max_rd_atomic: r.max_rd_atomic,
-        max_dest_rd_atomic: r.max_dest_rd_atomic,
-        min_rnr_timer: r.min_rnr_timer,
-        port_num: r.port_num,
-        timeout: r.timeout,
-        retry_cnt: r.retry_cnt,
-        rnr_retry: r.rnr_retry,
-        alt_port_num: r.alt_port_num,
-        alt_timeout: r.alt_timeout,
         ah_attr: ah_from_uverbs(&r.ah_attr),
-        alt_ah_attr: ah_from_uverbs(&r.alt_ah_attr),
-    };
+        alt_ah_attr: ah_from_uverbs(&r.alt_ah_attr)
+    );
     (a, mask)
 }
 

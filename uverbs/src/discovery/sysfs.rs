@@ -295,13 +295,11 @@ pub fn parse_pci_modalias(text: &str) -> Result<(u32, u32)> {
     Ok((v, dv))
 }
 
-/// `enum rdma_driver_id` values this crate can name.
-pub const DRIVER_ID_UNKNOWN: u32 = 0;
-pub const DRIVER_ID_MLX5: u32 = 1;
-pub const DRIVER_ID_MLX4: u32 = 2;
-pub const DRIVER_ID_EFA: u32 = 17;
-pub const DRIVER_ID_RXE: u32 = 14;
-pub const DRIVER_ID_SIW: u32 = 18;
+/// `enum rdma_driver_id` values this crate can name (defined in [`crate::sys`]).
+pub use crate::sys::{
+    RDMA_DRIVER_EFA as DRIVER_ID_EFA, RDMA_DRIVER_MLX4 as DRIVER_ID_MLX4, RDMA_DRIVER_MLX5 as DRIVER_ID_MLX5,
+    RDMA_DRIVER_RXE as DRIVER_ID_RXE, RDMA_DRIVER_SIW as DRIVER_ID_SIW, RDMA_DRIVER_UNKNOWN as DRIVER_ID_UNKNOWN,
+};
 
 /// The driver id when netlink cannot say: by device-name prefix (rdma-core's name match), else
 /// by the PCI id in `device/modalias`. [`DRIVER_ID_UNKNOWN`] if neither tells.

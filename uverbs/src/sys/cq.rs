@@ -72,3 +72,8 @@ abi! {
     /// `struct ib_uverbs_comp_event_desc`: read from a completion channel fd.
     pub struct CompEventDesc { pub cq_handle: u64 }
 }
+
+// `ib_uverbs_wc` is 48 bytes with the flags word at 36 (`tests/layout.rs` checks every field
+// against the header; the rxe provider decodes CQ slots at these offsets).
+const _: () = assert!(core::mem::size_of::<Wc>() == 48);
+const _: () = assert!(core::mem::offset_of!(Wc, wc_flags) == 36 && core::mem::offset_of!(Wc, port_num) == 46);

@@ -169,9 +169,14 @@ abi! {
     pub struct AsyncEventDesc { pub element: u64, pub event_type: u32, pub reserved: u32 }
 }
 
-/// `enum rdma_driver_id` values used here.
+/// `enum rdma_driver_id` (`<rdma/ib_user_ioctl_verbs.h>`) values used here: the one home of
+/// each driver id (discovery, the providers and the tools name them from here).
+pub const RDMA_DRIVER_UNKNOWN: u32 = 0;
 pub const RDMA_DRIVER_MLX5: u32 = 1;
+pub const RDMA_DRIVER_MLX4: u32 = 2;
 pub const RDMA_DRIVER_RXE: u32 = 14;
+pub const RDMA_DRIVER_EFA: u32 = 17;
+pub const RDMA_DRIVER_SIW: u32 = 18;
 
 /// `IB_UVERBS_DEVICE_XRC` in `device_cap_flags`: the device implements XRC domains, XRC SRQs
 /// and the XRC QP types.

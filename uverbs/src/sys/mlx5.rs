@@ -107,3 +107,12 @@ abi! {
     /// `struct mlx5_ib_create_ah_resp` (16 bytes).
     pub struct CreateAhResp { pub response_length: u32, pub dmac: [u8; 6], pub reserved: [u8; 6] }
 }
+
+// The sizes of `<rdma/mlx5-abi.h>` on 64-bit Linux (`tests/layout.rs` checks every field against
+// the header). The mlx5 provider takes its udata sizes and offsets from these structs.
+const _: () = assert!(core::mem::size_of::<AllocUcontextReqV2>() == 32);
+const _: () = assert!(core::mem::size_of::<AllocUcontextResp>() == 72);
+const _: () = assert!(core::mem::size_of::<CreateCq>() == 32 && core::mem::size_of::<CreateCqResp>() == 8);
+const _: () = assert!(core::mem::size_of::<CreateSrq>() == 32 && core::mem::size_of::<CreateSrqResp>() == 8);
+const _: () = assert!(core::mem::size_of::<CreateQp>() == 56 && core::mem::size_of::<CreateQpResp>() == 40);
+const _: () = assert!(core::mem::size_of::<CreateAhResp>() == 16);

@@ -242,6 +242,9 @@ abi! {
     pub struct DetachMcast { pub gid: [u8; 16], pub qp_handle: u32, pub mlid: u16, pub reserved: u16 }
 }
 
+// `ib_uverbs_qp_cap` doubles as the verbs layer's `provider::QpCaps`.
+const _: () = assert!(core::mem::size_of::<QpCap>() == 20);
+
 /// `IB_UVERBS_QP_CREATE_SQ_SIG_ALL` (QP.CREATE FLAGS attribute).
 pub const IB_UVERBS_QP_CREATE_SQ_SIG_ALL: u32 = 1 << 12;
 

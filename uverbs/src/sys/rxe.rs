@@ -1,20 +1,33 @@
 //! `<rdma/rdma_user_rxe.h>`: Soft-RoCE driver data and shared-ring formats.
 
+use core::mem::{offset_of, size_of};
+
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 pub const RXE_NETWORK_TYPE_IPV4: u8 = 1;
 pub const RXE_NETWORK_TYPE_IPV6: u8 = 2;
 
-/// Offsets in the `rxe_queue_buf` header; `data[]` starts at [`QUEUE_DATA_OFFSET`].
-pub const QUEUE_LOG2_ELEM_SIZE_OFFSET: usize = 0;
-pub const QUEUE_INDEX_MASK_OFFSET: usize = 4;
-pub const QUEUE_PRODUCER_INDEX_OFFSET: usize = 128;
-pub const QUEUE_CONSUMER_INDEX_OFFSET: usize = 256;
-pub const QUEUE_DATA_OFFSET: usize = 384;
+/// Offsets in the `rxe_queue_buf` header ([`QueueBufHdr`]); `data[]` starts at
+/// [`QUEUE_DATA_OFFSET`]. The provider's ring code reads the indices at these offsets.
+pub const QUEUE_LOG2_ELEM_SIZE_OFFSET: usize = offset_of!(QueueBufHdr, log2_elem_size);
+pub const QUEUE_INDEX_MASK_OFFSET: usize = offset_of!(QueueBufHdr, index_mask);
+pub const QUEUE_PRODUCER_INDEX_OFFSET: usize = offset_of!(QueueBufHdr, producer_index);
+pub const QUEUE_CONSUMER_INDEX_OFFSET: usize = offset_of!(QueueBufHdr, consumer_index);
+pub const QUEUE_DATA_OFFSET: usize = size_of::<QueueBufHdr>();
 /// Offset of the payload (SGE array or inline data) in a send WQE: `dma.sge` / `dma.inline_data`.
-pub const SEND_WQE_PAYLOAD_OFFSET: usize = 208;
+pub const SEND_WQE_PAYLOAD_OFFSET: usize = size_of::<SendWqe>();
 /// Offset of the SGE array in a receive WQE.
-pub const RECV_WQE_PAYLOAD_OFFSET: usize = 40;
+pub const RECV_WQE_PAYLOAD_OFFSET: usize = size_of::<RecvWqe>();
+
+// The figures of rxe driver ABI 2 on 64-bit Linux (`tests/layout.rs` checks them against the
+// installed header): a change to the structs below that moved one would stop the build.
+const _: () = assert!(QUEUE_INDEX_MASK_OFFSET == 4);
+const _: () = assert!(QUEUE_PRODUCER_INDEX_OFFSET == 128);
+const _: () = assert!(QUEUE_CONSUMER_INDEX_OFFSET == 256);
+const _: () = assert!(QUEUE_DATA_OFFSET == 384);
+const _: () = assert!(SEND_WQE_PAYLOAD_OFFSET == 208);
+const _: () = assert!(RECV_WQE_PAYLOAD_OFFSET == 40);
+const _: () = assert!(size_of::<GlobalRoute>() == 24 && size_of::<Av>() == 88 && size_of::<SendWr>() == 144);
 
 abi! {
     /// `struct rxe_global_route` (24 bytes incl. one byte of trailing padding).

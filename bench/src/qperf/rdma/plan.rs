@@ -313,16 +313,7 @@ pub fn cq_error_line(test: &str, s: WcStatus, ethernet: bool) -> String {
 }
 
 /// `enum ibv_mtu` for a byte size (qperf accepts exactly these five).
-pub fn mtu_enum(bytes: u32) -> Option<u8> {
-    Some(match bytes {
-        256 => 1,
-        512 => 2,
-        1024 => 3,
-        2048 => 4,
-        4096 => 5,
-        _ => return None,
-    })
-}
+pub use uverbs::device::mtu_enum;
 
 /// `enum ibv_rate` for qperf's static rate names ("" and "max": no limit).
 pub fn static_rate(name: &str) -> Option<u8> {
