@@ -1,7 +1,10 @@
-//! The enums of the command line: tools, verbs, transports, test shapes and report options,
-//! with the wire values perftest gives them.
+//! The enums of the command line: tools, transports, test shapes and report options, with the
+//! wire values perftest gives them (the verb and atomic type are `oob::msg`'s).
 
 use std::fmt;
+
+/// The verb and the atomic operation are the wire's enums (one numbering, one set of names).
+pub use crate::oob::msg::{AtomicType, Verb};
 
 /// The eight tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,19 +26,6 @@ pub enum TestKind {
     Bw,
 }
 
-/// The verb (wire values SEND=0, SEND_IMM=1, WRITE=2, WRITE_IMM=3, READ=4, ATOMIC=5). A tool's
-/// base verb is one of Send/Write/Read/Atomic; `--write_with_imm` / `--send_with_imm` switch
-/// [`Params::verb`](super::Params::verb) to the *Imm variant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Verb {
-    Send,
-    SendImm,
-    Write,
-    WriteImm,
-    Read,
-    Atomic,
-}
-
 /// Transport (wire values RC=0, UC=1, UD=2, RawEth=3, XRC=4, DC=5, SRD=6). Only RC, UC and UD
 /// ever appear in a successfully parsed [`Params`](super::Params).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,12 +36,6 @@ pub enum Connection {
     Xrc,
     Dc,
     Srd,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum AtomicType {
-    CmpAndSwap,
-    FetchAndAdd,
 }
 
 /// Iterations (`-n`) or duration (`-D`, `--run_infinitely`); wire ITERATIONS=0, DURATION=1.
@@ -191,34 +175,6 @@ impl TestKind {
     }
 }
 
-impl Verb {
-    pub fn wire_value(self) -> u32 {
-        match self {
-            Verb::Send => 0,
-            Verb::SendImm => 1,
-            Verb::Write => 2,
-            Verb::WriteImm => 3,
-            Verb::Read => 4,
-            Verb::Atomic => 5,
-        }
-    }
-    /// Verbs whose data path produces receive completions (SEND, SEND_IMM, WRITE_IMM).
-    pub fn has_recv_comp(self) -> bool {
-        matches!(self, Verb::Send | Verb::SendImm | Verb::WriteImm)
-    }
-    /// perftest's name in negotiation mismatch messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verb::Send => "SEND",
-            Verb::SendImm => "SEND_IMM",
-            Verb::Write => "WRITE",
-            Verb::WriteImm => "WRITE_IMM",
-            Verb::Read => "READ",
-            Verb::Atomic => "ATOMIC",
-        }
-    }
-}
-
 impl Connection {
     pub fn wire_value(self) -> u32 {
         match self {
@@ -238,21 +194,6 @@ impl Connection {
             Connection::Xrc => "XRC",
             Connection::Dc => "DC",
             Connection::Srd => "SRD",
-        }
-    }
-}
-
-impl AtomicType {
-    pub fn wire_value(self) -> u32 {
-        match self {
-            AtomicType::CmpAndSwap => 0,
-            AtomicType::FetchAndAdd => 1,
-        }
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AtomicType::CmpAndSwap => "CMP_AND_SWAP",
-            AtomicType::FetchAndAdd => "FETCH_AND_ADD",
         }
     }
 }

@@ -20,7 +20,7 @@ use crate::engine::bw::{self, BwConfig, BwSamples, DurationWindow, QpTarget};
 use crate::engine::lat::{self, LatConfig, LatSamples};
 use crate::engine::memsrc::Fill;
 use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
-use crate::engine::{self, clock, AtomicKind, EngineError, WaitMode};
+use crate::engine::{self, clock, EngineError, WaitMode};
 use crate::oob::msg::{self, BwReport, ConnType, KeyFormat, KeyMsg, PeerVersion, SysData};
 use crate::oob::{self, Action, Channel, Hooks, KeyPurpose, Listener, OobConfig, OobError};
 use crate::params::{

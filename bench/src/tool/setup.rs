@@ -67,28 +67,6 @@ pub(super) fn cpu_between(w: [Option<(u64, u64)>; 2]) -> Option<f32> {
     }
 }
 
-pub(super) fn wire_verb(v: Verb) -> msg::Verb {
-    match v {
-        Verb::Send => msg::Verb::Send,
-        Verb::SendImm => msg::Verb::SendImm,
-        Verb::Write => msg::Verb::Write,
-        Verb::WriteImm => msg::Verb::WriteImm,
-        Verb::Read => msg::Verb::Read,
-        Verb::Atomic => msg::Verb::Atomic,
-    }
-}
-
-pub(super) fn engine_verb(v: Verb) -> engine::Verb {
-    match v {
-        Verb::Send => engine::Verb::Send,
-        Verb::SendImm => engine::Verb::SendImm,
-        Verb::Write => engine::Verb::Write,
-        Verb::WriteImm => engine::Verb::WriteImm,
-        Verb::Read => engine::Verb::Read,
-        Verb::Atomic => engine::Verb::Atomic,
-    }
-}
-
 pub(super) fn conn_type(c: Connection) -> ConnType {
     match c {
         Connection::Rc => ConnType::Rc,

@@ -665,7 +665,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
 
     fn addr_show(&self) -> AddrShow {
         AddrShow {
-            verb: wire_verb(self.p.verb),
+            verb: self.p.verb,
             rdma_cm: self.p.use_rdma_cm,
             srqn: matches!(self.p.connection, Connection::Dc | Connection::Xrc),
             gid: self.dev.gid_index.is_some(),
@@ -735,7 +735,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             cq_mod: p.cq_mod,
             post_list: p.post_list,
             size: size as u32,
-            opcode: engine::opcode_for(engine_verb(p.verb), self.atomic_kind()),
+            opcode: engine::opcode_for(p.verb, p.atomic_type),
             inline: self.inline > 0 && size <= u64::from(self.inline),
             wait: self.wait(),
             record_peak: !p.no_peak && duration.is_none() && p.iters <= 20000,
@@ -757,20 +757,13 @@ impl<'a, P: Provider> SideRun<'a, P> {
         (self.p.cpu_util && self.p.test_type == TestType::Duration).then_some(read_proc_stat as engine::CpuProbe)
     }
 
-    fn atomic_kind(&self) -> AtomicKind {
-        match self.p.atomic_type {
-            AtomicType::CmpAndSwap => AtomicKind::CmpAndSwap,
-            AtomicType::FetchAndAdd => AtomicKind::FetchAndAdd,
-        }
-    }
-
     fn lat_config(&self, size: u64) -> LatConfig {
         let p = self.p;
         let (compare_add, swap) = self.atomic_operands();
         LatConfig {
             iters: p.iters,
             size: size as u32,
-            opcode: engine::opcode_for(engine_verb(p.verb), self.atomic_kind()),
+            opcode: engine::opcode_for(p.verb, p.atomic_type),
             inline: self.inline > 0 && size <= u64::from(self.inline),
             wait: self.wait(),
             stall_timeout: self.stall,
@@ -814,7 +807,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     fn lat_result(&self, s: &LatSamples) -> Result<RunResult, ToolError> {
         let p = self.p;
         let tpu = if p.cycles { 1.0 } else { clock::TICKS_PER_SEC as f64 / 1e6 };
-        let rtt = wire_verb(p.verb).rtt_factor();
+        let rtt = p.verb.rtt_factor();
         match s.window {
             Some((a, b)) => {
                 let iters = s.iters.max(1);
@@ -1358,7 +1351,7 @@ pub(super) fn option_summary(p: &Params) -> Vec<(&'static str, String)> {
         v.push(("-n", p.iters.to_string()));
     }
     if p.verb == Verb::Atomic {
-        v.push(("-A", p.atomic_type.as_str().to_string()));
+        v.push(("-A", p.atomic_type.name().to_string()));
     }
     v
 }
