@@ -34,6 +34,7 @@ use crate::stats::{self, BwInput, BwResult, LatencyReport};
 const JSON_STYLE: Style = Style::V629;
 
 mod bound;
+mod limits;
 mod record;
 pub mod header;
 pub mod negotiate;

@@ -25,36 +25,13 @@ pub(super) fn run_with_context<P: Provider>(
     let payload = crate::engine::memsrc::prepare(p, &dev.attr, page_size().max(1) as u64, cache_line().max(1) as u64)
         .map_err(|m| ToolError::new(1, m))?;
 
-    // Inline size (ctx_set_max_inline): unknown devices get 0, and say so if a value was set
-    // (read/atomic tools always set 0 while parsing).
-    let explicit_inline = p.inline_size.is_some() || matches!(p.verb, Verb::Read | Verb::Atomic);
-    let inline = if !dev.known {
-        if explicit_inline {
-            out.text(DASH_LINE);
-            out.err("Device not recognized to implement inline feature. Disabling it\n");
-        }
-        0
-    } else if matches!(p.verb, Verb::Read | Verb::Atomic) {
-        0
-    } else {
-        p.inline_size.unwrap_or_else(|| p.default_inline(true))
-    };
-    // Outstanding reads (read/atomic): -o capped to the device maximum, default that maximum.
-    let out_reads = if matches!(p.verb, Verb::Read | Verb::Atomic) {
-        let max = dev.attr.max_qp_rd_atom.max(1);
-        match p.out_reads {
-            Some(o) if o > max => {
-                out.text(DASH_LINE);
-                out.err(&format!(" Number of outstanding reads is above max = {max}\n Changing to that max value\n"));
-                max
-            }
-            Some(o) if o > 0 => o,
-            _ => max,
-        }
-    } else {
-        1
-    };
-    let local_mtu = local_mtu_for(p, &dev, out);
+    let lim = limits::side_limits(
+        p,
+        limits::DevCaps { known: dev.known, max_qp_rd_atom: dev.attr.max_qp_rd_atom, active_mtu: dev.port.active_mtu },
+        setup_timeout,
+    );
+    print_caps(out, &lim.caps);
+    let limits::SideLimits { inline, out_reads, local_mtu, sizes, run_bound, .. } = lim;
 
     // -W: read the counters once before connecting (perftest's create_comm_struct).
     let counters = SharedCounters::default();
@@ -66,8 +43,6 @@ pub(super) fn run_with_context<P: Provider>(
     // The plan follows the test role (`--reversed` swaps it); the exchange order (who writes
     // first) follows the TCP role, which the channel keeps.
     let oob_role = if p.machine == Role::Client { oob::Role::Client } else { oob::Role::Server };
-    let sizes = p.sizes();
-    let run_bound = run_bound_for(p, &sizes, setup_timeout);
     let src = source_ip(p);
     let cfg = OobConfig { port: p.port, timeout: setup_timeout, source_addr: src, bind_addr: src, ..OobConfig::default() };
     let mut cm_data = None;
@@ -1114,7 +1089,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         self.sizes = np.sizes();
         self.local_mtu = local_mtu_for(np, &self.dev, self.out);
         self.mtu = self.local_mtu;
-        self.run_bound = run_bound_for(np, &self.sizes, self.setup_timeout);
+        self.run_bound = limits::run_bound_for(np, &self.sizes, self.setup_timeout);
         self.key_ledger =
             oob::plausible::KeyLedger::new(np.num_qps as usize, !np.use_mcg && np.connection != Connection::Dc, np.connection == Connection::Dc);
         let steps = oob::plan(to_tool(np.tool), self.oob_role, &plan_options(np, &self.sizes, self.local_mtu));
@@ -1356,47 +1331,38 @@ pub(super) fn option_summary(p: &Params) -> Vec<(&'static str, String)> {
     v
 }
 
-/// The local MTU: the port's active MTU, or `-m` lowered to it (with perftest's note).
-fn local_mtu_for(p: &Params, dev: &DevFacts, out: Out) -> u8 {
-    let active = dev.port.active_mtu.clamp(1, 5) as u8;
-    match p.mtu.and_then(params::mtu_enum) {
-        Some(m) if m > active => {
-            out.text(&format!(
+/// The notes of the caps that lowered what the command line asked for (perftest's texts).
+fn print_caps(out: Out, caps: &[limits::Cap]) {
+    for c in caps {
+        match *c {
+            limits::Cap::InlineDisabled => {
+                out.text(DASH_LINE);
+                out.err("Device not recognized to implement inline feature. Disabling it\n");
+            }
+            limits::Cap::OutReads { max } => {
+                out.text(DASH_LINE);
+                out.err(&format!(" Number of outstanding reads is above max = {max}\n Changing to that max value\n"));
+            }
+            limits::Cap::Mtu { active } => out.text(&format!(
                 " Requested mtu is higher than active mtu \n Changing to active mtu - {}\n",
                 msg::mtu_bytes(active).unwrap_or(0)
-            ));
-            active
+            )),
         }
-        Some(m) => m,
-        None => active,
     }
 }
 
-fn run_bound_for(p: &Params, sizes: &[u64], setup_timeout: Duration) -> bound::Bound {
-    bound::run_wait(
-        &bound::Work {
-            sizes,
-            iters: p.iters,
-            qps: u64::from(p.num_qps),
-            both_ways: p.duplex || p.kind == TestKind::Lat,
-            duration: (p.test_type == TestType::Duration).then_some(p.duration),
-            infinite: p.test_method == TestMethod::Infinitely,
-        },
-        setup_timeout,
-        // The rdma_cm control channel cannot wait without a deadline.
-        p.use_rdma_cm,
-    )
+/// The local MTU, with perftest's note when `-m` was lowered to the port's.
+fn local_mtu_for(p: &Params, dev: &DevFacts, out: Out) -> u8 {
+    let (mtu, cap) = limits::local_mtu(p, dev.port.active_mtu);
+    print_caps(out, cap.as_slice());
+    mtu
 }
 
 /// The shape of this side's exchange.
 fn plan_options(p: &Params, sizes: &[u64], local_mtu: u8) -> oob::PlanOptions {
-    let mut all_sizes = if p.test_method == TestMethod::All { Some(sizes.len()) } else { None };
-    if p.connection == Connection::Ud && p.test_method == TestMethod::All {
-        // sizes are capped to the MTU later; the plan needs the final count, computed from the
-        // local MTU (the peer applies the same rule with the same effective MTU in practice).
-        let cap = u64::from(msg::mtu_bytes(local_mtu).unwrap_or(4096));
-        all_sizes = Some(sizes.iter().filter(|&&s| s <= cap).count());
-    }
+    // -c UD: sizes are capped to the MTU later; the plan needs the final count, computed from
+    // the local MTU (the peer applies the same rule with the same effective MTU in practice).
+    let all_sizes = limits::planned_sizes(p, sizes, u64::from(msg::mtu_bytes(local_mtu).unwrap_or(4096)));
     oob::PlanOptions {
         num_qps: p.num_qps as usize,
         bidirectional: p.duplex,
