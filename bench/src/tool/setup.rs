@@ -1,7 +1,22 @@
 //! Device facts and the checks made before anything is created: the port, its GID and limits,
 //! conversions between the parameters and the wire/engine enums, and small host facts.
 
-use super::*;
+use std::sync::Arc;
+
+use uverbs::attr::{DeviceAttr, PortAttr};
+use uverbs::discovery::gid::{select_gid, GidRule};
+use uverbs::objects::Context;
+use uverbs::provider::Provider;
+use uverbs::queries::DeviceQueries;
+
+use crate::engine::clock;
+use crate::oob::msg::ConnType;
+use crate::oob::OobError;
+use crate::params::{Connection, Output, Params, TestMethod, Tool};
+use crate::report::OutputMode;
+use crate::{oob, params, stats};
+
+use super::ToolError;
 
 /// Device facts the tool needs.
 pub(super) struct DevFacts {
