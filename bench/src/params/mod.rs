@@ -45,6 +45,7 @@ pub mod rate;
 mod types;
 mod usage;
 mod usage629;
+mod usage_shared;
 mod xrc;
 pub use xrc::{lane_plan, xrc_plan};
 
