@@ -577,14 +577,19 @@ mod tests {
         }
     }
 
+    /// Ten writes with a 100 ms stall bound against a peer that stops answering: the error.
+    fn stalled_write_lat(m: &mut Model, role: Role) -> EngineError {
+        let t = target(m);
+        let mut c = cfg(WrOpcode::RdmaWrite, 10);
+        c.stall_timeout = Duration::from_millis(100);
+        run_write_lat(m, &c, &t, role, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap_err()
+    }
+
     #[test]
     fn write_lat_server_waits_for_the_clients_last_write() {
         let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: true }, 1);
         m.peer_stops_after(9);
-        let t = target(&m);
-        let mut c = cfg(WrOpcode::RdmaWrite, 10);
-        c.stall_timeout = Duration::from_millis(100);
-        let e = run_write_lat(&mut m, &c, &t, Role::Server, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap_err();
+        let e = stalled_write_lat(&mut m, Role::Server);
         assert!(e.to_string().contains("peer's write #10"), "{e}");
     }
 
@@ -592,10 +597,7 @@ mod tests {
     fn write_lat_stalls_when_peer_is_silent() {
         let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: false }, 1);
         m.go_silent();
-        let t = target(&m);
-        let mut c = cfg(WrOpcode::RdmaWrite, 10);
-        c.stall_timeout = Duration::from_millis(100);
-        let e = run_write_lat(&mut m, &c, &t, Role::Client, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap_err();
+        let e = stalled_write_lat(&mut m, Role::Client);
         assert!(e.to_string().contains("peer's write #1"), "{e}");
     }
 
