@@ -23,6 +23,8 @@ D=${1:?usage: round-trip-split-table.sh RESULT_DIR}
 MHZ=$(cat "$D/tsc.txt")
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+# The doorbell-loop finder both round-trip scripts use.
+LOOP_OF=$(cat "$(dirname "${BASH_SOURCE[0]}")/doorbell-loop.awk")
 
 # q FILE P: the P-quantile (0..1) of the numbers in FILE (nearest rank on the sorted values)
 q() { sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR) { i = int(p * (NR - 1)) + 1; print v[i] } }'; }
@@ -35,12 +37,7 @@ for f in "$D"/trace.*.txt; do
     srv=$(cat "$D/server.$b" 2>/dev/null || true)
     # per iteration: "k u" in ns (u is empty for the first doorbell)
     awk -v mhz="$MHZ" -v kf="$W/k" -v uf="$W/u" -v srv="$srv" '
-        # the longest run of doorbells of pid p with no other write() in between: LO..HI
-        function loop_of(p,   i, s) {
-            LO = 1; HI = 0; s = 1
-            for (i = 1; i <= N[p]; i++)
-                if ((p, i) in BRK || i == N[p]) { if (i - s > HI - LO) { LO = s; HI = i }; s = i + 1 }
-        }
+'"$LOOP_OF"'
         {
             cpu = 0; ev = 0
             for (i = 1; i <= NF; i++) {

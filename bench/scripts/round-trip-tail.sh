@@ -34,6 +34,8 @@ D=${1:?usage: round-trip-tail.sh RESULT_DIR}
 MHZ=$(cat "$D/tsc.txt")
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+# The doorbell-loop finder both round-trip scripts use.
+LOOP_OF=$(cat "$(dirname "${BASH_SOURCE[0]}")/doorbell-loop.awk")
 
 : >"$W/runs"
 : >"$W/iters"
@@ -60,12 +62,7 @@ for f in "$D"/trace.*.txt; do
             return n ? a[int(p * (n - 1)) + 1] : 0
         }
         function ns(t) { return t * 1000 / mhz }
-        # the longest run of doorbells of pid p with no other write() in between: LO..HI
-        function loop_of(p,   i, s) {
-            LO = 1; HI = 0; s = 1
-            for (i = 1; i <= N[p]; i++)
-                if ((p, i) in BRK || i == N[p]) { if (i - s > HI - LO) { LO = s; HI = i }; s = i + 1 }
-        }
+'"$LOOP_OF"'
         {
             cpu = 0; ev = 0
             for (i = 1; i <= NF; i++) {
