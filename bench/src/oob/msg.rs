@@ -22,7 +22,8 @@ pub use version::{decode_options, decode_version, encode_options, encode_version
 
 use super::error::OobError;
 
-/// Default TCP port of the exchange.
+/// Default TCP port of the exchange (perftest's; `-p` and the `-h` texts use it, as does
+/// `rperftest doctor`).
 pub const DEFAULT_PORT: u16 = 18515;
 /// Version block: ASCII, NUL-padded.
 pub const VERSION_LEN: usize = 16;

@@ -1,7 +1,8 @@
 //! The [`Params`] record: every field the command line sets or derives, perftest's defaults,
 //! and the questions the rest of the tool asks of it.
 
-use super::{aes, dc, not_multiple, Notice, Persona, DEF_PORT};
+use super::{aes, dc, not_multiple, Notice, Persona};
+use crate::oob::msg::DEFAULT_PORT;
 use super::{AtomicType, Connection, LinkType, Output, RateLimitType, RateUnits, ReportFormat, Role, TestKind};
 use super::{TestMethod, TestType, Tool, Verb};
 
@@ -216,7 +217,7 @@ impl Params {
             flow_labels: Vec::new(),
             dlid: None,
             connection: Connection::Rc,
-            port: DEF_PORT,
+            port: DEFAULT_PORT,
             use_rdma_cm: false,
             work_rdma_cm: false,
             tos: None,

@@ -77,8 +77,6 @@ pub const RESULT_LINE: &str =
 
 /// Largest message of the `-a` sweep (2^23); with `-a` perftest sizes buffers for it.
 pub const MAX_SIZE: u64 = 8_388_608;
-/// Default TCP port of the out-of-band exchange.
-pub const DEF_PORT: u16 = 18515;
 /// Default UD QKey.
 pub const DEF_QKEY: u32 = 0x1111_1111;
 /// Message sizes above this disable the default CQ moderation.

@@ -9,6 +9,7 @@
 use super::usage_shared::{help_to_port, latency_gap_to_output, post_list_to_hop_limit, sl_to_counters, Help};
 use super::usage_shared::{DC_AES, GBITS_NOTE, OUT_JSON, RATE_LIMITER, WARM_UP};
 use super::{TestKind, Tool, Verb};
+use crate::oob::msg::DEFAULT_PORT;
 
 /// perftest's usage text for `tool`, with `prog` in the two "Usage:" lines (perftest prints its
 /// argv[0] there; [`super::parse`] passes the tool name).
@@ -70,7 +71,7 @@ pub fn usage(tool: Tool, prog: &str) -> String {
     if bw {
         h.line("  -O, --dualport  Run test in dual-port mode.");
     }
-    h.line("  -p, --port=<port>  Listen on/connect to port <port> (default 18515)");
+    h.line(&format!("  -p, --port=<port>  Listen on/connect to port <port> (default {DEFAULT_PORT})"));
     if bw {
         h.line("  -q, --qp=<num of qp's>  Num of qp's(default 1)");
         h.line("  -Q, --cq-mod  Generate Cqe only after <--cq-mod> completion");

@@ -13,6 +13,7 @@
 use super::usage_shared::{help_to_port, latency_gap_to_output, post_list_to_hop_limit, sl_to_counters, Help};
 use super::usage_shared::{DC_AES, GBITS_NOTE, OUT_JSON, RATE_LIMITER, WARM_UP};
 use super::{TestKind, Tool, Verb};
+use crate::oob::msg::DEFAULT_PORT;
 
 const SYM: &str = " (SYMMETRIC)";
 
@@ -85,7 +86,7 @@ pub fn usage629(tool: Tool, prog: &str) -> String {
     if bw {
         h.line(&format!("  -O, --dualport  Run test in dual-port mode.{SYM}"));
     }
-    h.line(&format!("  -p, --port=<port>  Listen on/connect to port <port> (default 18515){SYM}"));
+    h.line(&format!("  -p, --port=<port>  Listen on/connect to port <port> (default {DEFAULT_PORT}){SYM}"));
     if bw {
         h.line(&format!("  -q, --qp=<num of qp's>  Num of qp's(default 1){SYM}"));
         h.line("  -Q, --cq-mod  Generate Cqe only after <--cq-mod> completion");
