@@ -18,28 +18,11 @@ say() { echo "[side-by-side] $*" >&2; }
 vmb_setup side-by-side "${1:-}"
 cp bench/scripts/side-by-side-guest.sh "$STAGE/side-by-side-guest.sh"
 
-ENV_ARGS=()
-for v in SBS_RUNS SBS_BW_N SBS_LAT_N SBS_TOOLS_BW SBS_TOOLS_LAT SBS_URING SBS_STARTUP SBS_IMPLS; do
-    [ -n "${!v+x}" ] && ENV_ARGS+=(-e "$v=${!v}")
-done
-
+vmb_env SBS_RUNS SBS_BW_N SBS_LAT_N SBS_TOOLS_BW SBS_TOOLS_LAT SBS_URING SBS_STARTUP SBS_IMPLS
 vmb_meta "$*" "${ENV_ARGS[*]:-}" >"$OUT/meta.txt"
-
-# Sample the host load every 30 s while the VM runs (other work on the machine distorts figures).
-( while sleep 30; do echo "$(date -u +%H:%M:%S) $(cat /proc/loadavg)"; done ) >"$OUT/host-load.txt" 2>/dev/null &
-LOADPID=$!
-
-say "booting the VM (results in $OUT)"
-rc=0
-tests/vm/run-in-vm.sh -q --mode full --timeout "${SBS_TIMEOUT:-1800}" --share "$OUT" \
-    --timing-file "$OUT/vm-timing.txt" "${ENV_ARGS[@]}" \
-    "$STAGE/bin" "$STAGE/side-by-side-guest.sh" "$STAGE/tcp-listening.bash" \
-    -- bash -c 'export PATH=/mnt/host/bin:$PATH; exec bash /mnt/host/side-by-side-guest.sh' || rc=$?
-kill "$LOADPID" 2>/dev/null || true
-echo "host load after: $(uptime)" >>"$OUT/meta.txt"
-say "VM exit $rc"
+vmb_run side-by-side-guest.sh "${SBS_TIMEOUT:-1800}"
 [ -s "$OUT/raw.tsv" ] || { say "no raw data"; exit 1; }
 bench/scripts/side-by-side-table.sh "$OUT" >"$OUT/table.md"
 cat "$OUT/table.md"
 say "table: $OUT/table.md"
-exit "$rc"
+exit "$RC"

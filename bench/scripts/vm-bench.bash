@@ -9,6 +9,12 @@
 #   vmb_meta ARGS ENV          the common lines of OUT/meta.txt on stdout: date, the command
 #                              (with its arguments ARGS), the guest environment ENV, host, load,
 #                              binaries
+#   vmb_env VAR...             ENV_ARGS = "-e VAR=VALUE" for each VAR that is set (guest knobs)
+#   vmb_run GUEST TIMEOUT      boot one full-mode VM running GUEST (a script already in STAGE)
+#                              with STAGE/bin on PATH, OUT shared read-write, ENV_ARGS exported,
+#                              the host load sampled every 30 s into OUT/host-load.txt; appends
+#                              the load after to OUT/meta.txt; RC = the VM's exit status. Calls
+#                              the script's own say().
 vmb_setup() {
     local name=$1 root
     root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -37,4 +43,29 @@ vmb_meta() {
     echo "host load before: $(uptime)"
     echo "rperftest: $BIN ($(stat -c %s "$BIN") bytes), git $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo '+dirty')"
     [ -z "${RPERFTEST_ALT_BIN:-}" ] || echo "alt: $RPERFTEST_ALT_BIN ($(stat -c %s "$RPERFTEST_ALT_BIN") bytes)"
+}
+
+vmb_env() {
+    local v
+    ENV_ARGS=()
+    for v in "$@"; do
+        [ -n "${!v+x}" ] && ENV_ARGS+=(-e "$v=${!v}")
+    done
+    return 0
+}
+
+vmb_run() {
+    local guest=$1 timeout=$2 loadpid
+    # Other work on the machine distorts figures: the load goes next to them.
+    ( while sleep 30; do echo "$(date -u +%H:%M:%S) $(cat /proc/loadavg)"; done ) >"$OUT/host-load.txt" 2>/dev/null &
+    loadpid=$!
+    say "booting the VM (results in $OUT)"
+    RC=0
+    tests/vm/run-in-vm.sh -q --mode full --timeout "$timeout" --share "$OUT" \
+        --timing-file "$OUT/vm-timing.txt" "${ENV_ARGS[@]}" \
+        "$STAGE/bin" "$STAGE/$guest" "$STAGE/tcp-listening.bash" \
+        -- bash -c "export PATH=/mnt/host/bin:\$PATH; exec bash /mnt/host/$guest" || RC=$?
+    kill "$loadpid" 2>/dev/null || true
+    echo "host load after: $(uptime)" >>"$OUT/meta.txt"
+    say "VM exit $RC"
 }

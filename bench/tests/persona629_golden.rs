@@ -413,7 +413,8 @@ fn negotiate_blocks_equal_629s_on_the_wire() {
     use bench::oob::msg::{Negotiate, NegotiateLayout};
     use bench::tool::negotiate::negotiate_block;
     // transcript, tool, extra options of (server, client), effective size of (server, client)
-    let cases: [(&str, &str, &[&str], &[&str], u64, u64); 13] = [
+    type Case<'a> = (&'a str, &'a str, &'a [&'a str], &'a [&'a str], u64, u64);
+    let cases: [Case; 13] = [
         ("ib_write_bw", "ib_write_bw", &[], &[], 65536, 65536),
         ("ib_write_lat", "ib_write_lat", &[], &[], 2, 2),
         ("ib_read_bw", "ib_read_bw", &[], &[], 65536, 65536),

@@ -9,6 +9,8 @@ mod cmtest;
 #[forbid(unsafe_code)]
 mod devinfo;
 #[forbid(unsafe_code)]
+mod env_settings;
+#[forbid(unsafe_code)]
 mod plot_cmd;
 mod selftest;
 
@@ -86,6 +88,7 @@ fn main() -> ExitCode {
         eprint!("{}", usage());
         return ExitCode::from(2);
     };
+    env_settings::install_from_env(cmd);
     let code = run(cmd, rest);
     ExitCode::from(code)
 }

@@ -23,24 +23,17 @@
 
 #[path = "../tests/mlx5_common.rs"]
 mod common;
-
-use std::hint::black_box;
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::Arc;
-use std::time::Instant;
+#[path = "common/hotpath.rs"]
+mod hotpath;
 
 use providers::mlx5::abi::UctxResp;
 use providers::mlx5::uar::{MmapUar, UarPlan};
-use providers::mlx5::{Mlx5, Mlx5Config, Mlx5Cq, Mlx5Qp};
-use uverbs::provider::{CqCreated, Provider, QpCaps, QpCreated, QpState, SharedFd};
-use uverbs::wr::{RemoteAddr, SendFlags, SendWr, Sge, WcStatus, WorkCompletion, WrOpcode};
+use providers::mlx5::{Mlx5, Mlx5Config, Mlx5Qp};
+use uverbs::provider::{CqCreated, PostError, Provider, QpCaps, QpCreated, QpState};
+use uverbs::wr::SendWr;
 
-const TX_DEPTH: u64 = 128;
-const CQ_MOD: u64 = 100;
-const POLL_BATCH: usize = 16;
-const MSG_SIZE: u32 = 64;
-const REMOTE_VA: u64 = 0x0000_7f00_1234_0000;
-const RKEY: u32 = 0xabcd;
+use hotpath::{Peer, MSG_SIZE, TX_DEPTH};
+
 const LKEY: u32 = 0x0012_3442; // what the fake kernel's REG_MR hands out first
 const CQN: u32 = 0x407;
 const QPN: u32 = 0xb1c;
@@ -83,75 +76,17 @@ impl Dev {
     }
 }
 
-struct Bench {
-    ctx: Mlx5<MmapUar>,
-    cq: Mlx5Cq,
-    qp: Mlx5Qp,
-    dev: Dev,
-    data: Vec<u8>,
-    completions: u64,
-    last_wr_id: u64,
-}
+type Bench = hotpath::Bench<Mlx5<MmapUar>, Dev>;
 
-fn rdma_write<'a>(sge: &'a [Sge]) -> SendWr<'a> {
-    let mut wr = SendWr::new(0, WrOpcode::RdmaWrite, sge);
-    wr.remote = RemoteAddr { addr: REMOTE_VA, rkey: RKEY };
-    wr
-}
-
-/// perftest's BW loop (run_iter_bw): post while fewer than TX_DEPTH outstanding, one WR in
-/// CQ_MOD signaled, poll a batch of POLL_BATCH; each completion retires CQ_MOD WRs.
-#[inline(never)]
-fn hot_loop_bw(b: &mut Bench, iters: u64) {
-    let sge = [Sge { addr: b.data.as_ptr() as u64, length: MSG_SIZE, lkey: LKEY }];
-    let mut wr = rdma_write(&sge);
-    let mut wc = [WorkCompletion::default(); POLL_BATCH];
-    let (mut scnt, mut ccnt) = (0u64, 0u64);
-    while scnt < iters || ccnt < iters {
-        while scnt < iters && scnt - ccnt < TX_DEPTH {
-            let sig = scnt % CQ_MOD == CQ_MOD - 1;
-            wr.wr_id = scnt;
-            wr.flags = if sig { SendFlags::SIGNALED } else { SendFlags::empty() };
-            // SAFETY: the SGE lies in `b.data`, alive and unmoved for the whole loop.
-            unsafe { b.ctx.post_send(&mut b.qp, std::slice::from_ref(&wr)) }.expect("post_send");
-            if sig {
-                b.dev.req_cqe(scnt as u16); // every WQE is one WQEBB
-            }
-            scnt += 1;
-        }
-        if ccnt < iters {
-            let ne = b.ctx.poll_cq(&mut b.cq, &mut wc).expect("poll_cq");
-            for w in &wc[..ne] {
-                assert!(w.status == WcStatus::Success, "completion status");
-                b.last_wr_id = w.wr_id;
-            }
-            b.completions += ne as u64;
-            ccnt += ne as u64 * CQ_MOD;
-        }
+impl Peer<Mlx5<MmapUar>> for Dev {
+    #[inline(always)]
+    unsafe fn post(ctx: &Mlx5<MmapUar>, qp: &mut Mlx5Qp, wr: &SendWr<'_>) -> Result<(), PostError> {
+        // SAFETY: the caller keeps `Peer::post`'s contract, which is `post_send`'s.
+        unsafe { ctx.post_send(qp, std::slice::from_ref(wr)) }
     }
-}
-
-/// A latency loop: every WR signaled, the device completes it, a 1-entry poll until it is seen.
-#[inline(never)]
-fn hot_loop_lat(b: &mut Bench, iters: u64) {
-    let sge = [Sge { addr: b.data.as_ptr() as u64, length: MSG_SIZE, lkey: LKEY }];
-    let mut wr = rdma_write(&sge);
-    wr.flags = SendFlags::SIGNALED;
-    let mut wc = [WorkCompletion::default(); 1];
-    for i in 0..iters {
-        wr.wr_id = i;
-        // SAFETY: the SGE lies in `b.data`, alive and unmoved for the whole loop.
-        unsafe { b.ctx.post_send(&mut b.qp, std::slice::from_ref(&wr)) }.expect("post_send");
-        b.dev.req_cqe(i as u16);
-        let ne = loop {
-            let ne = b.ctx.poll_cq(&mut b.cq, &mut wc).expect("poll_cq");
-            if ne != 0 {
-                break ne;
-            }
-        };
-        assert!(ne == 1 && wc[0].status == WcStatus::Success, "completion status");
-        b.last_wr_id = wc[0].wr_id;
-        b.completions += 1;
+    #[inline(always)]
+    fn complete(&mut self, n: u64) {
+        self.req_cqe(n as u16); // every WQE is one WQEBB
     }
 }
 
@@ -161,14 +96,7 @@ fn setup() -> Bench {
     // A memfd stands in for the uverbs fd: MmapUar maps its pages as plain shared memory.
     let plan = UarPlan::new(&UctxResp::parse(&resp).unwrap(), uverbs::objects::page_size(), cfg.blueflame).unwrap();
     let len = plan.mmap_offsets.iter().max().unwrap() + plan.page_size as u64;
-    // SAFETY: memfd_create with a NUL-terminated name; the result is checked.
-    let raw = unsafe { libc::memfd_create(c"mlx5-hotpath-uar".as_ptr(), libc::MFD_CLOEXEC) };
-    assert!(raw >= 0, "memfd_create: {}", std::io::Error::last_os_error());
-    // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-    let fd: SharedFd = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
-    // SAFETY: plain ftruncate on our own memfd; the result is checked.
-    let rc = unsafe { libc::ftruncate(raw, len as libc::off_t) };
-    assert!(rc == 0, "ftruncate: {}", std::io::Error::last_os_error());
+    let (fd, _) = hotpath::memfd(c"mlx5-hotpath-uar", len as usize);
     let ctx = Mlx5::<MmapUar>::with_config(fd, &resp, cfg).expect("context");
 
     // The CQ and QP as the C harness creates them (the same caps), finished with the fake
@@ -207,30 +135,13 @@ fn setup() -> Bench {
         tmpl,
         sop_drop_qpn: ((0x08u32 << 24) | qp.qpn()).to_be(),
     };
-    Bench { ctx, cq, qp, dev, data: vec![0x5a; 8192], completions: 0, last_wr_id: 0 }
+    Bench::new(ctx, cq, qp, dev, LKEY)
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let case = args.next().unwrap_or_else(|| "bw".into());
-    let mut iters: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(2_000_000);
-    let bw = match case.as_str() {
-        "bw" => true,
-        "lat" => false,
-        _ => panic!("case must be bw or lat"),
-    };
-    if bw {
-        iters -= iters % CQ_MOD;
-        iters = iters.max(CQ_MOD);
-    }
+    let (case, bw, iters) = hotpath::args();
     let mut b = setup();
-    let t = Instant::now();
-    if bw {
-        hot_loop_bw(black_box(&mut b), iters);
-    } else {
-        hot_loop_lat(black_box(&mut b), iters);
-    }
-    let el = t.elapsed();
+    let el = hotpath::run(&mut b, bw, iters);
     let dbrec = b.qp.dbrec();
     let sq_pi = u32::from_be_bytes(dbrec[4..8].try_into().unwrap()) & 0xffff;
     println!(

@@ -25,11 +25,11 @@
 //!
 //! `tests/rxe-oracle/hotpath/run.sh` runs both sides and prints the comparison table.
 
-use std::hint::black_box;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+#[path = "common/hotpath.rs"]
+mod hotpath;
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
 
 use providers::rxe::layout::{
     CREATE_CQ_RESP_LEN, CREATE_QP_RESP_LEN, CREATE_QP_RESP_RQ_MI, CREATE_QP_RESP_SQ_MI, MMINFO_OFFSET, MMINFO_SIZE,
@@ -37,20 +37,14 @@ use providers::rxe::layout::{
     SGE_SIZE, WC_SIZE,
 };
 use providers::rxe::mem::UserMemory;
-use providers::rxe::{Rxe, RxeCq, RxeQp};
+use providers::rxe::{Rxe, RxeQp};
 use uverbs::cmd::encode_post_send_doorbell;
 use uverbs::error::{Error, Result};
-use uverbs::provider::{
-    CqCreated, DeviceDesc, PostError, Provider, QpCaps, QpCreated, QpInitAttr, QpState, QpType, SharedFd,
-};
-use uverbs::wr::{RemoteAddr, SendFlags, SendWr, Sge, WcStatus, WorkCompletion, WrOpcode};
+use uverbs::provider::{CqCreated, DeviceDesc, PostError, Provider, QpCaps, QpCreated, QpInitAttr, QpState, QpType};
+use uverbs::wr::SendWr;
 
-const TX_DEPTH: u64 = 128;
-const CQ_MOD: u64 = 100;
-const POLL_BATCH: usize = 16;
-const MSG_SIZE: u32 = 64;
-const REMOTE_VA: u64 = 0x0000_7f00_1234_0000;
-const RKEY: u32 = 0xabcd;
+use hotpath::{Peer, MSG_SIZE, TX_DEPTH};
+
 const LKEY: u32 = 0x0001_2355; // what the C side's fake kernel's REG_MR hands out first
 const QPN: u32 = 0x11; // its first qpn
 const MAX_RECV_WR: u32 = 16;
@@ -155,75 +149,17 @@ impl Kern {
     }
 }
 
-struct Bench {
-    ctx: Rxe,
-    cq: RxeCq,
-    qp: RxeQp,
-    kern: Kern,
-    data: Vec<u8>,
-    completions: u64,
-    last_wr_id: u64,
-}
+type Bench = hotpath::Bench<Rxe, Kern>;
 
-fn rdma_write<'a>(sge: &'a [Sge]) -> SendWr<'a> {
-    let mut wr = SendWr::new(0, WrOpcode::RdmaWrite, sge);
-    wr.remote = RemoteAddr { addr: REMOTE_VA, rkey: RKEY };
-    wr
-}
-
-/// perftest's BW loop (run_iter_bw): post while fewer than TX_DEPTH outstanding, one WR in
-/// CQ_MOD signaled, poll a batch of POLL_BATCH; each completion retires CQ_MOD WRs.
-#[inline(never)]
-fn hot_loop_bw(b: &mut Bench, iters: u64) {
-    let sge = [Sge { addr: b.data.as_ptr() as u64, length: MSG_SIZE, lkey: LKEY }];
-    let mut wr = rdma_write(&sge);
-    let mut wc = [WorkCompletion::default(); POLL_BATCH];
-    let (mut scnt, mut ccnt) = (0u64, 0u64);
-    while scnt < iters || ccnt < iters {
-        while scnt < iters && scnt - ccnt < TX_DEPTH {
-            let sig = scnt % CQ_MOD == CQ_MOD - 1;
-            wr.wr_id = scnt;
-            wr.flags = if sig { SendFlags::SIGNALED } else { SendFlags::empty() };
-            // SAFETY: the SGE lies in `b.data`, alive and unmoved for the whole loop.
-            unsafe { post_send(&b.ctx, &mut b.qp, std::slice::from_ref(&wr)) }.expect("post_send");
-            if sig {
-                b.kern.complete(scnt as u32, scnt);
-            }
-            scnt += 1;
-        }
-        if ccnt < iters {
-            let ne = b.ctx.poll_cq(&mut b.cq, &mut wc).expect("poll_cq");
-            for w in &wc[..ne] {
-                assert!(w.status == WcStatus::Success, "completion status");
-                b.last_wr_id = w.wr_id;
-            }
-            b.completions += ne as u64;
-            ccnt += ne as u64 * CQ_MOD;
-        }
+impl Peer<Rxe> for Kern {
+    #[inline(always)]
+    unsafe fn post(ctx: &Rxe, qp: &mut RxeQp, wr: &SendWr<'_>) -> Result<(), PostError> {
+        // SAFETY: the caller keeps `Peer::post`'s contract, which is `post_send`'s.
+        unsafe { post_send(ctx, qp, std::slice::from_ref(wr)) }
     }
-}
-
-/// A latency loop: every WR signaled, the kernel completes it, a 1-entry poll until it is seen.
-#[inline(never)]
-fn hot_loop_lat(b: &mut Bench, iters: u64) {
-    let sge = [Sge { addr: b.data.as_ptr() as u64, length: MSG_SIZE, lkey: LKEY }];
-    let mut wr = rdma_write(&sge);
-    wr.flags = SendFlags::SIGNALED;
-    let mut wc = [WorkCompletion::default(); 1];
-    for i in 0..iters {
-        wr.wr_id = i;
-        // SAFETY: the SGE lies in `b.data`, alive and unmoved for the whole loop.
-        unsafe { post_send(&b.ctx, &mut b.qp, std::slice::from_ref(&wr)) }.expect("post_send");
-        b.kern.complete(i as u32, i);
-        let ne = loop {
-            let ne = b.ctx.poll_cq(&mut b.cq, &mut wc).expect("poll_cq");
-            if ne != 0 {
-                break ne;
-            }
-        };
-        assert!(ne == 1 && wc[0].status == WcStatus::Success, "completion status");
-        b.last_wr_id = wc[0].wr_id;
-        b.completions += 1;
+    #[inline(always)]
+    fn complete(&mut self, n: u64) {
+        self.complete(n as u32, n);
     }
 }
 
@@ -255,14 +191,7 @@ fn setup() -> Bench {
     let (cq_off, sq_off, rq_off) = (0usize, cq_size, cq_size + sq_size);
     let total = rq_off + rq_size;
 
-    // SAFETY: memfd_create with a NUL-terminated name; the result is checked.
-    let raw = unsafe { libc::memfd_create(c"rxe-hotpath-rings".as_ptr(), libc::MFD_CLOEXEC) };
-    assert!(raw >= 0, "memfd_create: {}", std::io::Error::last_os_error());
-    // SAFETY: `raw` is a fresh descriptor that nothing else owns.
-    let fd: SharedFd = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
-    // SAFETY: plain ftruncate on our own memfd; the result is checked.
-    let rc = unsafe { libc::ftruncate(raw, total as libc::off_t) };
-    assert!(rc == 0, "ftruncate: {}", std::io::Error::last_os_error());
+    let (fd, raw) = hotpath::memfd(c"rxe-hotpath-rings", total);
     // The kernel's view of all rings. Never unmapped: it lives as long as the process.
     // SAFETY: a fresh shared mapping of our own memfd at an address the kernel picks; checked.
     let kv = unsafe {
@@ -317,49 +246,32 @@ fn setup() -> Bench {
     // SAFETY: both offsets lie inside the `total`-byte kernel view.
     let (ksq, kcq) = unsafe { (kv.add(sq_off), kv.add(cq_off)) };
     let kern = Kern { sq: ksq, cq: kcq, sq_mask: sq_slots - 1, cq_mask: cq_slots - 1, cq_log2, cq_pi: 0, tmpl };
-    Bench { ctx, cq, qp, kern, data: vec![0x5a; 8192], completions: 0, last_wr_id: 0 }
+    Bench::new(ctx, cq, qp, kern, LKEY)
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let case = args.next().unwrap_or_else(|| "bw".into());
-    let mut iters: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(2_000_000);
-    let bw = match case.as_str() {
-        "bw" => true,
-        "lat" => false,
-        _ => panic!("case must be bw or lat"),
-    };
-    if bw {
-        iters -= iters % CQ_MOD;
-        iters = iters.max(CQ_MOD);
-    }
+    let (case, bw, iters) = hotpath::args();
     let mut b = setup();
-    let t = Instant::now();
-    if bw {
-        hot_loop_bw(black_box(&mut b), iters);
-    } else {
-        hot_loop_lat(black_box(&mut b), iters);
-    }
-    let el = t.elapsed();
+    let el = hotpath::run(&mut b, bw, iters);
     // SAFETY: the kernel view's SQ header word, as in Kern::complete.
-    let sq_pi = unsafe { (*b.kern.sq.add(QB_PRODUCER_INDEX).cast::<AtomicU32>()).load(Ordering::Acquire) };
+    let sq_pi = unsafe { (*b.peer.sq.add(QB_PRODUCER_INDEX).cast::<AtomicU32>()).load(Ordering::Acquire) };
     // SAFETY: as above.
-    let sq_log2 = unsafe { (*b.kern.sq.add(QB_LOG2_ELEM_SIZE).cast::<AtomicU32>()).load(Ordering::Relaxed) };
+    let sq_log2 = unsafe { (*b.peer.sq.add(QB_LOG2_ELEM_SIZE).cast::<AtomicU32>()).load(Ordering::Relaxed) };
     // FNV-1a of the last WQE posted (its first 224 bytes: rxe_send_wqe + one rxe_sge), skipping
     // the SGE address (208..216, a heap address of this process) and ssn (176..180: librxe
     // stores a per-QP send sequence number there, ours leaves the 0 it found); as in hotpath.c.
-    let last = ((sq_pi.wrapping_sub(1) & b.kern.sq_mask) as usize) << sq_log2;
+    let last = ((sq_pi.wrapping_sub(1) & b.peer.sq_mask) as usize) << sq_log2;
     let mut wqe_hash = 0xcbf2_9ce4_8422_2325u64;
     for i in (0..224).filter(|i| !(176..180).contains(i) && !(208..216).contains(i)) {
         // SAFETY: the slot lies inside the kernel view's SQ ring (index <= mask, 224 <= slot size).
-        let byte = unsafe { *b.kern.sq.add(QB_DATA + last + i) };
+        let byte = unsafe { *b.peer.sq.add(QB_DATA + last + i) };
         wqe_hash = (wqe_hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
     }
     if std::env::var_os("HOTPATH_DUMP_WQE").is_some() {
         // The WQE bytes, 16 per line, to compare with librxe's.
         for i in 0..224 {
             // SAFETY: as above.
-            let byte = unsafe { *b.kern.sq.add(QB_DATA + last + i) };
+            let byte = unsafe { *b.peer.sq.add(QB_DATA + last + i) };
             eprint!("{byte:02x}{}", if i % 16 == 15 { "\n" } else { " " });
         }
     }
@@ -368,10 +280,10 @@ fn main() {
         el.as_nanos() as f64 / iters as f64,
         b.completions,
         b.last_wr_id,
-        b.kern.sq_mask + 1,
+        b.peer.sq_mask + 1,
         1u32 << sq_log2,
-        b.kern.cq_mask + 1,
-        1u32 << b.kern.cq_log2,
+        b.peer.cq_mask + 1,
+        1u32 << b.peer.cq_log2,
         b.qp.qpn(),
     );
 }

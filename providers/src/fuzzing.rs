@@ -180,6 +180,37 @@ fn hostile_store(r: &mut Bytes<'_>, mem: &HeapRing, op: u8, mask: u32) -> bool {
     true
 }
 
+/// Up to 256 steps while the input lasts, each on an op byte (mod 9): ops the other side's
+/// hostile stores take (`hostile_store`) happen here, the rest are `step`'s.
+fn ring_steps<'a>(
+    r: &mut Bytes<'a>,
+    mem: &HeapRing,
+    mask: u32,
+    mut step: impl FnMut(&mut Bytes<'a>, u8),
+) {
+    let mut steps = 0;
+    while !r.is_empty() && steps < 256 {
+        steps += 1;
+        let op = r.u8() % 9;
+        if hostile_store(r, mem, op, mask) {
+            continue;
+        }
+        step(r, op);
+    }
+}
+
+/// Op 8: a ring end's count of the slots between `cons` and `prod` (`what`: `pending`,
+/// `outstanding`), which holds while the other side's index `theirs` is in range.
+fn check_count(n: uverbs::Result<u32>, prod: u32, cons: u32, theirs: u32, mask: u32, what: &str) {
+    match n {
+        Ok(n) => {
+            assert!(theirs <= mask);
+            assert_eq!(n, prod.wrapping_sub(cons) & mask);
+        }
+        Err(_) => assert!(theirs > mask, "{what} refused a valid index"),
+    }
+}
+
 fn consumer_moves(
     r: &mut Bytes<'_>,
     mem: &HeapRing,
@@ -188,24 +219,12 @@ fn consumer_moves(
     init_cons: u32,
 ) {
     let mut cons = init_cons;
-    let mut steps = 0;
-    while !r.is_empty() && steps < 256 {
-        steps += 1;
-        let op = r.u8() % 9;
-        if hostile_store(r, mem, op, mask) {
-            continue;
-        }
+    ring_steps(r, mem, mask, |r, op| {
         let prod = mem.load_u32(QB_PRODUCER_INDEX);
         let cons_word_before = mem.load_u32(QB_CONSUMER_INDEX);
         if op == 8 {
-            match c.pending() {
-                Ok(n) => {
-                    assert!(prod <= mask);
-                    assert_eq!(n, prod.wrapping_sub(cons) & mask);
-                }
-                Err(_) => assert!(prod > mask, "pending refused a valid index"),
-            }
-            continue;
+            check_count(c.pending(), prod, cons, prod, mask, "pending");
+            return;
         }
         let max = r.u8() as usize % 40;
         let mut seen = Vec::new();
@@ -219,7 +238,7 @@ fn consumer_moves(
             );
             assert!(seen.is_empty());
             assert_eq!(mem.load_u32(QB_CONSUMER_INDEX), cons_word_before);
-            continue;
+            return;
         }
         let n = res.expect("poll with a valid producer index");
         let avail = (prod.wrapping_sub(cons) & mask) as usize;
@@ -239,7 +258,7 @@ fn consumer_moves(
         } else {
             assert_eq!(mem.load_u32(QB_CONSUMER_INDEX), cons_word_before);
         }
-    }
+    });
 }
 
 fn producer_moves(
@@ -255,23 +274,11 @@ fn producer_moves(
     let mut prod = mem.load_u32(QB_PRODUCER_INDEX);
     assert_eq!(p.producer(), prod);
     let mut next_item = 1u64;
-    let mut steps = 0;
-    while !r.is_empty() && steps < 256 {
-        steps += 1;
-        let op = r.u8() % 9;
-        if hostile_store(r, mem, op, mask) {
-            continue;
-        }
+    ring_steps(r, mem, mask, |r, op| {
         let cons = mem.load_u32(QB_CONSUMER_INDEX);
         if op == 8 {
-            match p.outstanding() {
-                Ok(n) => {
-                    assert!(cons <= mask);
-                    assert_eq!(n, prod.wrapping_sub(cons) & mask);
-                }
-                Err(_) => assert!(cons > mask, "outstanding refused a valid index"),
-            }
-            continue;
+            check_count(p.outstanding(), prod, cons, cons, mask, "outstanding");
+            return;
         }
         let count = r.u8() as usize % 24;
         // Item index at which fill refuses (none if >= count).
@@ -295,7 +302,7 @@ fn producer_moves(
             let (i, _) = res.expect_err("consumer index beyond the mask accepted");
             assert_eq!(i, 0);
             assert_eq!(mem.load_u32(QB_PRODUCER_INDEX), prod_word_before);
-            continue;
+            return;
         }
         let free = (mask - (prod.wrapping_sub(cons) & mask)) as usize;
         let expect_ok = count.min(free).min(fail_at);
@@ -322,7 +329,7 @@ fn producer_moves(
             assert_eq!(mem.load_u32(QB_PRODUCER_INDEX), prod_word_before);
         }
         assert_eq!(p.producer(), prod);
-    }
+    });
 }
 
 // ------------------------------------------------------------------------------------------------

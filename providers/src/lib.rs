@@ -10,6 +10,8 @@
 pub mod fuzzing;
 pub mod mlx5;
 pub mod rxe;
+#[forbid(unsafe_code)]
+pub mod settings;
 
 use std::sync::Arc;
 

@@ -9,8 +9,6 @@
 #[path = "mlx5_common.rs"]
 mod common;
 
-// SAFETY (every `unsafe` post in this file): the SGEs point into buffers the test
-// owns and keeps alive while the rings are in use.
 use std::sync::Mutex;
 
 use common::*;
@@ -185,6 +183,8 @@ fn post_send_record(rig: &mut Rig, rec: &Value) {
             wr
         })
         .collect();
+    // SAFETY: the recorded SGEs point into the oracle's data buffer, mapped at its fixed
+    // address for the whole test (map_data); nothing else touches it meanwhile.
     unsafe { rig.ctx
         .post_send(&mut rig.qp, &wrs) }
         .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -270,6 +270,8 @@ fn post_recvs(rig: &mut Rig, upto: usize, recv_recs: &[Value]) {
                 )
             }
         };
+        // SAFETY: the recorded SGEs point into the oracle's data buffer, mapped at its fixed
+        // address for the whole test (map_data); nothing else touches it meanwhile.
         unsafe { rig.ctx
             .post_recv(&mut rig.qp, &[RecvWr { wr_id, sgl: &sgl }]) }
             .unwrap();

@@ -20,8 +20,6 @@
 #[path = "mlx5_common.rs"]
 mod common;
 
-// SAFETY (every `unsafe` post in this file): the SGEs point into the model's
-// registered buffers, which live for the whole test.
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -470,12 +468,7 @@ impl Hca {
                     self.ud_dropped += 1;
                     return;
                 }
-                let at = sq.buf + ((sq.head as u64) << sq.shift);
-                let whole = rd(at, 1 << sq.shift);
-                let next = u16::from_be_bytes([whole[2], whole[3]]) as u32 & (sq.cnt - 1);
-                let m = self.srqs.get_mut(&srqn).unwrap();
-                m.head = next;
-                m.consumed += 1;
+                let whole = self.srq_take(srqn);
                 (whole[16..].to_vec(), sq.head)
             }
             None => {
@@ -508,30 +501,25 @@ impl Hca {
             len += GRH_LEN as u32;
         }
         if let Some(d) = payload.as_deref() {
-            let mut o = 0;
-            for s in wqe.chunks_exact(16) {
-                let (n, lkey, addr) = (be32(s, 0) as usize, be32(s, 4), be64(s, 8));
-                if lkey == 0x100 || o == d.len() {
-                    break;
-                }
-                let k = n.min(d.len() - o);
-                wr(addr, &d[o..o + k]);
-                o += k;
-            }
-            assert_eq!(o, d.len(), "model: receive buffer too small");
+            scatter(&wqe, d, "receive");
         }
-        let mut c = [0u8; 64];
         // flags_rqpn: bits 28..29 = L3 header type (non-zero: a GRH was received), source QPN.
         let grh_bits: u32 = if q.ud { 2 << 28 } else { 0 };
-        c[24..28].copy_from_slice(&(grh_bits | src).to_be_bytes());
-        c[32..36].copy_from_slice(&q.uidx.to_be_bytes());
-        if let Some(i) = imm {
-            c[36..40].copy_from_slice(&i);
-        }
-        c[44..48].copy_from_slice(&len.to_be_bytes());
-        c[56..60].copy_from_slice(&qpn.to_be_bytes());
-        c[60..62].copy_from_slice(&(counter as u16).to_be_bytes());
+        let c = recv_cqe(grh_bits | src, q.uidx, imm, len, qpn, counter);
         self.push_cqe(q.cqn, c, opcode);
+    }
+
+    /// Take SRQ `srqn`'s next entry (its whole WQE) off the list: the head follows its
+    /// next-WQE index.
+    fn srq_take(&mut self, srqn: u32) -> Vec<u8> {
+        let sq = self.srqs[&srqn];
+        let at = sq.buf + ((sq.head as u64) << sq.shift);
+        let whole = rd(at, 1 << sq.shift);
+        let next = u16::from_be_bytes([whole[2], whole[3]]) as u32 & (sq.cnt - 1);
+        let m = self.srqs.get_mut(&srqn).unwrap();
+        m.head = next;
+        m.consumed += 1;
+        whole
     }
 
     /// An XRC receive: the next entry of XRC SRQ `srqn` takes the message; the CQE goes to the
@@ -542,34 +530,11 @@ impl Hca {
         let sq = self.srqs[&srqn];
         let posted = be32(&rd(sq.db, 4), 0);
         assert_ne!(posted & 0xffff, sq.consumed & 0xffff, "model: RNR (XRC SRQ {srqn:#x} empty)");
-        let at = sq.buf + ((sq.head as u64) << sq.shift);
-        let whole = rd(at, 1 << sq.shift);
-        let next = u16::from_be_bytes([whole[2], whole[3]]) as u32 & (sq.cnt - 1);
-        let m = self.srqs.get_mut(&srqn).unwrap();
-        m.head = next;
-        m.consumed += 1;
+        let whole = self.srq_take(srqn);
         if let Some(d) = data {
-            let mut o = 0;
-            for s in whole[16..].chunks_exact(16) {
-                let (n, lkey, addr) = (be32(s, 0) as usize, be32(s, 4), be64(s, 8));
-                if lkey == 0x100 || o == d.len() {
-                    break;
-                }
-                let k = n.min(d.len() - o);
-                wr(addr, &d[o..o + k]);
-                o += k;
-            }
-            assert_eq!(o, d.len(), "model: XRC receive buffer too small");
+            scatter(&whole[16..], d, "XRC receive");
         }
-        let mut c = [0u8; 64];
-        c[24..28].copy_from_slice(&src.to_be_bytes());
-        c[32..36].copy_from_slice(&srqn_uidx.to_be_bytes());
-        if let Some(i) = imm {
-            c[36..40].copy_from_slice(&i);
-        }
-        c[44..48].copy_from_slice(&len.to_be_bytes());
-        c[56..60].copy_from_slice(&XRC_TGT_QPN.to_be_bytes());
-        c[60..62].copy_from_slice(&(sq.head as u16).to_be_bytes());
+        let c = recv_cqe(src, srqn_uidx, imm, len, XRC_TGT_QPN, sq.head);
         self.push_cqe(cqn, c, opcode);
     }
 
@@ -587,6 +552,37 @@ impl Hca {
         wr(addr + 63, &c[63..]);
         cq.pi += 1;
     }
+}
+
+/// Scatter `d` over a receive WQE's data segments (`segs`, 16 bytes each), up to the first
+/// invalid-lkey (0x100) terminator; `what` names the receive when `d` does not fit.
+fn scatter(segs: &[u8], d: &[u8], what: &str) {
+    let mut o = 0;
+    for s in segs.chunks_exact(16) {
+        let (n, lkey, addr) = (be32(s, 0) as usize, be32(s, 4), be64(s, 8));
+        if lkey == 0x100 || o == d.len() {
+            break;
+        }
+        let k = n.min(d.len() - o);
+        wr(addr, &d[o..o + k]);
+        o += k;
+    }
+    assert_eq!(o, d.len(), "model: {what} buffer too small");
+}
+
+/// A responder CQE's body: flags_rqpn, the user index (or SRQ number), immediate, byte count,
+/// QP number and WQE counter (the owner byte is `push_cqe`'s).
+fn recv_cqe(flags_rqpn: u32, uidx: u32, imm: Option<[u8; 4]>, len: u32, qpn: u32, counter: u32) -> [u8; 64] {
+    let mut c = [0u8; 64];
+    c[24..28].copy_from_slice(&flags_rqpn.to_be_bytes());
+    c[32..36].copy_from_slice(&uidx.to_be_bytes());
+    if let Some(i) = imm {
+        c[36..40].copy_from_slice(&i);
+    }
+    c[44..48].copy_from_slice(&len.to_be_bytes());
+    c[56..60].copy_from_slice(&qpn.to_be_bytes());
+    c[60..62].copy_from_slice(&(counter as u16).to_be_bytes());
+    c
 }
 
 struct Pair {
@@ -824,6 +820,8 @@ fn model_end_to_end_both_directions_with_wraparound() {
             ];
             let needs_recv = matches!(kind, 1 | 2 | 3 | 4 | 8);
             if needs_recv {
+                // SAFETY: the SGEs point into the model's registered buffers, alive for the whole
+                // test.
                 unsafe { p.ctx
                     .post_recv(
                         &mut p.qp[d],
@@ -876,6 +874,7 @@ fn model_end_to_end_both_directions_with_wraparound() {
                 rkey: RKEY,
             };
             let list: Vec<SendWr> = if iter % 3 == 0 { vec![pre, w] } else { vec![w] };
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_send(&mut p.qp[s], &list) }.unwrap();
             seen_ops.insert(kind);
 
@@ -971,6 +970,7 @@ fn model_end_to_end_both_directions_with_wraparound() {
                 rkey: RKEY,
             };
             w.flags = SendFlags::SIGNALED;
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             poll_all(&mut p, 0, 1);
         }
@@ -980,6 +980,7 @@ fn model_end_to_end_both_directions_with_wraparound() {
             length: 100,
             lkey: 2,
         }];
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx
             .post_recv(
                 &mut p.qp[1],
@@ -996,6 +997,7 @@ fn model_end_to_end_both_directions_with_wraparound() {
         }];
         let mut w = SendWr::new(4243, WrOpcode::Send, &sg);
         w.flags = SendFlags::SIGNALED | SendFlags::INLINE;
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         assert_eq!(poll_all(&mut p, 0, 1)[0].wr_id, 4243);
         let r = poll_all(&mut p, 1, 1)[0];
@@ -1039,6 +1041,7 @@ fn model_error_completion_and_flow_control() {
         addr: buf.as_ptr() as u64 + 32,
         rkey: 0xbad,
     };
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
     let wc = poll_all(&mut p, 0, 1)[0];
     assert_eq!(
@@ -1053,6 +1056,7 @@ fn model_error_completion_and_flow_control() {
         rkey: RKEY,
     };
     let list = vec![w; max + 1];
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     let e = unsafe { p.ctx.post_send(&mut p.qp[0], &list) }.unwrap_err();
     assert_eq!(
         e.index, max,
@@ -1063,6 +1067,7 @@ fn model_error_completion_and_flow_control() {
     s.wr_id = 2;
     s.flags = SendFlags::SIGNALED;
     // The queue is full now; signal through a fresh QP state: poll nothing, then reset.
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     assert!(unsafe { p.ctx.post_send(&mut p.qp[0], &[s]) }.is_err());
     assert_eq!(poll_all(&mut p, 0, 0).len(), 0);
 }
@@ -1117,6 +1122,7 @@ fn model_ud_datagrams_grh_qkey_and_drops() {
                 Sge { addr: base + GRH_LEN as u64, length: 256, lkey: 2 },
             ];
             let sgl: &[Sge] = if iter % 4 < 2 { &one } else { &two };
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_recv(&mut p.qp[d], &[RecvWr { wr_id: 0x7000 + iter, sgl }]) }.unwrap();
             let sg = [Sge { addr: src.as_ptr() as u64 + iter % 7, length: len, lkey: 1 }];
             let op = if iter % 3 == 0 { WrOpcode::SendWithImm } else { WrOpcode::Send };
@@ -1127,6 +1133,7 @@ fn model_ud_datagrams_grh_qkey_and_drops() {
             }
             w.imm_data = (iter as u32 ^ 0xabcd).to_be();
             w.ud = Some(UdDest { ah: ah_num, remote_qpn: 0x100 + d as u32, remote_qkey: QKEY });
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_send(&mut p.qp[s], &[w]) }.unwrap();
             let wc = poll_all(&mut p, s, 1)[0];
             assert_eq!((wc.wr_id, wc.status, wc.opcode), (iter, WcStatus::Success, WcOpcode::Send));
@@ -1151,29 +1158,34 @@ fn model_ud_datagrams_grh_qkey_and_drops() {
         // and takes the next good datagram.
         let rb = [0u8; GRH_LEN + 64];
         let rsg = [Sge { addr: rb.as_ptr() as u64, length: rb.len() as u32, lkey: 2 }];
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_recv(&mut p.qp[1], &[RecvWr { wr_id: 0xbeef, sgl: &rsg }]) }.unwrap();
         let sg = [Sge { addr: src.as_ptr() as u64, length: 16, lkey: 1 }];
         let mut w = SendWr::new(1, WrOpcode::Send, &sg);
         w.flags = SendFlags::SIGNALED;
         w.ud = Some(UdDest { ah: ah_num, remote_qpn: 0x101, remote_qkey: QKEY ^ 1 });
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
         poll_all(&mut p, 1, 0);
         assert_eq!(p.hca.lock().unwrap().ud_dropped, 1);
         w.ud = Some(UdDest { ah: ah_num, remote_qpn: 0x101, remote_qkey: QKEY });
         w.wr_id = 2;
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         poll_all(&mut p, 0, 1);
         let r = poll_all(&mut p, 1, 1)[0];
         assert_eq!((r.wr_id, r.byte_len), (0xbeef, 16 + GRH_LEN as u32));
         // No receive posted: dropped, not an RNR stall.
         w.wr_id = 3;
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
         poll_all(&mut p, 1, 0);
         assert_eq!(p.hca.lock().unwrap().ud_dropped, 2);
         // An address handle number that does not exist is refused at post time.
         w.ud = Some(UdDest { ah: ah_num + 5, remote_qpn: 0x101, remote_qkey: QKEY });
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         let e = unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap_err();
         assert_eq!(e.index, 0);
         assert!(e.error.to_string().contains("address handle"), "{}", e.error);
@@ -1198,6 +1210,7 @@ fn model_srq_receives_in_posting_order_across_reposts() {
     let mut next_id = 0x5000u64;
     let mut post = |p: &mut Pair, srq: &mut Mlx5Srq, b: usize, posted: &mut std::collections::VecDeque<(u64, usize)>| {
         let sg = [Sge { addr: bufs[b].as_ptr() as u64, length: 64, lkey: 2 }];
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_srq_recv(srq, &[RecvWr { wr_id: next_id, sgl: &sg }]) }.unwrap();
         posted.push_back((next_id, b));
         next_id += 1;
@@ -1206,6 +1219,7 @@ fn model_srq_receives_in_posting_order_across_reposts() {
         post(&mut p, &mut srq, b, &mut posted);
     }
     let extra = [Sge { addr: bufs[7].as_ptr() as u64, length: 64, lkey: 2 }];
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     let e = unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 1, sgl: &extra }]) }.unwrap_err();
     assert_eq!(e.index, 0, "an 8th receive does not fit a 7-entry SRQ");
     let src: Vec<u8> = (0..64u8).collect();
@@ -1215,6 +1229,7 @@ fn model_srq_receives_in_posting_order_across_reposts() {
         let sg = [Sge { addr: src.as_ptr() as u64, length: len, lkey: 1 }];
         let mut w = SendWr::new(m, WrOpcode::Send, &sg);
         w.flags = SendFlags::SIGNALED;
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         assert_eq!(poll_all(&mut p, 0, 1)[0].wr_id, m);
         let r = poll_all(&mut p, 1, 1)[0];
@@ -1325,6 +1340,7 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
             let len = 1 + (m as u32 * 11) % 60;
             // SEND (with immediate every third) into the DCT's SRQ.
             let rsg = [Sge { addr: rbufs[b].as_ptr() as u64, length: 64, lkey: 2 }];
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 0x9000 + m, sgl: &rsg }]) }.unwrap();
             let sg = [Sge { addr: src.as_ptr() as u64 + m % 5, length: len, lkey: 1 }];
             let op = if m % 3 == 0 { WrOpcode::SendWithImm } else { WrOpcode::Send };
@@ -1335,6 +1351,7 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
             }
             w.imm_data = (m as u32 ^ 0x5a5a).to_be();
             w.ud = dest;
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             let wc = poll_all(&mut p, 0, 1)[0];
             assert_eq!((wc.wr_id, wc.status, wc.opcode, wc.qp_num), (m, WcStatus::Success, WcOpcode::Send, 0x100));
@@ -1357,6 +1374,7 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
             w.remote.addr = target.as_mut_ptr() as u64 + m % 64;
             w.remote.rkey = RKEY;
             w.ud = dest;
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             assert_eq!(poll_all(&mut p, 0, 1)[0].opcode, WcOpcode::RdmaWrite);
             poll_all(&mut p, 1, 0);
@@ -1367,6 +1385,7 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
             w.remote.addr = target.as_mut_ptr() as u64 + m % 64;
             w.remote.rkey = RKEY;
             w.ud = dest;
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             let wc = poll_all(&mut p, 0, 1)[0];
             assert_eq!((wc.opcode, wc.byte_len), (WcOpcode::RdmaRead, 64));
@@ -1383,6 +1402,7 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
             w.remote.rkey = RKEY;
             w.compare_add = 10;
             w.ud = dest;
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
             assert_eq!(u64::from_ne_bytes(result[..].try_into().unwrap()), 10 * k, "old value");
@@ -1396,12 +1416,15 @@ fn model_dc_dci_to_dct_send_write_read_atomic_through_the_srq() {
         let sg = [Sge { addr: src.as_ptr() as u64, length: 8, lkey: 1 }];
         let mut w = SendWr::new(1, WrOpcode::Send, &sg);
         w.ud = dest;
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         assert!(unsafe { p.ctx.post_send(&mut p.qp[1], &[w]) }.is_err(), "a DCT has no send queue");
         let rsg = [Sge { addr: rbufs[0].as_ptr() as u64, length: 64, lkey: 2 }];
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         let e = unsafe { p.ctx.post_recv(&mut p.qp[1], &[RecvWr { wr_id: 1, sgl: &rsg }]) }.unwrap_err();
         assert!(e.error.to_string().contains("SRQ"), "{}", e.error);
         // A DCI send without a destination is refused at post time.
         let bare = SendWr::new(1, WrOpcode::Send, &sg);
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         assert!(unsafe { p.ctx.post_send(&mut p.qp[0], &[bare]) }.is_err());
         p.srq = Some(srq);
         drop(ah);
@@ -1417,6 +1440,7 @@ fn model_dc_wrong_key_is_dropped_and_the_dci_errors() {
     let mut srq = p.srq.take().unwrap();
     let rbuf = vec![0u8; 64];
     let rsg = [Sge { addr: rbuf.as_ptr() as u64, length: 64, lkey: 2 }];
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 0x77, sgl: &rsg }]) }.unwrap();
     let src = [0xabu8; 16];
     let sg = [Sge { addr: src.as_ptr() as u64, length: 16, lkey: 1 }];
@@ -1425,6 +1449,7 @@ fn model_dc_wrong_key_is_dropped_and_the_dci_errors() {
     w.ud = dest;
     // The DCI with the wrong key: the DCT drops it, the DCI gets a retry-exceeded error
     // completion (on CQ 0x400, where the model puts every DCI's completions).
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_send(&mut bad, &[w]) }.unwrap();
     let wc = poll_all(&mut p, 0, 1)[0];
     assert_eq!((wc.wr_id, wc.status, wc.qp_num), (5, WcStatus::RetryExcErr, 0x102));
@@ -1438,11 +1463,13 @@ fn model_dc_wrong_key_is_dropped_and_the_dci_errors() {
     w2.remote.addr = target.as_ptr() as u64;
     w2.remote.rkey = RKEY;
     w2.ud = dest;
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_send(&mut bad, &[w2]) }.unwrap();
     assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::RetryExcErr);
     assert_eq!(target, vec![0u8; 16]);
     // The right key: the receive that stayed posted takes it.
     w.wr_id = 7;
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
     assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
     let r = poll_all(&mut p, 1, 1)[0];
@@ -1542,10 +1569,12 @@ fn model_xrc_initiator_sends_into_the_xrc_srq() {
         // Receives into the XRC SRQ (buffers 3..6), ids 300..303.
         for k in 0..3 {
             let sg = [Sge { addr: bufs.addr(3 + k), length: 256, lkey: 7 }];
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 300 + k as u64, sgl: &sg }]) }.unwrap();
         }
         // An XRC target QP has no send queue.
         let sg0 = [Sge { addr: bufs.addr(0), length: 100, lkey: 7 }];
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         let e = unsafe { p.ctx.post_send(&mut p.qp[1], &[SendWr::new(1, WrOpcode::Send, &sg0)]) }.unwrap_err();
         assert!(e.error.to_string().contains("no send queue"), "{e}");
         // SEND (gathered), SEND_WITH_IMM (inline), RDMA_WRITE_WITH_IMM, each naming the SRQ.
@@ -1562,6 +1591,7 @@ fn model_xrc_initiator_sends_into_the_xrc_srq() {
         w2.remote = uverbs::wr::RemoteAddr { addr: bufs.addr(2), rkey: RKEY };
         w2.imm_data = 0x01020304;
         w2.remote_srqn = srqn;
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w0, w1, w2]) }.unwrap();
         // The WQEs carry the XRC segment right after the control segment.
         let (qbuf, _) = p.qp[0].addrs();
@@ -1587,11 +1617,13 @@ fn model_xrc_initiator_sends_into_the_xrc_srq() {
         // The entries went back to the SRQ's free list: more receives post and complete.
         for k in 0..3 {
             let sg = [Sge { addr: bufs.addr(3 + k), length: 256, lkey: 7 }];
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 400 + k as u64, sgl: &sg }]) }.unwrap();
         }
         let mut w = SendWr::new(20, WrOpcode::Send, &sg1);
         w.flags = SendFlags::SIGNALED;
         w.remote_srqn = srqn;
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         poll_all(&mut p, 0, 1);
         assert_eq!(poll_all(&mut p, 1, 1)[0].wr_id, 400);
@@ -1609,6 +1641,7 @@ fn model_xrc_send_to_an_unknown_srqn_completes_in_error() {
     let mut w = SendWr::new(77, WrOpcode::Send, &sg);
     w.flags = SendFlags::SIGNALED;
     w.remote_srqn = srqn + 1; // no such SRQ at the target
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
     let s = poll_all(&mut p, 0, 1);
     assert_eq!((s[0].wr_id, s[0].status), (77, WcStatus::RemInvReqErr));
@@ -1644,12 +1677,14 @@ fn model_dc_dci_streams_reach_the_device_per_request() {
     let rsg = [Sge { addr: rbuf.as_mut_ptr() as u64, length: 64, lkey: 2 }];
     let mut want = Vec::new();
     for m in 0..6u16 {
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: u64::from(m), sgl: &rsg }]) }.unwrap();
         let mut w = SendWr::new(u64::from(m), WrOpcode::Send, &sg);
         w.flags = SendFlags::SIGNALED;
         w.ud = dest;
         w.dci_stream = m % 4; // perftest's rotation for --log_active_dci_streams 2
         want.push(m % 4);
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         assert_eq!(poll_all(&mut p, 0, 1)[0].status, WcStatus::Success);
         assert_eq!(poll_all(&mut p, 1, 1)[0].wr_id, u64::from(m));
@@ -1667,6 +1702,7 @@ fn model_dc_dci_streams_reach_the_device_per_request() {
         ws.push(w);
         want.push(st);
     }
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_send(&mut p.qp[0], &ws) }.unwrap();
     assert_eq!(poll_all(&mut p, 0, 1)[0].wr_id, 102);
     assert_eq!(&target[..16], &src[..]);
@@ -1689,11 +1725,13 @@ fn model_dc_dct_receives_resolve_under_cqe_version_0() {
     let src: Vec<u8> = (0..32u8).collect();
     for m in 0..4u64 {
         let rsg = [Sge { addr: rbuf.as_mut_ptr() as u64, length: 64, lkey: 2 }];
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_srq_recv(&mut srq, &[RecvWr { wr_id: 0x700 + m, sgl: &rsg }]) }.unwrap();
         let sg = [Sge { addr: src.as_ptr() as u64, length: 32, lkey: 1 }];
         let mut w = SendWr::new(m, WrOpcode::Send, &sg);
         w.flags = SendFlags::SIGNALED;
         w.ud = dest;
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         let wc = poll_all(&mut p, 0, 1)[0];
         assert_eq!((wc.wr_id, wc.qp_num), (m, 0x100));
@@ -2066,12 +2104,14 @@ fn model_crypto_umr_then_write_send_read_move_the_mapped_bytes() {
         // 1. UMR maps A (plaintext), then a signaled WRITE of the whole mkey: the remote gets
         //    ciphertext; only the WRITE completes.
         let map_a = Sge { addr: a, length: 2048, lkey: 1 };
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map_a, RR_RW_LW, &attr, &dek) }.unwrap();
         let umr_at = p.qp[0].sq_cur_post() - 4;
         let sg = via_mkey(0, 2048);
         let mut w = SendWr::new(0x501, WrOpcode::RdmaWrite, &sg);
         w.flags = SendFlags::SIGNALED;
         w.remote = uverbs::wr::RemoteAddr { addr: remote, rkey: RKEY };
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
         let wc = poll_all(&mut p, 0, 1)[0];
         assert_eq!((wc.wr_id, wc.status, wc.opcode), (0x501, WcStatus::Success, WcOpcode::RdmaWrite));
@@ -2087,10 +2127,12 @@ fn model_crypto_umr_then_write_send_read_move_the_mapped_bytes() {
         // 2. UMR maps the empty buffer `back`; READ the ciphertext through the mkey: the
         //    device decrypts on the way into memory.
         let map_back = Sge { addr: back, length: 2048, lkey: 1 };
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map_back, RR_RW_LW, &attr, &dek) }.unwrap();
         let mut r = SendWr::new(0x502, WrOpcode::RdmaRead, &sg);
         r.flags = SendFlags::SIGNALED;
         r.remote = uverbs::wr::RemoteAddr { addr: remote, rkey: RKEY };
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[r]) }.unwrap();
         let wc = poll_all(&mut p, 0, 1)[0];
         assert_eq!((wc.wr_id, wc.status, wc.opcode, wc.byte_len), (0x502, WcStatus::Success, WcOpcode::RdmaRead, 2048));
@@ -2098,12 +2140,15 @@ fn model_crypto_umr_then_write_send_read_move_the_mapped_bytes() {
 
         // 3. Another DEK, a SEND of the second data unit (mkey offset 512): the receiver gets
         //    that unit's ciphertext under DEK 2 and tweak + 1.
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map_a, RR_RW_LW, &attr, &dek2) }.unwrap();
         let rsg = [Sge { addr: rbuf, length: 2048, lkey: 2 }];
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_recv(&mut p.qp[1], &[RecvWr { wr_id: 0x900, sgl: &rsg }]) }.unwrap();
         let ssg = via_mkey(512, 512);
         let mut s = SendWr::new(0x503, WrOpcode::Send, &ssg);
         s.flags = SendFlags::SIGNALED;
+        // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
         unsafe { p.ctx.post_send(&mut p.qp[0], &[s]) }.unwrap();
         assert_eq!(poll_all(&mut p, 0, 1)[0].wr_id, 0x503);
         let rwc = poll_all(&mut p, 1, 1)[0];
@@ -2130,6 +2175,7 @@ fn model_crypto_request_on_an_unconfigured_mkey_is_a_local_protection_error() {
     let mut w = SendWr::new(0x77, WrOpcode::RdmaWrite, &sg);
     w.flags = SendFlags::SIGNALED;
     w.remote = uverbs::wr::RemoteAddr { addr: remote.as_ptr() as u64, rkey: RKEY };
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
     let wc = poll_all(&mut p, 0, 1)[0];
     assert_eq!((wc.wr_id, wc.status, wc.vendor_err), (0x77, WcStatus::LocProtErr, 0x88));
@@ -2141,11 +2187,13 @@ fn model_crypto_request_on_an_unconfigured_mkey_is_a_local_protection_error() {
     let src = vec![5u8; 256];
     let map = Sge { addr: src.as_ptr() as u64, length: 256, lkey: 1 };
     let attr = perftest_crypto_attr(512);
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[1], &mut mkey, &map, RR_RW_LW, &attr, &Mlx5Dek::detached(9)) }.unwrap();
     let sg = [Sge { addr: 200, length: 64, lkey: CRYPTO_MKEY + 0x100 }];
     let mut w = SendWr::new(0x78, WrOpcode::RdmaWrite, &sg);
     w.flags = SendFlags::SIGNALED;
     w.remote = uverbs::wr::RemoteAddr { addr: remote.as_ptr() as u64, rkey: RKEY };
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     unsafe { p.ctx.post_send(&mut p.qp[1], &[w]) }.unwrap();
     let wc = poll_all(&mut p, 1, 1)[0];
     assert_eq!((wc.wr_id, wc.status), (0x78, WcStatus::LocProtErr));
@@ -2164,19 +2212,23 @@ fn model_crypto_umr_refusals_happen_at_post_and_touch_nothing() {
     let before = p.qp[0].sq_cur_post();
     // An mkey created for 0 entries cannot take the one range: too many entries.
     let mut none = Mlx5CryptoMkey::detached(CRYPTO_MKEY, 0);
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     let e = unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut none, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
     assert_eq!((e.index, e.error.errno), (0, Some(libc::ENOMEM)));
     assert!(e.error.to_string().contains("layout entries"), "{}", e.error);
     let mut mkey = Mlx5CryptoMkey::detached(CRYPTO_MKEY, 1);
     let mut bad = attr;
     bad.data_unit_size = 1000;
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     let e = unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map, RR_RW_LW, &bad, &dek) }.unwrap_err();
     assert_eq!(e.error.errno, Some(libc::EINVAL));
     assert!(e.error.to_string().contains("data unit size 1000"), "{}", e.error);
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     let e = unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map, 0x20, &attr, &dek) }.unwrap_err();
     assert_eq!(e.error.errno, Some(libc::EINVAL));
     // A variant byte the device cannot update (the oracle context has no MKEY_UPDATE_TAG).
     let mut tagged = Mlx5CryptoMkey::detached(CRYPTO_MKEY | 0x07, 1);
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     let e = unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut tagged, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
     assert_eq!(e.error.errno, Some(libc::EOPNOTSUPP));
     assert_eq!(p.qp[0].sq_cur_post(), before, "nothing posted");
@@ -2186,12 +2238,14 @@ fn model_crypto_umr_refusals_happen_at_post_and_touch_nothing() {
     // Only RC QPs take a UMR.
     let caps = crypto_caps(8);
     let mut ud = create_pair_ex(QpType::Ud, caps, 15, true, None);
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     let e = unsafe { ud.ctx.post_crypto_mkey_configure(&mut ud.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
     assert_eq!(e.error.errno, Some(libc::EOPNOTSUPP));
     assert!(e.error.to_string().contains("RC"), "{}", e.error);
     // A QP with too little inline room for translation + BSF.
     let small = QpCaps { max_inline_data: 60, ..caps };
     let mut sp = create_pair(small, 15, true);
+    // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
     let e = unsafe { sp.ctx.post_crypto_mkey_configure(&mut sp.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &dek) }.unwrap_err();
     assert_eq!(e.error.errno, Some(libc::ENOMEM));
 }
@@ -2216,10 +2270,12 @@ fn model_crypto_umr_wqes_wrap_at_the_sq_end() {
             let map = Sge { addr: src.as_ptr() as u64, length: 1024, lkey: 1 };
             let at = p.qp[0].sq_cur_post() & (sq_cnt - 1);
             wrapped_umr_seen |= at + 4 > sq_cnt;
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &dek) }.unwrap();
             let mut w = SendWr::new(iter, WrOpcode::RdmaWrite, &sg);
             w.flags = SendFlags::SIGNALED;
             w.remote = uverbs::wr::RemoteAddr { addr: remote.as_ptr() as u64, rkey: RKEY };
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             let wc = poll_all(&mut p, 0, 1)[0];
             assert_eq!((wc.wr_id, wc.status), (iter, WcStatus::Success));
@@ -2246,6 +2302,7 @@ fn model_crypto_signaled_umr_completes_as_driver1() {
         let mut remote = vec![0u8; 1024];
         let map = Sge { addr: plain.as_ptr() as u64, length: 1024, lkey: 1 };
         for round in 0..3u64 {
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_crypto_mkey_configure(&mut p.qp[0], &mut mkey, &map, RR_RW_LW, &attr, &Mlx5Dek::detached(0x40)) }.unwrap();
             let umr_at = p.qp[0].sq_cur_post() - 4;
             let sq = p.qp[0].geo.sq_offset as u64 + p.qp[0].addrs().0;
@@ -2260,6 +2317,7 @@ fn model_crypto_signaled_umr_completes_as_driver1() {
             let sg = [Sge { addr: 0, length: 1024, lkey: CRYPTO_MKEY }];
             let mut w = SendWr::new(0x600 + round, WrOpcode::RdmaWrite, &sg);
             w.remote = uverbs::wr::RemoteAddr { addr: remote.as_mut_ptr() as u64, rkey: RKEY };
+            // SAFETY: the SGEs point into the model's registered buffers, alive for the whole test.
             unsafe { p.ctx.post_send(&mut p.qp[0], &[w]) }.unwrap();
             let wc = poll_all(&mut p, 0, 1)[0];
             assert_eq!((wc.wr_id, wc.status, wc.opcode), (0x600 + round, WcStatus::Success, WcOpcode::RdmaWrite));

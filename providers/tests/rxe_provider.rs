@@ -3,8 +3,6 @@
 //! finish_* mmaps them exactly as it would map rxe's cookies, and every doorbell or
 //! REQ_NOTIFY_CQ write() lands at the memfd's file position, where the test reads it back.
 
-// SAFETY (every `unsafe` post in this file): the SGEs point into buffers the test
-// owns and keeps alive while the rings are in use.
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
@@ -19,17 +17,9 @@ use uverbs::provider::{
 };
 use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, WcOpcode, WorkCompletion, WrOpcode};
 
-/// Mock-kernel byte access. SAFETY (for both): the mock touches only slots the ring protocol
-/// gives it (between consumer and producer for WQEs; its own free slots for CQEs), so the
-/// provider never accesses the same bytes at the same time.
-fn rd<R: RingAccess>(r: &R, off: usize, out: &mut [u8]) {
-    // SAFETY: see above.
-    unsafe { r.read_bytes(off, out) }
-}
-fn wr_bytes<R: RingAccess>(r: &R, off: usize, data: &[u8]) {
-    // SAFETY: see above.
-    unsafe { r.write_bytes(off, data) }
-}
+#[path = "rxe_common.rs"]
+mod common;
+use common::{rc_attr, rd, wr_bytes};
 
 const CQ_OFF: u64 = 1 << 20;
 const SQ_OFF: u64 = CQ_OFF + 4096;
@@ -126,18 +116,7 @@ fn provider_end_to_end_over_a_memfd() {
     assert_eq!(cq.capacity(), 15);
 
     // QP: no driver request, 32-byte response {rq_mi, sq_mi}.
-    let attr = QpInitAttr {
-        qp_type: QpType::Rc,
-        caps: QpCaps {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-        uses_srq: false,
-    };
+    let attr = rc_attr(false);
     let (prep, ud) = rxe.prepare_qp(&attr).unwrap();
     assert_eq!((ud.req.len(), ud.resp_len), (0, 32));
     let mut resp = [0u8; 32];
@@ -167,9 +146,11 @@ fn provider_end_to_end_over_a_memfd() {
     };
 
     // Before RTS: refused, nothing written, no syscall.
+    // SAFETY: the SGEs point into buffers the test owns and keeps alive while the rings are in use.
     assert!(unsafe { rxe.post_send(&mut qp, &[wr]) }.is_err());
     assert_eq!(written(&fd), 0);
     rxe.qp_state_changed(&mut qp, QpState::Init);
+    // SAFETY: the SGEs point into buffers the test owns and keeps alive while the rings are in use.
     unsafe { rxe.post_recv(&mut qp, &[RecvWr { wr_id: 5, sgl: &sg }]) }
         .unwrap();
     assert_eq!(krq.load_u32(QB_PRODUCER_INDEX), 1);
@@ -182,6 +163,7 @@ fn provider_end_to_end_over_a_memfd() {
     w2.wr_id = 43;
     let mut w3 = wr;
     w3.wr_id = 44;
+    // SAFETY: the SGEs point into buffers the test owns and keeps alive while the rings are in use.
     unsafe { rxe.post_send(&mut qp, &[wr, w2, w3]) }.unwrap();
     assert_eq!(written(&fd), 32);
     let db = pread(&fd, 0, 32);
@@ -220,6 +202,7 @@ fn provider_end_to_end_over_a_memfd() {
     assert_eq!(rxe.poll_cq(&mut cq, &mut wcs).unwrap(), 0);
 
     // An empty post is a no-op: no doorbell.
+    // SAFETY: the SGEs point into buffers the test owns and keeps alive while the rings are in use.
     unsafe { rxe.post_send(&mut qp, &[]) }.unwrap();
     assert_eq!(written(&fd), 32);
 
@@ -254,6 +237,7 @@ fn provider_end_to_end_over_a_memfd() {
         )
         .unwrap();
     assert_eq!(srq.srq_num(), 0x33);
+    // SAFETY: the SGEs point into buffers the test owns and keeps alive while the rings are in use.
     unsafe { rxe.post_srq_recv(&mut srq, &[RecvWr { wr_id: 9, sgl: &sg }]) }
         .unwrap();
     assert_eq!(ksrq.load_u32(QB_PRODUCER_INDEX), 1);
@@ -268,6 +252,7 @@ fn provider_end_to_end_over_a_memfd() {
     let _k2 = kernel_ring(&fd, SQ_OFF + 4 * 4096, 8, 8);
     let mut sqp = rxe.finish_qp(prep, &sattr, &created, &resp).unwrap();
     assert_eq!(sqp.recv_capacity(), 0);
+    // SAFETY: the SGEs point into buffers the test owns and keeps alive while the rings are in use.
     assert!(unsafe { rxe
         .post_recv(&mut sqp, &[RecvWr { wr_id: 1, sgl: &sg }]) }
         .is_err());

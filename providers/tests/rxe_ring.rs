@@ -14,17 +14,9 @@ use uverbs::wr::{
     WrOpcode,
 };
 
-/// Mock-kernel byte access. SAFETY (for both): the mock touches only slots the ring protocol
-/// gives it (between consumer and producer for WQEs; its own free slots for CQEs), so the
-/// provider never accesses the same bytes at the same time.
-fn rd<R: RingAccess>(r: &R, off: usize, out: &mut [u8]) {
-    // SAFETY: see above.
-    unsafe { r.read_bytes(off, out) }
-}
-fn wr_bytes<R: RingAccess>(r: &R, off: usize, data: &[u8]) {
-    // SAFETY: see above.
-    unsafe { r.write_bytes(off, data) }
-}
+#[path = "rxe_common.rs"]
+mod common;
+use common::{rc_attr, rd, wr_bytes};
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_ne_bytes(b[off..off + 4].try_into().unwrap())
@@ -150,21 +142,6 @@ impl MockKernel {
     }
 }
 
-fn rc_attr(uses_srq: bool) -> QpInitAttr {
-    QpInitAttr {
-        qp_type: QpType::Rc,
-        caps: QpCaps {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-        uses_srq,
-    }
-}
-
 /// A QP with an 8-slot SQ (256-byte slots: the kernel's size for 1 SGE / 16 inline), an 8-slot
 /// RQ (64-byte slots), a CQ of `cq_slots` 128-byte slots; what 6.1 creates for max_*_wr = 4.
 fn setup(cq_slots: u32) -> (RxeQp<HeapRing>, RxeCq<HeapRing>, MockKernel) {
@@ -285,6 +262,8 @@ fn wraparound_many_times_the_depth() {
 
 #[test]
 fn full_queue_is_an_error_and_never_overwrites() {
+    // The hint names the knob; with the ib_* tools' spelling installed it also names the flag.
+    uverbs::knob::set_spelling(Some(|k| (k == uverbs::knob::Knob::SendDepth).then_some("-t")));
     let (mut qp, _cq, mut k) = setup(16);
     let sg = [BUF];
     let mut doorbells = 0;
@@ -300,7 +279,7 @@ fn full_queue_is_an_error_and_never_overwrites() {
     assert!(
         e.error
             .to_string()
-            .contains("send queue full: 7 outstanding; raise -t / poll completions"),
+            .contains("send queue full: 7 outstanding; raise the send queue depth (-t) / poll completions"),
         "{}",
         e.error
     );

@@ -212,10 +212,14 @@ WANT_MODS=(
   configfs ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm rdma_rxe
   9p 9pnet_virtio
   sch_netem sch_tbf sch_prio sch_ingress cls_u32 act_gact virtio_console
+  crc32c_generic sctp
 )
 # (the qdisc/classifier modules serve tests/vm/cluster.sh's fault injection:
 #  netem delay/loss, tbf rate limits, u32 drop filters; virtio_console
 #  carries its out-of-band agent)
+# (sctp: qperf's sctp_bw/sctp_lat in cases/80-qperf.sh; its libcrc32c asks the
+#  crypto API for "crc32c" at load, and crc32c-intel needs SSE4.2, which the TCG
+#  CPU lacks, so crc32c_generic goes first, as crc32_generic does for rxe)
 declare -A MODPATH MODDEPS SEEN
 while IFS= read -r line; do   # pure bash: ~4000 lines, no subshells
     path=${line%%:*}; deps=${line#*:}

@@ -21,12 +21,16 @@ pub mod discovery;
 #[forbid(unsafe_code)]
 pub mod error;
 pub mod ioctl;
+#[forbid(unsafe_code)]
+pub mod knob;
 pub mod objects;
 #[forbid(unsafe_code)]
 pub mod sys;
 pub mod device;
 pub mod provider;
 pub mod queries;
+#[forbid(unsafe_code)]
+pub mod settings;
 #[forbid(unsafe_code)]
 pub mod wr;
 pub mod cm;

@@ -43,14 +43,14 @@ fn gid_text(g: &[u8; 16]) -> String {
     g.chunks(2).map(|c| format!("{:02x}{:02x}", c[0], c[1])).collect::<Vec<_>>().join(":")
 }
 
-/// Report a destroy failure from `Drop`: once per process, on stderr; EIO is success.
+/// Report a destroy failure from `Drop`: once per process, as a warning; EIO is success.
 fn report_drop(r: Result<()>) {
     if let Err(e) = r {
         if e.errno == Some(libc::EIO) {
             return;
         }
         if !TEARDOWN_ERROR_LOGGED.swap(true, Ordering::Relaxed) {
-            eprintln!("rperftest: warning: {e} (further teardown errors are not shown)");
+            crate::settings::warn(format!("{e} (further teardown errors are not shown)"));
         }
     }
 }
@@ -145,9 +145,9 @@ impl<P: Provider> std::fmt::Debug for Context<P> {
 }
 
 impl<P: Provider> Context<P> {
-    /// Open `dev` with the transport chosen by `RPERFTEST_VERBS_TRANSPORT` (default write).
+    /// Open `dev` with the transport the program installed ([`crate::settings`]; default write).
     pub fn open(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        Self::open_with(dev, Transport::from_env())
+        Self::open_with(dev, crate::settings::current().transport)
     }
 
     /// Open `/dev/infiniband/<dev.uverbs>`, run GET_CONTEXT with the provider's driver data and
@@ -160,7 +160,7 @@ impl<P: Provider> Context<P> {
     /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need. Fails with
     /// `EOPNOTSUPP` where the provider has no DEVX (rxe).
     pub fn open_devx(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        Self::open_impl(dev, Transport::from_env(), true)
+        Self::open_impl(dev, crate::settings::current().transport, true)
     }
 
     fn open_impl(dev: &DeviceDesc, transport: Transport, devx: bool) -> Result<Arc<Self>> {
@@ -186,7 +186,7 @@ impl<P: Provider> Context<P> {
         let c = Cmd { fd: fd.as_fd(), transport, driver_id: P::DRIVER_ID };
         if transport == Transport::Ioctl && !cmd::invoke_write_probe(fd.as_fd(), P::DRIVER_ID)? {
             return Err(Error::msg(what, "the kernel has no uverbs ioctl interface")
-                .with_hint("use the write transport (unset RPERFTEST_VERBS_TRANSPORT)"));
+                .with_hint(format!("use the {}", crate::knob::named(crate::knob::Knob::WriteTransport))));
         }
         let created = cmd::get_context(&c, &udata)?;
         let provider = if devx {
@@ -462,7 +462,10 @@ impl MmapBuf {
         let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
         if p == libc::MAP_FAILED && hugepages {
             return Err(Error::last_os(what)
-                .with_hint("no free huge pages: reserve some (echo N > /proc/sys/vm/nr_hugepages) or run without --use_hugepages"));
+                .with_hint(format!(
+                    "no free huge pages: reserve some (echo N > /proc/sys/vm/nr_hugepages) or run without {}",
+                    crate::knob::named(crate::knob::Knob::HugePages)
+                )));
         }
         // SAFETY: `p` is mmap's answer for `len` bytes, checked for MAP_FAILED by `adopt`.
         unsafe { Self::adopt(p, len, what) }

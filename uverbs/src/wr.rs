@@ -259,8 +259,9 @@ impl WcStatus {
             Unknown(_) => "UNKNOWN",
         }
     }
-    /// What usually causes this status, phrased as something the user can check.
-    pub fn likely_cause(self) -> &'static str {
+    /// What usually causes this status, phrased as something the user can check (knobs named
+    /// as in [`crate::knob`]).
+    pub fn likely_cause(self) -> String {
         use WcStatus::*;
         match self {
             Success => "no error",
@@ -274,7 +275,12 @@ impl WcStatus {
             RemInvReqErr => "the peer rejected the request: size beyond its limits or an opcode its QP does not allow",
             RemAccessErr => "the peer rejected the rkey or address: check the exchanged rkey/vaddr and the MR's remote access flags",
             RemOpErr => "the peer could not complete the operation (its receive or memory failed)",
-            RetryExcErr => "no ACK from the peer: check the GID index (-x), the MTU, the route and that the peer is alive",
+            RetryExcErr => {
+                return format!(
+                    "no ACK from the peer: check the {}, the MTU, the route and that the peer is alive",
+                    crate::knob::named(crate::knob::Knob::GidIndex)
+                )
+            }
             RnrRetryExcErr => "the peer had no receive posted (receiver not ready): post receives before the sender starts",
             RemAbortErr => "the peer aborted the operation",
             FatalErr => "the device reported a fatal error",
@@ -285,6 +291,7 @@ impl WcStatus {
             }
             Unknown(_) => "a status this tool does not know",
         }
+        .to_string()
     }
 }
 

@@ -28,8 +28,8 @@
 //!
 //! Layout: `types` (the enums), `error` (outcome, errors, notices), `fields` (the [`Params`]
 //! record and its defaults), `parse` (the driver), `apply` (one option into the record),
-//! `derive` (`force_dependecies()`), and one module per feature with derivations of its own
-//! (`aes`, `dc`, `xrc`, `rate`, `cqe`).
+//! `derive` (`force_dependecies()`), one module per feature with derivations of its own (`aes`,
+//! `dc`, `xrc`, `rate`, `cqe`), and `knobs` (the library's knobs in perftest's spelling).
 
 pub mod aes;
 mod apply;
@@ -39,6 +39,8 @@ mod derive;
 mod error;
 mod fields;
 mod getopt;
+#[forbid(unsafe_code)]
+pub mod knobs;
 mod parse;
 pub mod persona;
 pub mod rate;

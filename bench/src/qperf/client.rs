@@ -133,12 +133,12 @@ pub fn run_test(st: &mut State, test: &str) -> Result<(), Fatal> {
     }
 }
 
-/// sctp/sdp/rds: the request goes out and the server answers (a stock server without the
+/// sdp/rds: the request goes out and the server answers (a stock server without the
 /// protocol with an error); we have no client side for these.
 fn run_other(st: &mut State, index: u16, test: &str) -> Result<(), Fatal> {
     warn_unused(st, test);
     let ctrl = open(st, index)?;
-    let kind = if test.starts_with("sctp") { "SCTP" } else if test.starts_with("sdp") { "SDP" } else { "RDS" };
+    let kind = if test.starts_with("sdp") { "SDP" } else { "RDS" };
     ctrl.recv("port", 4).map_err(report)?;
     Err(Fatal(format!("could not make {kind} connection to server (rperftest qperf has no {kind} client)")))
 }

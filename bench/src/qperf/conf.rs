@@ -42,7 +42,7 @@ pub fn cpu_string(cpuinfo: &str) -> String {
         clean_model(q)
     };
     let mut speed = String::new();
-    if !mixed && !(name.len() >= 3 && name.ends_with("Hz")) {
+    if !(mixed || name.len() >= 3 && name.ends_with("Hz")) {
         if let Some(v) = mhz.and_then(after_colon) {
             let digits: String = v.trim_start().chars().take_while(char::is_ascii_digit).collect();
             let freq: i64 = digits.parse().unwrap_or(0);

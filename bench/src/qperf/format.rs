@@ -46,7 +46,7 @@ impl Verbosity {
             return true;
         }
         // NaN compares false: not shown, like any value that is not positive.
-        if !(value > 0.0) {
+        if value.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return false;
         }
         match class {
@@ -101,7 +101,7 @@ pub fn commify(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + int.len() / 3);
     out.push_str(&s[..start]);
     for (i, c) in int.chars().enumerate() {
-        if i > 0 && (int.len() - i) % 3 == 0 {
+        if i > 0 && (int.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -262,14 +262,14 @@ impl Table {
 /// `value` as (n, unit) if it is a whole number of KiB, MiB, GiB or TiB (the largest that is
 /// exact), else None.
 fn nice_1024(value: u64) -> Option<(u64, &'static str)> {
-    if value < 1024 || value % 1024 != 0 {
+    if value < 1024 || !value.is_multiple_of(1024) {
         return None;
     }
     let table = ["KiB", "MiB", "GiB", "TiB"];
     let mut v = value / 1024;
     let mut n = 0;
     while v >= 1024 && n + 1 < table.len() {
-        if v % 1024 != 0 {
+        if !v.is_multiple_of(1024) {
             // Stock qperf gives up here rather than stopping at the last exact unit.
             return None;
         }

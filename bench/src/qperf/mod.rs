@@ -2,8 +2,8 @@
 //! that talks to a stock qperf on either side. See docs/qperf.md for what it covers and
 //! where it differs.
 //!
-//! The socket tests (tcp/udp bw and lat), conf, quit and the RDMA tests (rc/uc/ud, with
-//! rdma_cm for RC) are implemented; SCTP, SDP, RDS and XRC are not.
+//! The socket tests (tcp/sctp/udp bw and lat), conf, quit and the RDMA tests (rc/uc/ud, with
+//! rdma_cm for RC) are implemented; SDP, RDS and XRC are not.
 
 #[forbid(unsafe_code)]
 pub mod clock;
@@ -17,10 +17,14 @@ pub mod ctrl;
 pub mod format;
 #[forbid(unsafe_code)]
 pub mod options;
+#[forbid(unsafe_code)]
+pub mod pars;
 // Only rdma::rig has unsafe (posting over its MR); the rest of rdma forbids it.
 pub mod rdma;
 #[forbid(unsafe_code)]
 pub mod results;
+#[forbid(unsafe_code)]
+pub mod sctp;
 #[forbid(unsafe_code)]
 pub mod server;
 #[forbid(unsafe_code)]

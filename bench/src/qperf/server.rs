@@ -118,7 +118,6 @@ fn handle(ctrl: &mut Ctrl, opts: &ServerOpts) -> Result<End, CtrlError> {
             ctrl.wait_close(ctrl.timeout);
             Ok(End::Quit)
         }
-        "sctp_bw" | "sctp_lat" => Err(CtrlError::local("unable to make SCTP socket")),
         "sdp_bw" | "sdp_lat" => Err(CtrlError::local("unable to make SDP socket")),
         "rds_bw" | "rds_lat" => Err(CtrlError::local("socket failed: Address family not supported by protocol")),
         other => {

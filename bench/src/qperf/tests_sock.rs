@@ -1,6 +1,7 @@
-//! The socket tests (tcp_bw, tcp_lat, udp_bw, udp_lat): the server and client halves of the
-//! data phase, counting as stock qperf counts (fact sheet §1.3: bw tests count full blocks on
-//! each side, latency tests count each message both ways).
+//! The socket tests (tcp_bw, tcp_lat, sctp_bw, sctp_lat, udp_bw, udp_lat): the server and
+//! client halves of the data phase, counting as stock qperf counts (fact sheet §1.3: bw tests
+//! count full blocks on each side, latency tests count each message both ways). SCTP runs the
+//! TCP code over an SCTP stream socket (sctp.rs), as stock qperf does.
 //!
 //! Stock qperf stops each side on a SIGALRM timer. Here every socket has a short timeout and
 //! each side checks its own end condition between calls: the duration, the message count
@@ -17,6 +18,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use super::clock::get_times;
 use super::ctrl::{Ctrl, CtrlError};
 use super::results::Measure;
+use super::sctp;
 use super::wire::{decode_port, encode_port, Req, Stat, SYNC_AFTER, SYNC_BEFORE, PORT_LEN, STAT_LEN};
 
 /// How often a blocked data call comes back to check the end condition.
@@ -29,6 +31,8 @@ const UDP_IDLE: Duration = Duration::from_secs(1);
 pub enum SockTest {
     TcpBw,
     TcpLat,
+    SctpBw,
+    SctpLat,
     UdpBw,
     UdpLat,
 }
@@ -38,6 +42,8 @@ impl SockTest {
         Some(match name {
             "tcp_bw" => SockTest::TcpBw,
             "tcp_lat" => SockTest::TcpLat,
+            "sctp_bw" => SockTest::SctpBw,
+            "sctp_lat" => SockTest::SctpLat,
             "udp_bw" => SockTest::UdpBw,
             "udp_lat" => SockTest::UdpLat,
             _ => return None,
@@ -46,26 +52,32 @@ impl SockTest {
     pub fn default_size(self) -> u32 {
         match self {
             SockTest::TcpBw => 64 * 1024,
-            SockTest::UdpBw => 32 * 1024,
-            SockTest::TcpLat | SockTest::UdpLat => 1,
+            SockTest::SctpBw | SockTest::UdpBw => 32 * 1024,
+            SockTest::TcpLat | SockTest::SctpLat | SockTest::UdpLat => 1,
         }
     }
     pub fn measure(self) -> Measure {
         match self {
-            SockTest::TcpBw => Measure::Bandwidth,
+            SockTest::TcpBw | SockTest::SctpBw => Measure::Bandwidth,
             SockTest::UdpBw => Measure::BandwidthSr,
-            SockTest::TcpLat | SockTest::UdpLat => Measure::Latency,
+            SockTest::TcpLat | SockTest::SctpLat | SockTest::UdpLat => Measure::Latency,
         }
     }
     pub fn is_bw(self) -> bool {
-        matches!(self, SockTest::TcpBw | SockTest::UdpBw)
+        matches!(self, SockTest::TcpBw | SockTest::SctpBw | SockTest::UdpBw)
     }
     fn is_udp(self) -> bool {
         matches!(self, SockTest::UdpBw | SockTest::UdpLat)
     }
-    fn kind(self) -> &'static str {
+    fn is_sctp(self) -> bool {
+        matches!(self, SockTest::SctpBw | SockTest::SctpLat)
+    }
+    /// The protocol's name in stock qperf's messages.
+    pub fn kind(self) -> &'static str {
         if self.is_udp() {
             "UDP"
+        } else if self.is_sctp() {
+            "SCTP"
         } else {
             "TCP"
         }
@@ -241,10 +253,11 @@ pub fn serve(test: SockTest, ctrl: &Ctrl, req: &Req, stat: &mut Stat) -> Result<
         }
         stat.time_e = get_times();
     } else {
-        let listener = TcpListener::bind(&wildcard(port)[..]).map_err(|_| unable())?;
+        let listener = if test.is_sctp() { sctp::listen(&wildcard(port)) } else { TcpListener::bind(&wildcard(port)[..]) }
+            .map_err(|_| unable())?;
         let port = listener.local_addr().map_err(|e| local_err("getsockname failed", e))?.port();
         ctrl.send("port", &encode_port(port))?;
-        let mut s = accept_within(&listener, ctrl.timeout)?;
+        let mut s = accept_within(&listener, test.kind(), ctrl.timeout)?;
         set_buf_size(&s, req.sock_buf_size)?;
         drop(listener);
         set_slices(&s)?;
@@ -262,7 +275,7 @@ pub fn serve(test: SockTest, ctrl: &Ctrl, req: &Req, stat: &mut Stat) -> Result<
                 }
                 Io::Stopped | Io::Closed => break,
             }
-            if test == SockTest::TcpLat {
+            if !test.is_bw() {
                 match write_full(&mut s, &buf, &mut stop) {
                     Io::Full(n) => {
                         stat.s.bytes += n as u64;
@@ -285,12 +298,12 @@ fn set_slices(s: &TcpStream) -> Result<(), CtrlError> {
     s.set_write_timeout(Some(SLICE)).map_err(|e| local_err("setsockopt failed", e))
 }
 
-fn accept_within(l: &TcpListener, timeout: Duration) -> Result<TcpStream, CtrlError> {
+fn accept_within(l: &TcpListener, kind: &str, timeout: Duration) -> Result<TcpStream, CtrlError> {
     let deadline = Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(CtrlError::local("failed to accept TCP connection: timed out"));
+            return Err(CtrlError::local(format!("failed to accept {kind} connection: timed out")));
         }
         let mut fds = [PollFd::new(l.as_fd(), PollFlags::POLLIN)];
         let ms = left.as_millis().clamp(1, 60_000) as u16;
@@ -359,7 +372,8 @@ pub fn run_client(test: SockTest, ctrl: &Ctrl, plan: &Plan, stat: &mut Stat) -> 
         }
         stat.time_e = get_times();
     } else {
-        let mut s = TcpStream::connect_timeout(&to, ctrl.timeout).map_err(|_| cannot())?;
+        let mut s = if test.is_sctp() { sctp::connect(&to, ctrl.timeout) } else { TcpStream::connect_timeout(&to, ctrl.timeout) }
+            .map_err(|_| cannot())?;
         set_slices(&s)?;
         ctrl.sync(SYNC_BEFORE)?;
         stat.time_s = get_times();
@@ -375,7 +389,7 @@ pub fn run_client(test: SockTest, ctrl: &Ctrl, plan: &Plan, stat: &mut Stat) -> 
                 }
                 Io::Stopped | Io::Closed => break,
             }
-            if test == SockTest::TcpLat {
+            if !test.is_bw() {
                 match read_full(&mut s, &mut buf, &mut stop) {
                     Io::Full(n) => {
                         stat.r.bytes += n as u64;
@@ -404,4 +418,23 @@ fn finish(ctrl: &Ctrl, _stat: &Stat) -> Result<Stat, CtrlError> {
     let r = Stat::decode(&b).map_err(|e| CtrlError::local(e.to_string()))?;
     ctrl.send("synchronization after test", SYNC_AFTER)?;
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sctp_tests_are_the_stream_tests_with_stock_defaults() {
+        // Stock qperf 0.4.11: sctp_bw sends 32 KiB blocks (tcp_bw 64 KiB), sctp_lat 1 byte;
+        // both are stream tests (full blocks counted), their errors name SCTP.
+        let bw = SockTest::from_name("sctp_bw").unwrap();
+        let lat = SockTest::from_name("sctp_lat").unwrap();
+        assert_eq!((bw.default_size(), bw.measure(), bw.is_bw(), bw.kind()), (32 * 1024, Measure::Bandwidth, true, "SCTP"));
+        assert_eq!((lat.default_size(), lat.measure(), lat.is_bw(), lat.kind()), (1, Measure::Latency, false, "SCTP"));
+        assert!(!bw.is_udp() && !lat.is_udp());
+        assert_eq!(SockTest::from_name("tcp_bw").unwrap().kind(), "TCP");
+        assert_eq!(SockTest::from_name("udp_lat").unwrap().kind(), "UDP");
+        assert_eq!(SockTest::from_name("sdp_bw"), None);
+    }
 }

@@ -9,7 +9,7 @@ use uverbs::provider::{CqCreated, Udata};
 use uverbs::wr::{WcStatus, WorkCompletion};
 
 use super::cqe::{self, Queue};
-use super::mem::DmaBuf;
+use super::mem::{queue_mem_accessors, DmaBuf};
 use super::registry::QpShared;
 use super::srq::SrqShared;
 use super::uar::{self, UarWriter};
@@ -43,20 +43,7 @@ impl Mlx5Cq {
     pub fn consumer_index(&self) -> u32 {
         self.ci
     }
-    /// Buffer and doorbell-record addresses (what the kernel was given).
-    pub fn addrs(&self) -> (u64, u64) {
-        (self.buf.addr(), self.db.addr())
-    }
-    /// The doorbell record as the device sees it (8 bytes).
-    pub fn dbrec(&self) -> [u8; 8] {
-        let mut b = [0u8; 8];
-        self.db.read(0, &mut b);
-        b
-    }
-    /// Write a CQE into the ring (tests and the device model play the HCA with this).
-    pub fn buf(&self) -> &DmaBuf {
-        &self.buf
-    }
+    queue_mem_accessors!();
 }
 
 impl<U: UarWriter> Mlx5<U> {

@@ -39,7 +39,7 @@ impl Drop for DevxObj {
             if let Err(e) = devx::obj_destroy(&fd, self.handle) {
                 // EIO: the device is gone (the kernel already cleaned up).
                 if e.errno != Some(libc::EIO) {
-                    eprintln!("rperftest: warning: {e}");
+                    uverbs::settings::warn(e.to_string());
                 }
             }
         }
@@ -132,7 +132,7 @@ pub fn check_dek(c: &Caps, logged_in: bool) -> Result<()> {
     }
     if !logged_in || !c.crypto.wrapped_aes_xts_import() {
         let why = if logged_in { "the device cannot import wrapped AES-XTS keys" } else { "the context is not logged in to the crypto engine" };
-        return Err(refuse("create DEK", libc::EINVAL, why.into()).with_hint("crypto login comes first (--credentials_path)"));
+        return Err(refuse("create DEK", libc::EINVAL, why.into()).with_hint(format!("crypto login comes first{}", uverbs::knob::flag(uverbs::knob::Knob::CryptoCredential))));
     }
     Ok(())
 }
@@ -226,7 +226,7 @@ impl CryptoCtx {
         self.require_devx("create DEK")?;
         if wrapped_key.len() != devx::WRAPPED_AES_XTS_128_LEN {
             return Err(refuse("create DEK", libc::EINVAL, format!("a wrapped key of {} bytes; a wrapped 128-bit AES-XTS key is {}", wrapped_key.len(), devx::WRAPPED_AES_XTS_128_LEN))
-                .with_hint("the --data_enc_key_app_path program must print 40 hex bytes, one per line"));
+                .with_hint(format!("the {} must print 40 hex bytes, one per line", uverbs::knob::named(uverbs::knob::Knob::KeyProgram))));
         }
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let caps = self.caps(fd, &mut st)?;

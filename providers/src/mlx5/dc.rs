@@ -24,7 +24,6 @@ use uverbs::provider::{DcInit, QpInitAttr, QpType};
 
 use super::abi::{self, qp_req};
 use super::geometry::{self, QpGeometry};
-use super::mem::DmaBuf;
 use super::uar::UarWriter;
 use super::{Mlx5, Mlx5QpPrep, UidxReservation, MAX_UIDX};
 
@@ -125,39 +124,13 @@ impl<U: UarWriter> Mlx5<U> {
                 return Err(Error::msg("mlx5 create DC QP", format!("{} is not a DC type", t.name())));
             }
         };
-        let buf = DmaBuf::alloc(geo.buf_len, "mlx5 QP buffer")?;
-        let db = DmaBuf::alloc(64, "mlx5 QP doorbell record")?;
-        let uidx = self.registry.reserve()?;
-        let uidx = UidxReservation {
-            reg: self.registry.clone(),
-            uidx,
-            armed: true,
-        };
-        let base = abi::QpReq {
-            buf_addr: if has_buf { buf.addr() } else { 0 },
-            db_addr: if has_buf { db.addr() } else { 0 },
-            sq_wqe_count: geo.sq_wqe_cnt,
-            rq_wqe_count: geo.rq_wqe_cnt,
-            rq_wqe_shift: geo.rq_wqe_shift,
-            flags: 0,
-            uidx: if self.resp.cqe_version == 1 {
-                uidx.uidx
-            } else {
-                MAX_UIDX as u32
-            },
-        };
-        let req = dc_qp_req(&base, attr.qp_type, dc)?;
+        let (buf, db) = Mlx5QpPrep::alloc_bufs(&geo)?;
+        let uidx = UidxReservation::take(&self.registry)?;
         let dc_key = if attr.qp_type == QpType::Dci { dc.access_key } else { 0 };
-        Ok((
-            Mlx5QpPrep {
-                buf,
-                db,
-                geo,
-                uidx,
-                dc_key,
-            },
-            req,
-        ))
+        let prep = Mlx5QpPrep { buf, db, geo, uidx, dc_key };
+        let req_uidx = if self.resp.cqe_version == 1 { prep.uidx.uidx } else { MAX_UIDX as u32 };
+        let req = dc_qp_req(&prep.request(has_buf, req_uidx), attr.qp_type, dc)?;
+        Ok((prep, req))
     }
 }
 

@@ -23,6 +23,28 @@ enum Backing {
     Heap(#[allow(dead_code)] Box<[u64]>),
 }
 
+/// The accessors of a queue that holds its buffer as `buf` and its doorbell record as `db`
+/// (CQ, QP): a macro, so that callers keep plain inherent methods and need no trait import.
+macro_rules! queue_mem_accessors {
+    () => {
+        /// Buffer and doorbell-record addresses (what the kernel was given).
+        pub fn addrs(&self) -> (u64, u64) {
+            (self.buf.addr(), self.db.addr())
+        }
+        /// The doorbell record as the device sees it (8 bytes).
+        pub fn dbrec(&self) -> [u8; 8] {
+            let mut b = [0u8; 8];
+            self.db.read(0, &mut b);
+            b
+        }
+        /// The queue buffer (tests and the device model play the HCA with this).
+        pub fn buf(&self) -> &DmaBuf {
+            &self.buf
+        }
+    };
+}
+pub(super) use queue_mem_accessors;
+
 /// A page-aligned region of memory shared with the device.
 pub struct DmaBuf {
     ptr: NonNull<u8>,

@@ -82,16 +82,10 @@ impl Default for Mlx5Config {
 }
 
 impl Mlx5Config {
-    pub fn from_env() -> Self {
-        let on = |k: &str| std::env::var(k).ok().map(|v| v.trim() != "0");
-        let mut c = Mlx5Config::default();
-        if on("MLX5_SHUT_UP_BF") == Some(true) {
-            c.blueflame = false;
-        }
-        if let Some(p) = on("MLX5_POST_SEND_PREFER_BF") {
-            c.prefer_bf = p;
-        }
-        c
+    /// The defaults with the program's BlueFlame choices ([`crate::settings`]).
+    pub fn from_settings() -> Self {
+        let s = crate::settings::current();
+        Mlx5Config { blueflame: s.mlx5_blueflame, prefer_bf: s.mlx5_prefer_bf, ..Mlx5Config::default() }
     }
 }
 
@@ -221,7 +215,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
 
     fn context_udata(_dev: &DeviceDesc) -> Udata {
         Udata {
-            req: Mlx5Config::from_env().uctx.encode(),
+            req: Mlx5Config::from_settings().uctx.encode(),
             resp_len: abi::ALLOC_UCONTEXT_RESP_LEN,
         }
     }
@@ -231,18 +225,18 @@ impl<U: UarMap> Provider for Mlx5<U> {
     }
 
     fn new_context(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
-        Self::with_config(fd, drv_resp, Mlx5Config::from_env())
+        Self::with_config(fd, drv_resp, Mlx5Config::from_settings())
     }
 
     fn context_udata_devx(_dev: &DeviceDesc) -> Option<Udata> {
         Some(Udata {
-            req: Mlx5Config::from_env().uctx.encode_devx(),
+            req: Mlx5Config::from_settings().uctx.encode_devx(),
             resp_len: abi::ALLOC_UCONTEXT_RESP_LEN,
         })
     }
 
     fn new_context_devx(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
-        let mut m = Self::with_config(fd, drv_resp, Mlx5Config::from_env())?;
+        let mut m = Self::with_config(fd, drv_resp, Mlx5Config::from_settings())?;
         m.crypto = crypto::CryptoCtx::new(true);
         Ok(m)
     }
@@ -397,8 +391,20 @@ impl<U: UarMap> Provider for Mlx5<U> {
         attr: &uverbs::provider::CryptoAttr,
         dek: &crypto::Mlx5Dek,
     ) -> Result<(), PostError> {
-        // SAFETY: the caller keeps this trait method's contract, which is the callee's.
-        unsafe { self.qp_post_mkey_configure(qp, mkey, sge, access, attr, dek) }
+        let m = umr::MkeyConfigure {
+            mkey_lkey: mkey.lkey(),
+            max_entries: mkey.max_entries(),
+            sgl: std::slice::from_ref(sge),
+            access,
+            attr,
+            dek_id: dek.id(),
+            engines: self.crypto_engines(),
+            update_tag: self.resp.comp_mask & umr::UCTX_RESP_MASK_MKEY_UPDATE_TAG != 0,
+            fm_cache: qp.fm_cache(),
+        };
+        // SAFETY: the caller keeps this trait method's contract (`sge`, now `m.sgl`, names
+        // registered memory), which is the callee's.
+        unsafe { self.qp_post_mkey_configure(qp, &m) }
     }
 
     unsafe fn post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {

@@ -6,14 +6,14 @@ use std::sync::{Arc, RwLock};
 
 use uverbs::error::{Error, Result};
 use uverbs::provider::{PostError, QpCreated, QpInitAttr, QpState, QpType, Udata};
-use uverbs::wr::{RecvWr, SendFlags, SendWr, Sge};
+use uverbs::wr::{RecvWr, SendFlags, SendWr};
 
 use super::geometry::{self, QpGeometry};
-use super::mem::DmaBuf;
+use super::mem::{queue_mem_accessors, DmaBuf};
 use super::registry::{QpShared, Registry, UidxReservation, MAX_UIDX};
 use super::uar::UarWriter;
 use super::wqe::{self, SqParams, WQEBB};
-use super::{abi, crypto, dc, enomem, post_err, umr, Mlx5};
+use super::{abi, dc, enomem, post_err, umr, Mlx5};
 
 /// QP doorbell-record word indices (each a big-endian u32).
 const RCV_DBR: usize = 0;
@@ -66,16 +66,34 @@ impl Mlx5Qp {
     pub fn rq_head(&self) -> u32 {
         self.rq_head
     }
-    pub fn addrs(&self) -> (u64, u64) {
-        (self.buf.addr(), self.db.addr())
+    /// The fence the next WQE carries unless it asks for a full one.
+    pub(super) fn fm_cache(&self) -> u8 {
+        self.fm_cache
     }
-    pub fn dbrec(&self) -> [u8; 8] {
-        let mut b = [0u8; 8];
-        self.db.read(0, &mut b);
-        b
+    queue_mem_accessors!();
+}
+
+impl Mlx5QpPrep {
+    /// The buffer and doorbell record for `geo`'s queues (a DCT's geometry has none, but libmlx5
+    /// allocates the record all the same).
+    pub(super) fn alloc_bufs(geo: &QpGeometry) -> Result<(DmaBuf, DmaBuf)> {
+        let buf = DmaBuf::alloc(geo.buf_len, "mlx5 QP buffer")?;
+        let db = DmaBuf::alloc(64, "mlx5 QP doorbell record")?;
+        Ok((buf, db))
     }
-    pub fn buf(&self) -> &DmaBuf {
-        &self.buf
+
+    /// The driver request's QP part: the queue sizes, where the buffer and doorbell record are
+    /// (`has_buf` false: nothing named, a DCT) and the user index the request carries.
+    pub(super) fn request(&self, has_buf: bool, uidx: u32) -> abi::QpReq {
+        abi::QpReq {
+            buf_addr: if has_buf { self.buf.addr() } else { 0 },
+            db_addr: if has_buf { self.db.addr() } else { 0 },
+            sq_wqe_count: self.geo.sq_wqe_cnt,
+            rq_wqe_count: self.geo.rq_wqe_cnt,
+            rq_wqe_shift: self.geo.rq_wqe_shift,
+            flags: 0,
+            uidx,
+        }
     }
 }
 
@@ -94,41 +112,26 @@ impl<U: UarWriter> Mlx5<U> {
             ));
         }
         let geo = geometry::qp_geometry(&self.resp, attr)?;
-        let buf = DmaBuf::alloc(geo.buf_len, "mlx5 QP buffer")?;
-        let db = DmaBuf::alloc(64, "mlx5 QP doorbell record")?;
+        let (buf, db) = Mlx5QpPrep::alloc_bufs(&geo)?;
         let tgt = attr.qp_type == QpType::XrcTgt;
         // An XRC target gets no user index (its receives complete through the XRC SRQ's);
         // libmlx5 leaves the request's uidx 0 for it under CQE version 1.
         let uidx = if tgt {
             UidxReservation { reg: self.registry.clone(), uidx: u32::MAX, armed: false }
         } else {
-            let uidx = self.registry.reserve()?;
-            UidxReservation { reg: self.registry.clone(), uidx, armed: true }
+            UidxReservation::take(&self.registry)?
         };
-        let req = abi::QpReq {
-            buf_addr: buf.addr(),
-            db_addr: db.addr(),
-            sq_wqe_count: geo.sq_wqe_cnt,
-            rq_wqe_count: geo.rq_wqe_cnt,
-            rq_wqe_shift: geo.rq_wqe_shift,
-            flags: 0,
-            uidx: if self.resp.cqe_version != 1 {
-                MAX_UIDX as u32
-            } else if tgt {
-                0
-            } else {
-                uidx.uidx
-            },
-        }
-        .encode();
+        let prep = Mlx5QpPrep { buf, db, geo, uidx, dc_key: 0 };
+        let req_uidx = if self.resp.cqe_version != 1 {
+            MAX_UIDX as u32
+        } else if tgt {
+            0
+        } else {
+            prep.uidx.uidx
+        };
+        let req = prep.request(true, req_uidx).encode();
         Ok((
-            Mlx5QpPrep {
-                buf,
-                db,
-                geo,
-                uidx,
-                dc_key: 0,
-            },
+            prep,
             Udata {
                 req,
                 resp_len: abi::CREATE_QP_RESP_LEN,
@@ -326,18 +329,15 @@ impl<U: UarWriter> Mlx5<U> {
         true
     }
 
-    /// One UMR WQE (umr.rs), rung like a single-WR post (BlueFlame when eligible: it is an
-    /// inline WQE of 16 DS). Unsignaled unless the QP signals every send.
+    /// One UMR WQE (umr.rs) configuring the crypto mkey `m` names, rung like a single-WR post
+    /// (BlueFlame when eligible: it is an inline WQE of 16 DS). Unsignaled unless the QP signals
+    /// every send.
     /// # Safety
-    /// `sge` names registered memory (`Provider::post_crypto_mkey_configure`'s contract).
+    /// `m.sgl` names registered memory (`Provider::post_crypto_mkey_configure`'s contract).
     pub(super) unsafe fn qp_post_mkey_configure(
         &self,
         qp: &mut Mlx5Qp,
-        mkey: &mut crypto::Mlx5CryptoMkey,
-        sge: &Sge,
-        access: u32,
-        attr: &uverbs::provider::CryptoAttr,
-        dek: &crypto::Mlx5Dek,
+        m: &umr::MkeyConfigure<'_>,
     ) -> Result<(), PostError> {
         if qp.geo.sq_wqe_cnt == 0 {
             return Err(post_err(0, enomem("mlx5 post mkey configure", "the QP has no send queue".into())));
@@ -350,22 +350,11 @@ impl<U: UarWriter> Mlx5<U> {
                     .with_hint("poll the CQ more often or create the QP with a larger max_send_wr"),
             ));
         }
-        let m = umr::MkeyConfigure {
-            mkey_lkey: mkey.lkey(),
-            max_entries: mkey.max_entries(),
-            sgl: std::slice::from_ref(sge),
-            access,
-            attr,
-            dek_id: dek.id(),
-            engines: self.crypto_engines(),
-            update_tag: self.resp.comp_mask & umr::UCTX_RESP_MASK_MKEY_UPDATE_TAG != 0,
-            fm_cache: qp.fm_cache,
-        };
         let sq_len = qp.geo.sq_wqe_cnt as usize * WQEBB;
         // SAFETY: as in post_send: `&mut Mlx5Qp` makes this the only writer of the SQ region,
         // which the device only reads and CQ polling never touches.
         let sq = unsafe { qp.buf.slice_mut(qp.geo.sq_offset, sq_len) };
-        let b = umr::build_crypto_mkey_configure(sq, qp.cur_post, &qp.params, &m).map_err(|e| post_err(0, e))?;
+        let b = umr::build_crypto_mkey_configure(sq, qp.cur_post, &qp.params, m).map_err(|e| post_err(0, e))?;
         let start = qp.cur_post;
         let idx = (start & (qp.geo.sq_wqe_cnt - 1)) as usize;
         // libmlx5 keeps the QP's current wr_id for the UMR; the trait has none: 0.

@@ -132,6 +132,15 @@ pub(super) struct UidxReservation {
     pub(super) armed: bool,
 }
 
+impl UidxReservation {
+    /// A free user index of `reg`, given back when this drops unless the object it was taken
+    /// for disarms it.
+    pub(super) fn take(reg: &Arc<Registry>) -> Result<Self> {
+        let uidx = reg.reserve()?;
+        Ok(UidxReservation { reg: reg.clone(), uidx, armed: true })
+    }
+}
+
 impl Drop for UidxReservation {
     fn drop(&mut self) {
         if self.armed {

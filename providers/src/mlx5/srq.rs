@@ -192,8 +192,7 @@ impl<U: UarWriter> Mlx5<U> {
         // core request. Under CQE version 1 the SRQ takes a user index of its own.
         let (mut prep, mut udata) = self.srq_prepare(max_wr, max_sge)?;
         let resv = if self.resp.cqe_version == 1 {
-            let uidx = self.registry.reserve()?;
-            Some(UidxReservation { reg: self.registry.clone(), uidx, armed: true })
+            Some(UidxReservation::take(&self.registry)?)
         } else {
             None
         };

@@ -239,9 +239,10 @@ pub fn check_send(p: &SqParams, wr: &SendWr<'_>) -> Result<()> {
                 format!("{total} inline bytes, the QP allows {}", p.max_inline),
             )
             .with_detail_errno(libc::ENOMEM)
-            .with_hint(
-                "lower the inline size (-I) or create the QP with a larger max_inline_data",
-            ));
+            .with_hint(format!(
+                "lower the {} or create the QP with a larger max_inline_data",
+                uverbs::knob::named(uverbs::knob::Knob::InlineSize)
+            )));
         }
     }
     Ok(())

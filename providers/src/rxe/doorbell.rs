@@ -1,5 +1,6 @@
 //! How the rxe doorbell reaches the kernel: a plain `write()` of POST_SEND (what librxe does, the
-//! default), or — an experiment, chosen with `RPERFTEST_RXE_DOORBELL` — the same 32-byte write
+//! default), or — an experiment, chosen by the program (`rperftest` reads `RPERFTEST_RXE_DOORBELL`
+//! into [`crate::settings`]) — the same 32-byte write
 //! submitted through io_uring (`IORING_OP_WRITE` on the uverbs fd), optionally with SQPOLL so
 //! that the hot path makes no syscall at all. docs/benchmarks.md records what it measured.
 //!
@@ -14,9 +15,6 @@ use std::ptr::NonNull;
 use io_uring::{opcode, types, IoUring};
 use uverbs::cmd::encode_post_send_doorbell;
 use uverbs::error::{Error, Result};
-
-/// The environment variable that picks the doorbell.
-pub const DOORBELL_ENV: &str = "RPERFTEST_RXE_DOORBELL";
 
 /// Submission queue entries (one per doorbell in flight; the SQPOLL thread drains them).
 const SQ_ENTRIES: u32 = 64;
@@ -39,16 +37,13 @@ impl DoorbellMode {
             "" | "write" => Ok(DoorbellMode::Write),
             "uring" => Ok(DoorbellMode::Uring),
             "uring-sqpoll" => Ok(DoorbellMode::UringSqpoll),
-            other => Err(format!("{DOORBELL_ENV}={other}: expected write, uring or uring-sqpoll")),
+            other => Err(format!("{other}: expected write, uring or uring-sqpoll")),
         }
     }
 
-    /// From `RPERFTEST_RXE_DOORBELL` (unset: `write`).
-    pub fn from_env() -> Result<Self> {
-        match std::env::var(DOORBELL_ENV) {
-            Err(_) => Ok(DoorbellMode::Write),
-            Ok(v) => DoorbellMode::parse(&v).map_err(|d| Error::msg("choose the rxe doorbell", d)),
-        }
+    /// The program's choice ([`crate::settings`]; default `write`).
+    pub fn from_settings() -> Result<Self> {
+        crate::settings::current().rxe_doorbell.map_err(|d| Error::msg("choose the rxe doorbell", d))
     }
 }
 
@@ -148,7 +143,7 @@ impl UringDoorbell {
                 };
                 self.failed = Some(
                     Error::msg(format!("POST_SEND doorbell for QP handle {} (io_uring)", cqe.user_data()), detail)
-                        .with_hint(format!("retry with {DOORBELL_ENV}=write")),
+                        .with_hint(format!("retry with the {}", uverbs::knob::named(uverbs::knob::Knob::WriteDoorbell))),
                 );
             }
         }

@@ -200,8 +200,10 @@ mod tests {
             lkey: 0,
         };
         let mut dst = [0u8; 5];
+        // SAFETY: the one SGE copied through it names `src`, alive and readable for 5 bytes.
         unsafe { UserMemory::new() }.copy(&sge, &mut dst).unwrap();
         assert_eq!(&dst, b"hello");
+        // SAFETY: `copy` refuses a NULL address before it reads: this SGE is never read.
         assert!(unsafe { UserMemory::new() }
             .copy(
                 &Sge {
@@ -212,6 +214,8 @@ mod tests {
                 &mut [0u8; 1]
             )
             .is_err());
+        // SAFETY: `copy` refuses a range that wraps the address space before it reads: this SGE
+        // is never read.
         assert!(unsafe { UserMemory::new() }
             .copy(
                 &Sge {

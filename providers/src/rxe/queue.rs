@@ -149,6 +149,16 @@ impl<M: RingMem> Ring<M> {
         unsafe { self.base.as_ptr().add(QB_DATA + (i << self.log2)) }
     }
 
+    /// Our own index (`which`: "producer" or "consumer", at `off`) as a freshly created ring
+    /// holds it; one past `index_mask` means the memory is not a ring header.
+    fn own_index(&self, off: usize, which: &str) -> Result<u32> {
+        let v = self.index(off).load(Ordering::Relaxed);
+        if v > self.mask {
+            return Err(self.corrupt(which, v));
+        }
+        Ok(v)
+    }
+
     fn corrupt(&self, which: &str, v: u32) -> Error {
         Error::msg(
             format!("read the rxe {} ring", self.what),
@@ -160,13 +170,32 @@ impl<M: RingMem> Ring<M> {
     }
 }
 
+/// `capacity` and `slot_size` of a ring end (`Producer`, `Consumer`: each holds its `Ring` as
+/// `ring`); a macro because the two ends share the geometry but no trait a caller would import.
+macro_rules! ring_geometry {
+    () => {
+        /// Usable slots (`index_mask`: one slot always stays empty).
+        #[inline]
+        pub fn capacity(&self) -> u32 {
+            self.ring.mask
+        }
+
+        /// Bytes per slot (`1 << log2_elem_size`).
+        #[inline]
+        pub fn slot_size(&self) -> usize {
+            self.ring.elem_size()
+        }
+    };
+}
+
 /// The user-produced side: SQ, RQ or SRQ.
 pub struct Producer<M: RingMem> {
     ring: Ring<M>,
     /// Our private, always-masked copy of `producer_index`; never read back from shared memory.
     prod: u32,
-    /// Hint for a full queue ("raise -t / poll completions").
-    full_hint: &'static str,
+    /// Hint for a full queue ("raise the send queue depth / poll completions"); read only on
+    /// the error path.
+    full_hint: Box<str>,
 }
 
 impl<M: RingMem> Producer<M> {
@@ -177,31 +206,18 @@ impl<M: RingMem> Producer<M> {
         mem: M,
         min_elem: usize,
         what: &'static str,
-        full_hint: &'static str,
+        full_hint: impl Into<Box<str>>,
     ) -> Result<Self> {
         let ring = Ring::new(mem, min_elem, what)?;
-        let prod = ring.index(QB_PRODUCER_INDEX).load(Ordering::Relaxed);
-        if prod > ring.mask {
-            return Err(ring.corrupt("producer", prod));
-        }
+        let prod = ring.own_index(QB_PRODUCER_INDEX, "producer")?;
         Ok(Producer {
             ring,
             prod,
-            full_hint,
+            full_hint: full_hint.into(),
         })
     }
 
-    /// Usable slots (`index_mask`: one slot always stays empty).
-    #[inline]
-    pub fn capacity(&self) -> u32 {
-        self.ring.mask
-    }
-
-    /// Bytes per slot (`1 << log2_elem_size`).
-    #[inline]
-    pub fn slot_size(&self) -> usize {
-        self.ring.elem_size()
-    }
+    ring_geometry!();
 
     /// Our producer index (masked).
     #[inline]
@@ -313,7 +329,7 @@ impl<M: RingMem> Producer<M> {
             format!("post to the {}", self.ring.what),
             format!("{} full: {} outstanding", self.ring.what, self.ring.mask),
         )
-        .with_hint(self.full_hint)
+        .with_hint(&*self.full_hint)
     }
 
     fn outstanding_from(&self, prod: u32) -> Result<u32> {
@@ -336,23 +352,11 @@ impl<M: RingMem> Consumer<M> {
     /// Take over a freshly created CQ ring (slots must hold at least an `ib_uverbs_wc`).
     pub fn new(mem: M, what: &'static str) -> Result<Self> {
         let ring = Ring::new(mem, WC_SIZE, what)?;
-        let cons = ring.index(QB_CONSUMER_INDEX).load(Ordering::Relaxed);
-        if cons > ring.mask {
-            return Err(ring.corrupt("consumer", cons));
-        }
+        let cons = ring.own_index(QB_CONSUMER_INDEX, "consumer")?;
         Ok(Consumer { ring, cons })
     }
 
-    /// Slots usable for completions (`index_mask`).
-    #[inline]
-    pub fn capacity(&self) -> u32 {
-        self.ring.mask
-    }
-
-    #[inline]
-    pub fn slot_size(&self) -> usize {
-        self.ring.elem_size()
-    }
+    ring_geometry!();
 
     /// Hand up to `max` completions, oldest first, to `f` (the first 48 bytes of each slot),
     /// then release them to the producer with one store. Returns how many.

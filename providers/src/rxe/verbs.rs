@@ -5,6 +5,7 @@
 //! the whole data path — encoding, ring indices, one doorbell per post call, CQ polling — runs
 //! in tests over heap rings with a mock kernel (`providers/tests/rxe_*.rs`).
 
+use uverbs::knob::{self, Knob};
 use std::os::fd::AsFd;
 use std::sync::Mutex;
 
@@ -26,8 +27,10 @@ use super::wqe::{encode_recv, encode_send, recv_max_sge, InlineSource, SqLimits}
 /// `enum rdma_driver_id`: RDMA_DRIVER_RXE.
 pub const RDMA_DRIVER_RXE: u32 = 14;
 
-const SQ_FULL_HINT: &str = "raise -t / poll completions";
-const RQ_FULL_HINT: &str = "raise --rx-depth / poll completions";
+/// What to do when the send or receive queue is full (resolved when the queue is made).
+fn full_hint(depth: Knob) -> String {
+    format!("raise the {} / poll completions", knob::named(depth))
+}
 
 /// The rxe provider context: the uverbs fd (rings are mapped from it; the doorbell is a write
 /// on it). rxe's GET_CONTEXT carries no driver data.
@@ -107,7 +110,7 @@ impl<M: RingMem> RxeQp<M> {
         sq: M,
         rq: Option<M>,
     ) -> Result<Self> {
-        let sq = Producer::new(sq, SEND_WQE_SIZE, "send queue", SQ_FULL_HINT)?;
+        let sq = Producer::new(sq, SEND_WQE_SIZE, "send queue", full_hint(Knob::SendDepth))?;
         let sq_limits = SqLimits::new(
             attr.qp_type,
             caps.max_send_sge,
@@ -119,7 +122,7 @@ impl<M: RingMem> RxeQp<M> {
                 m,
                 RECV_WQE_SIZE,
                 "receive queue",
-                RQ_FULL_HINT,
+                full_hint(Knob::RecvDepth),
             )?),
             None => None,
         };
@@ -266,7 +269,7 @@ pub struct RxeSrq<M: RingMem = Mapping> {
 
 impl<M: RingMem> RxeSrq<M> {
     pub fn from_ring(handle: u32, srq_num: u32, max_sge: u32, mem: M) -> Result<Self> {
-        let rq = Producer::new(mem, RECV_WQE_SIZE, "shared receive queue", RQ_FULL_HINT)?;
+        let rq = Producer::new(mem, RECV_WQE_SIZE, "shared receive queue", full_hint(Knob::RecvDepth))?;
         let max_sge = recv_max_sge(max_sge, rq.slot_size());
         Ok(RxeSrq {
             handle,
@@ -338,13 +341,13 @@ impl Provider for Rxe {
     }
 
     fn new_context(fd: SharedFd, _dev: &DeviceDesc, _drv_resp: &[u8]) -> Result<Self> {
-        let uring = match DoorbellMode::from_env()? {
+        let uring = match DoorbellMode::from_settings()? {
             DoorbellMode::Write => None,
             mode => match UringDoorbell::new(fd.as_fd(), mode) {
                 Ok(u) => Some(Mutex::new(u)),
                 Err(e) => {
                     // A clean fallback: the experiment is optional, the write() doorbell works.
-                    eprintln!("rperftest: io_uring doorbell unavailable ({e}); using write()");
+                    uverbs::settings::warn(format!("io_uring doorbell unavailable ({e}); using write()"));
                     None
                 }
             },

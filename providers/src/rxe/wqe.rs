@@ -65,7 +65,7 @@ impl fmt::Display for WqeError {
                 write!(f, "{num} scatter/gather entries, but this queue takes at most {max}; create the QP with a larger max_sge")
             }
             WqeError::InlineTooLong { len, max } => {
-                write!(f, "inline payload of {len} bytes exceeds the QP's max_inline_data {max}; lower --inline_size or send without INLINE")
+                write!(f, "inline payload of {len} bytes exceeds the QP's max_inline_data {max}; lower the {} or send without INLINE", uverbs::knob::named(uverbs::knob::Knob::InlineSize))
             }
             WqeError::InlineNotAllowed { opcode } => {
                 write!(
@@ -401,6 +401,27 @@ mod tests {
         v
     }
 
+    /// `wr` encoded into a dirty slot (no inline source: these WRs are not inline).
+    fn encoded(wr: &SendWr<'_>, lim: &SqLimits) -> Vec<u8> {
+        let mut slot = dirty_slot();
+        encode_send(&mut slot, wr, lim, &NoInline).unwrap();
+        slot
+    }
+
+    /// Expected bytes of a 256-byte slot: the given header fields, then the dma block of one
+    /// SGE `s` (length, resid, num_sge 1, sge[0]).
+    fn golden_one_sge(header: &[(usize, &[u8])], s: &Sge) -> Vec<u8> {
+        let sgb = sge_bytes(s);
+        let dma: [(usize, &[u8]); 4] = [
+            (184, &b32(s.length)), // dma.length
+            (188, &b32(s.length)), // dma.resid
+            (196, &b32(1)),        // dma.num_sge
+            (208, &sgb),           // dma.sge[0]
+        ];
+        let fields: Vec<(usize, &[u8])> = header.iter().copied().chain(dma).collect();
+        golden(256, &fields)
+    }
+
     #[test]
     fn rdma_write() {
         let sg = [SGE];
@@ -410,11 +431,8 @@ mod tests {
             addr: 0x7f00_0000_1000,
             rkey: 0x1234,
         };
-        let mut slot = dirty_slot();
-        encode_send(&mut slot, &wr, &RC, &NoInline).unwrap();
-        let sgb = sge_bytes(&SGE);
-        let want = golden(
-            256,
+        let slot = encoded(&wr, &RC);
+        let want = golden_one_sge(
             &[
                 (0, &b64(0xdead_beef_0000_0001)), // wr_id
                 (12, &b32(0)),                    // opcode IB_WR_RDMA_WRITE
@@ -422,11 +440,8 @@ mod tests {
                 (24, &b64(0x7f00_0000_1000)),     // wr.rdma.remote_addr
                 (32, &b32(0x1234)),               // wr.rdma.rkey
                 (152, &b64(0x7f00_0000_1000)),    // iova
-                (184, &b32(64)),                  // dma.length
-                (188, &b32(64)),                  // dma.resid
-                (196, &b32(1)),                   // dma.num_sge
-                (208, &sgb),                      // dma.sge[0]
             ],
+            &SGE,
         );
         check(&slot, &want, 224);
         // Beyond the one SGE the slot is untouched.
@@ -442,11 +457,8 @@ mod tests {
             addr: 0x2000,
             rkey: 9,
         };
-        let mut slot = dirty_slot();
-        encode_send(&mut slot, &wr, &RC, &NoInline).unwrap();
-        let sgb = sge_bytes(&SGE);
-        let want = golden(
-            256,
+        let slot = encoded(&wr, &RC);
+        let want = golden_one_sge(
             &[
                 (0, &b64(7)),
                 (12, &b32(1)),
@@ -454,11 +466,8 @@ mod tests {
                 (24, &b64(0x2000)),
                 (32, &b32(9)),
                 (152, &b64(0x2000)),
-                (184, &b32(64)),
-                (188, &b32(64)),
-                (196, &b32(1)),
-                (208, &sgb),
             ],
+            &SGE,
         );
         check(&slot, &want, 224);
     }
@@ -473,37 +482,20 @@ mod tests {
             addr: 0x9999,
             rkey: 1,
         }; // ignored for SEND
-        let mut slot = dirty_slot();
-        encode_send(&mut slot, &wr, &RC, &NoInline).unwrap();
-        let sgb = sge_bytes(&SGE);
-        let want = golden(
-            256,
-            &[
-                (0, &b64(3)),
-                (12, &b32(2)),
-                (16, &b32(6)),
-                (184, &b32(64)),
-                (188, &b32(64)),
-                (196, &b32(1)),
-                (208, &sgb),
-            ],
-        );
+        let mut slot = encoded(&wr, &RC);
+        let want = golden_one_sge(&[(0, &b64(3)), (12, &b32(2)), (16, &b32(6))], &SGE);
         check(&slot, &want, 224);
 
         wr.opcode = WrOpcode::SendWithImm;
         encode_send(&mut slot, &wr, &RC, &NoInline).unwrap();
-        let want = golden(
-            256,
+        let want = golden_one_sge(
             &[
                 (0, &b64(3)),
                 (12, &b32(3)),
                 (16, &b32(6)),
                 (20, &b32(0x5555_5555)),
-                (184, &b32(64)),
-                (188, &b32(64)),
-                (196, &b32(1)),
-                (208, &sgb),
             ],
+            &SGE,
         );
         check(&slot, &want, 224);
     }
@@ -516,22 +508,16 @@ mod tests {
             addr: 0xabc0,
             rkey: 0x77,
         };
-        let mut slot = dirty_slot();
-        encode_send(&mut slot, &wr, &RC, &NoInline).unwrap();
-        let sgb = sge_bytes(&SGE);
-        let want = golden(
-            256,
+        let slot = encoded(&wr, &RC);
+        let want = golden_one_sge(
             &[
                 (0, &b64(4)),
                 (12, &b32(4)),
                 (24, &b64(0xabc0)),
                 (32, &b32(0x77)),
                 (152, &b64(0xabc0)),
-                (184, &b32(64)),
-                (188, &b32(64)),
-                (196, &b32(1)),
-                (208, &sgb),
             ],
+            &SGE,
         );
         check(&slot, &want, 224);
     }
@@ -561,11 +547,8 @@ mod tests {
             (WrOpcode::AtomicFetchAndAdd, 6),
         ] {
             let wr = atomic_wr(op, &sg);
-            let mut slot = dirty_slot();
-            encode_send(&mut slot, &wr, &RC, &NoInline).unwrap();
-            let sgb = sge_bytes(&a);
-            let want = golden(
-                256,
+            let slot = encoded(&wr, &RC);
+            let want = golden_one_sge(
                 &[
                     (0, &b64(5)),
                     (12, &b32(code)),
@@ -575,11 +558,8 @@ mod tests {
                     (40, &b64(0x1112_1314_1516_1718)), // wr.atomic.swap
                     (48, &b32(0x4242)),        // wr.atomic.rkey
                     (152, &b64(0x1_0000_0008)), // iova
-                    (184, &b32(8)),
-                    (188, &b32(8)),
-                    (196, &b32(1)),
-                    (208, &sgb),
                 ],
+                &a,
             );
             check(&slot, &want, 224);
         }
@@ -813,11 +793,8 @@ mod tests {
             qp_type: QpType::Ud,
             ..RC
         };
-        let mut slot = dirty_slot();
-        encode_send(&mut slot, &wr, &lim, &NoInline).unwrap();
-        let sgb = sge_bytes(&SGE);
-        let want = golden(
-            256,
+        let slot = encoded(&wr, &lim);
+        let want = golden_one_sge(
             &[
                 (0, &b64(12)),
                 (12, &b32(3)),
@@ -827,11 +804,8 @@ mod tests {
                 (28, &b32(0x1111_1111)), // wr.ud.remote_qkey
                 (32, &[0, 0]),           // wr.ud.pkey_index
                 (36, &b32(3)),           // wr.ud.ah_num
-                (184, &b32(64)),
-                (188, &b32(64)),
-                (196, &b32(1)),
-                (208, &sgb),
             ],
+            &SGE,
         );
         check(&slot, &want, 224);
 

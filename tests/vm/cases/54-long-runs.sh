@@ -21,23 +21,8 @@ last_size_line() {
 # both exit 0, the client prints a line with a non-zero t_avg and tps
 pair_dur() {
     local tool=$1; shift
-    local srv=() cli=()
-    while [ "$1" != "--" ]; do srv+=("$1"); shift; done
-    shift
-    cli=("$@")
-    local try
-    for try in 1 2 3; do
-        start_server -t 60 "${srv[@]}"
-        run with_timeout 120 "${cli[@]}"
-        cp "$LAST_OUT" "$VMTEST_TMP/client.out"
-        wait_server 60
-        # C's clock calibration failing under a loaded TCG host gives inf/nan figures: C's flake
-        # (lib.sh's pair retries it the same way)
-        [ $try -lt 3 ] && c_clock_flaked "$VMTEST_TMP/client.out" "$SERVER_LOG" || break
-        log "C perftest's clock calibration failed (its flake under TCG): retrying the pair"
-    done
-    [ "$LAST_RC" = 0 ] || fail "client rc=$LAST_RC: ${cli[*]}"
-    [ "$SERVER_RC" = 0 ] || fail "server rc=$SERVER_RC: ${srv[*]}"
+    # C's clock calibration failing under a loaded TCG host gives inf/nan figures: retried there
+    run_pair_retried "$@"
     awk 'BEGIN{ok=0} /^ [0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ *$/ { if ($3 + 0 > 0 && $4 + 0 > 0) ok=1 } END{exit !ok}' \
         "$VMTEST_TMP/client.out" ||
         fail "$tool: no -D result line with a non-zero t_avg and tps; the client's last lines: $(tail -n 4 "$VMTEST_TMP/client.out" | tr -s ' \t' ' ' | tr '\n' '|')"

@@ -1,25 +1,22 @@
 #!/bin/bash
 # Issue 22: `rperftest qperf` against Debian's qperf 0.4.11 (full image) both ways and against
-# itself, for conf and the socket tests: exit 0, figures present, and our client's text equal
-# to stock qperf's in the same pairing once figures are masked (also with -v); -n without -t
-# ends; a remote quit is refused unless --allow-quit; argv[0] `qperf` selects the tool.
+# itself, for conf and the socket tests (tcp, udp, sctp): exit 0, non-zero figures, and our
+# client's text equal to stock qperf's in the same pairing once figures are masked (also with
+# -v); -n without -t ends; a remote quit is refused unless --allow-quit; argv[0] `qperf`
+# selects the tool.
 # mode: any
-# timeout: 180
+# timeout: 240
 . "$VMTEST_LIB"
 
 TESTS=(conf tcp_bw tcp_lat udp_bw udp_lat)
-OURS_PORT=19765
-STOCK_PORT=19766
-STOCK=/usr/bin/qperf
-have_stock=0
-[ -x "$STOCK" ] && have_stock=1
-[ "$RXE_VM_MODE" = full ] && [ $have_stock = 0 ] && fail "full image without $STOCK"
+qperf_stock
 
 # check_figures FILE: every result row of FILE has a number.
 check_figures() {
-    local n
+    local n z
     n=$(grep -cE '^ +(bw|send_bw|recv_bw|latency) += +[0-9]' "$1")
-    [ "$n" -ge 5 ] || { cat "$1"; fail "$1: $n result rows with figures, want 5 (tcp_bw 1, tcp_lat 1, udp_bw 2, udp_lat 1)"; }
+    z=$(grep -cE '^ +(bw|send_bw|recv_bw|latency) += +0 ' "$1")
+    [ "$n" -ge 7 ] && [ "$z" = 0 ] || { cat "$1"; fail "$1: $n result rows with figures ($z of them 0), want 7 non-zero (tcp_bw 1, tcp_lat 1, udp_bw 2, udp_lat 1, sctp_bw 1, sctp_lat 1)"; }
     grep -q '^    rem_qperf  =  0.4.11$' "$1" || fail "$1: no rem_qperf 0.4.11 row"
 }
 
@@ -28,21 +25,24 @@ OURS_PID=$SERVER_PID
 if [ $have_stock = 1 ]; then
     start_server -p $STOCK_PORT "$STOCK" -lp $STOCK_PORT
 fi
+# sctp_bw and sctp_lat (SOCK_STREAM, IPPROTO_SCTP, as stock's): the image loads sctp.ko.
+[ -d /proc/sys/net/sctp ] || fail "no SCTP in the guest kernel (tests/vm/build-image.sh loads sctp.ko)"
+TESTS+=(sctp_bw sctp_lat)
 
 log "== ours -> ours"
-qperf_client 30 oo.out rperftest qperf 127.0.0.1 -t 1 "${TESTS[@]}"
+qperf_client 60 oo.out rperftest qperf 127.0.0.1 -t 1 "${TESTS[@]}"
 check_figures oo.out
 
 if [ $have_stock = 1 ]; then
     log "== ours -> stock and stock -> stock"
-    qperf_client 30 os.out rperftest qperf -lp $STOCK_PORT 127.0.0.1 -t 1 "${TESTS[@]}"
-    qperf_client 30 ss.out "$STOCK" -lp $STOCK_PORT 127.0.0.1 -t 1 "${TESTS[@]}"
+    qperf_client 60 os.out rperftest qperf -lp $STOCK_PORT 127.0.0.1 -t 1 "${TESTS[@]}"
+    qperf_client 60 ss.out "$STOCK" -lp $STOCK_PORT 127.0.0.1 -t 1 "${TESTS[@]}"
     check_figures os.out
     check_figures ss.out
     qperf_same_text os.out ss.out "against stock server"
 
     log "== stock -> ours"
-    qperf_client 30 so.out "$STOCK" 127.0.0.1 -t 1 "${TESTS[@]}"
+    qperf_client 60 so.out "$STOCK" 127.0.0.1 -t 1 "${TESTS[@]}"
     check_figures so.out
     qperf_same_text oo.out so.out "against our server"
 
@@ -56,9 +56,9 @@ fi
 
 log "== -n without -t ends (stock qperf hangs here)"
 mark
-qperf_client 30 on.out rperftest qperf 127.0.0.1 -n 200 tcp_lat udp_lat
+qperf_client 30 on.out rperftest qperf 127.0.0.1 -n 200 tcp_lat udp_lat sctp_lat
 bound 20 "ours -> ours -n 200"
-[ "$(grep -cE '^ +latency += +[0-9]' on.out)" = 2 ] || fail "-n run lacks latency figures"
+[ "$(grep -cE '^ +latency += +[0-9]' on.out)" = 3 ] || fail "-n run lacks latency figures"
 if [ $have_stock = 1 ]; then
     mark
     qperf_client 30 osn.out rperftest qperf -lp $STOCK_PORT 127.0.0.1 -n 200 tcp_lat

@@ -198,6 +198,22 @@ pair() {
     # -c: the server is ready when an rdma_cm listener exists (-R/-z have no TCP port)
     if [ "$1" = -c ]; then ready=(-c); shift; fi
     local tool=$1; shift
+    run_pair_retried "${ready[@]}" "$@"
+    if is_lat "$tool"; then
+        lat_sane "$VMTEST_TMP/client.out"
+        case "$tool" in ib_write_lat|ib_send_lat) lat_sane "$SERVER_LOG" ;; esac
+    else
+        bw_sane "$VMTEST_TMP/client.out"
+        bw_sane "$SERVER_LOG"
+    fi
+}
+
+# run_pair_retried [-c] SRV_CMD... -- CLI_CMD...: the server (bounded 60 s; -c as in pair), then
+# the client (bounded 120 s), retried while C perftest's clock calibration flakes (3 tries); both
+# must exit 0. The client's output is left in $VMTEST_TMP/client.out, the server's in $SERVER_LOG.
+run_pair_retried() {
+    local ready=()
+    if [ "$1" = -c ]; then ready=(-c); shift; fi
     local srv=() cli=()
     while [ "$1" != "--" ]; do srv+=("$1"); shift; done
     shift
@@ -219,13 +235,6 @@ pair() {
     done
     [ "$LAST_RC" = 0 ] || fail "client rc=$LAST_RC: ${cli[*]}"
     [ "$SERVER_RC" = 0 ] || fail "server rc=$SERVER_RC: ${srv[*]}"
-    if is_lat "$tool"; then
-        lat_sane "$VMTEST_TMP/client.out"
-        case "$tool" in ib_write_lat|ib_send_lat) lat_sane "$SERVER_LOG" ;; esac
-    else
-        bw_sane "$VMTEST_TMP/client.out"
-        bw_sane "$SERVER_LOG"
-    fi
 }
 
 # pair_all TOOL "OPTS": the three pairings with -x, then ours<->ours without -x
@@ -282,6 +291,17 @@ wait_pid_or_kill() {
 # The qperf cases (80, 81) compare our client's text with stock qperf's once figures are masked:
 # a result row keeps its name, a value with a digit becomes X, runs of blanks collapse (the value
 # column's width follows the figures).
+# qperf_stock: the qperf cases' ports (OURS_PORT, STOCK_PORT) and stock qperf (STOCK, have_stock 1
+# when the image has it; the full image must).
+qperf_stock() {
+    OURS_PORT=19765
+    STOCK_PORT=19766
+    STOCK=/usr/bin/qperf
+    have_stock=0
+    [ -x "$STOCK" ] && have_stock=1
+    [ "$RXE_VM_MODE" = full ] && [ $have_stock = 0 ] && fail "full image without $STOCK"
+    return 0
+}
 qperf_mask() { sed -E 's/^( +[a-z_]+ +=  ).*[0-9].*$/\1X/; s/ +/ /g' "$1"; }
 # qperf_client SECS OUT CMD...: run a qperf client; it must exit 0 within SECS; output in OUT.
 qperf_client() {

@@ -54,14 +54,39 @@ ibv_devinfo -d "$D" | grep -q PORT_ACTIVE || { echo "port not PORT_ACTIVE"; fail
 
 [ "${RXE_SELFTEST_QUICK:-0}" = 1 ] && { echo "SELFTEST quick done fail=$fail"; exit $fail; }
 
-# wait until a TCP port is listening (perftest OOB exchange, default 18515)
-wait_listen() {
+# poll a check (a command) up to 100 times, 0.1 s apart; false if it never held
+wait_for() {
     i=0
     while [ $i -lt 100 ]; do
-        netstat -ltn 2>/dev/null | grep -q ":$1 " && return 0
+        "$@" && return 0
         sleep 0.1; i=$((i+1))
     done
     return 1
+}
+# a TCP port is listening (perftest OOB exchange, default 18515)
+tcp_listening() { netstat -ltn 2>/dev/null | grep -q ":$1 "; }
+# an rdma_cm listener exists (perftest -R server)
+cm_listening() { rdma resource show cm_id 2>/dev/null | grep -q LISTEN; }
+wait_listen() { wait_for tcp_listening "$1"; }
+
+# serve_and_connect <name> <ready check> <target> <tool> <args...> : the server in the background,
+# the client (args, then target) once the check holds (or after 2 s), both outputs and rcs
+serve_and_connect() {
+    name=$1 ready=$2 target=$3; shift 3
+    tool=$1; shift
+    t=$(now)
+    echo "--- server: $tool $*"
+    $tool "$@" >/tmp/srv.$name.log 2>&1 &
+    spid=$!
+    $ready || sleep 2
+    echo "--- client: $tool $* $target"
+    $tool "$@" "$target"
+    crc=$?
+    wait $spid; src=$?
+    echo "--- server output:"
+    cat /tmp/srv.$name.log
+    echo "--- $name: client rc=$crc server rc=$src wall=$(awk "BEGIN{print $(now)-$t}")s"
+    [ $crc = 0 ] && [ $src = 0 ] || { echo "FAILED: $name"; fail=1; }
 }
 
 # run_pair <name> <tool> <args...> : server in background, client against 127.0.0.1
@@ -69,29 +94,7 @@ run_pair() {
     name=$1; shift
     tool=$1; shift
     step "$name: $tool $*"
-    t=$(now)
-    echo "--- server: $tool -d $D -x $X $*"
-    $tool -d "$D" -x "$X" "$@" >/tmp/srv.$name.log 2>&1 &
-    spid=$!
-    wait_listen 18515 || sleep 2
-    echo "--- client: $tool -d $D -x $X $* 127.0.0.1"
-    $tool -d "$D" -x "$X" "$@" 127.0.0.1
-    crc=$?
-    wait $spid; src=$?
-    echo "--- server output:"
-    cat /tmp/srv.$name.log
-    echo "--- $name: client rc=$crc server rc=$src wall=$(awk "BEGIN{print $(now)-$t}")s"
-    [ $crc = 0 ] && [ $src = 0 ] || { echo "FAILED: $name"; fail=1; }
-}
-
-# wait until an rdma_cm listener exists (perftest -R server)
-wait_cm_listen() {
-    i=0
-    while [ $i -lt 100 ]; do
-        rdma resource show cm_id 2>/dev/null | grep -q LISTEN && return 0
-        sleep 0.1; i=$((i+1))
-    done
-    return 1
+    serve_and_connect "$name" "wait_listen 18515" 127.0.0.1 "$tool" -d "$D" -x "$X" "$@"
 }
 
 # rdma_cm variant: connection set up via /dev/infiniband/rdma_cm to the rxe IP
@@ -99,19 +102,7 @@ run_pair_cm() {
     name=$1; shift
     tool=$1; shift
     step "$name: $tool -R $* (rdma_cm)"
-    t=$(now)
-    echo "--- server: $tool -d $D -R $*"
-    $tool -d "$D" -R "$@" >/tmp/srv.$name.log 2>&1 &
-    spid=$!
-    wait_cm_listen || sleep 2
-    echo "--- client: $tool -d $D -R $* $RXE_IP"
-    $tool -d "$D" -R "$@" "$RXE_IP"
-    crc=$?
-    wait $spid; src=$?
-    echo "--- server output:"
-    cat /tmp/srv.$name.log
-    echo "--- $name: client rc=$crc server rc=$src wall=$(awk "BEGIN{print $(now)-$t}")s"
-    [ $crc = 0 ] && [ $src = 0 ] || { echo "FAILED: $name"; fail=1; }
+    serve_and_connect "$name" "wait_for cm_listening" "$RXE_IP" "$tool" -d "$D" -R "$@"
 }
 
 T0=$(now)

@@ -94,7 +94,10 @@ pub fn event_error(ev: &CmEvent, waiting_for: &str, peer: Option<&SocketAddr>) -
                 format!("connection rejected (RDMA_CM_EVENT_REJECTED, reason {r} {})", reject_reason_name(r)),
             );
             e = match r {
-                8 => e.with_hint("nobody listens on that address and port: start the server first, or check -p/--port"),
+                8 => e.with_hint(format!(
+                    "nobody listens on that address and port: start the server first, or check the {}",
+                    crate::knob::named(crate::knob::Knob::ServerPort)
+                )),
                 28 => e.with_hint("the server refused the connection"),
                 _ => e,
             };
@@ -648,7 +651,7 @@ impl Drop for CmId {
         let res = unsafe { self.chan.write_cmd("DESTROY_ID", &buf) };
         if let Err(e) = res {
             if e.errno != Some(libc::EIO) && e.errno != Some(libc::EINVAL) {
-                eprintln!("rperftest: warning: {e}");
+                crate::settings::warn(e.to_string());
             }
         }
         // Fetched events of this id can no longer be consumed.

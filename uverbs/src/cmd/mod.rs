@@ -20,6 +20,7 @@
 //! completion channel), `cq`, `qp` (with AH and multicast), `srq` (with XRCD), the rxe
 //! `doorbell` and the driver-namespace (DEVX) methods in `devx`, all re-exported here.
 
+use crate::knob::{self, Knob};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 use zerocopy::{FromBytes, Immutable, IntoBytes};
@@ -76,18 +77,9 @@ pub enum Transport {
     Ioctl,
 }
 
-/// The environment variable that selects the transport (`write` or `ioctl`).
-pub const TRANSPORT_ENV: &str = "RPERFTEST_VERBS_TRANSPORT";
-
 impl Transport {
-    /// `RPERFTEST_VERBS_TRANSPORT=ioctl` selects [`Transport::Ioctl`]; anything else (or unset)
-    /// gives [`Transport::Write`].
-    pub fn from_env() -> Transport {
-        match std::env::var(TRANSPORT_ENV) {
-            Ok(v) => Transport::parse(&v).unwrap_or_default(),
-            Err(_) => Transport::Write,
-        }
-    }
+    /// `write` or `ioctl` (any case, surrounding blanks ignored); the program maps its own flag or
+    /// environment variable through this (see [`crate::settings`]).
     pub fn parse(s: &str) -> Option<Transport> {
         match s.trim().to_ascii_lowercase().as_str() {
             "write" => Some(Transport::Write),
@@ -116,8 +108,8 @@ pub struct Cmd<'a> {
 // Errors
 // ================================================================================================
 
-/// A hint the user can act on for `errno` from command `what`.
-pub fn hint(what: &str, errno: i32) -> Option<&'static str> {
+/// A hint the user can act on for `errno` from command `what` (knobs named as in [`knob`]).
+pub fn hint(what: &str, errno: i32) -> Option<String> {
     let cmd = what.split_whitespace().next().unwrap_or(what);
     Some(match (cmd, errno) {
         (_, libc::EACCES) | (_, libc::EPERM) => {
@@ -127,9 +119,18 @@ pub fn hint(what: &str, errno: i32) -> Option<&'static str> {
             "the locked-memory limit is too low: raise RLIMIT_MEMLOCK (ulimit -l unlimited, or memlock in /etc/security/limits.conf)"
         }
         ("MODIFY_QP", libc::EINVAL) => {
-            "check the QP attributes: GID index (-x) and port (-i), path MTU, destination QPN, timeout <= 31, and that the state change is allowed"
+            return Some(format!(
+                "check the QP attributes: {} and {}, path MTU, destination QPN, timeout <= 31, and that the state change is allowed",
+                knob::named(Knob::GidIndex),
+                knob::named(Knob::IbPort)
+            ))
         }
-        ("MODIFY_QP", libc::ENODATA) => "the GID index points at an empty GID table slot: pick a populated index (-x)",
+        ("MODIFY_QP", libc::ENODATA) => {
+            return Some(format!(
+                "the GID index points at an empty GID table slot: pick a populated index{}",
+                knob::flag(Knob::GidIndex)
+            ))
+        }
         ("POST_SEND", libc::EINVAL) => "the doorbell needs the QP in RTS (and wqe_size >= 56)",
         ("POST_SEND", libc::EFAULT) => "the response pointer was refused, but the send queue has probably already been processed",
         ("DESTROY_CQ", libc::EBUSY) => "the CQ still has QPs attached: destroy the QPs first",
@@ -138,15 +139,21 @@ pub fn hint(what: &str, errno: i32) -> Option<&'static str> {
         ("CREATE_QP", libc::EINVAL) => "the QP capacities exceed the device limits (max_qp_wr, max_sge, max_inline), or the QP type is not supported",
         (_, libc::EOPNOTSUPP) => "the command is not supported by this driver or kernel",
         (_, libc::EPROTONOSUPPORT) => {
-            "this kernel does not know the ioctl method or attribute; try the write transport (RPERFTEST_VERBS_TRANSPORT=write)"
+            return Some(format!(
+                "this kernel does not know the ioctl method or attribute; try the {}",
+                knob::named(Knob::WriteTransport)
+            ))
         }
-        (_, libc::ENOTTY) => "this kernel has no uverbs ioctl interface; use the write transport (RPERFTEST_VERBS_TRANSPORT=write)",
+        (_, libc::ENOTTY) => {
+            return Some(format!("this kernel has no uverbs ioctl interface; use the {}", knob::named(Knob::WriteTransport)))
+        }
         (_, libc::ENOSPC) => "the kernel expected a larger command or response buffer (kernel/ABI mismatch)",
         (_, libc::ENOMEM) => "the kernel or device ran out of resources (too many objects, or queues too large)",
         (_, libc::EIO) => "the device was removed or reset (device disassociated)",
         (_, libc::ENODEV) | (_, libc::ENXIO) => "the device is gone; check that the RDMA driver is loaded (e.g. rdma link show)",
         _ => return None,
-    })
+    }
+    .to_string())
 }
 
 /// The error for command `what` failing with `errno`, with a hint where one applies.

@@ -212,7 +212,10 @@ pub fn pick_device(devs: Vec<DeviceInfo>, name: Option<&str>) -> Result<DeviceIn
                 "find RDMA device",
                 format!("no device named {n:?} (devices: {there})"),
             )
-            .with_hint("pick one of those with -d/--ib-dev")
+            .with_hint(match crate::knob::spelled(crate::knob::Knob::Device) {
+                Some(f) => format!("pick one of those with {f}"),
+                None => "pick one of those".to_string(),
+            })
         }),
     }
 }

@@ -65,6 +65,11 @@ impl Stop {
             self.idle = self.idle.min(UD_IDLE);
         }
     }
+    /// Time-based runs only: the deadline passed. Posting checks this before each work
+    /// request, as stock qperf's post loops check `Finished`.
+    fn time_up(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
     fn expired(&self) -> bool {
         let now = Instant::now();
         match self.deadline {
@@ -84,6 +89,20 @@ impl Stop {
             self.n.saturating_sub(posted).min(u64::from(want)) as u32
         }
     }
+}
+
+/// Post up to `n` work requests one at a time with `post`, stopping early once `time_up`
+/// says so; returns how many went out. Stock qperf checks its timer between posts too: on a
+/// slow provider (rxe under emulation, a 64 KiB message costs milliseconds inside the post)
+/// the first 1024 posts alone outlast a short `-t`, and a loop that posts them all overruns it.
+fn post_while(n: u32, time_up: impl Fn() -> bool, mut post: impl FnMut() -> Result<(), String>) -> Result<u32, String> {
+    for i in 0..n {
+        if time_up() {
+            return Ok(i);
+        }
+        post()?;
+    }
+    Ok(n)
 }
 
 fn check(r: &Run, wc: &WorkCompletion) -> Result<(), String> {
@@ -120,19 +139,15 @@ fn note_cqes(stat: &mut Stat, n: usize) {
 
 fn stream_send<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &mut Stat, wc: &mut [WorkCompletion]) -> Result<(), String> {
     let write = r.test.kind == Kind::WriteBw;
-    let post = |rig: &mut Rig<P>, stat: &mut Stat, n: u32| -> Result<(), String> {
-        if write {
-            rig.post_rdma(WrOpcode::RdmaWriteWithImm, n)?;
-        } else {
-            rig.post_send(n)?;
-        }
-        for _ in 0..n {
+    let post = |rig: &mut Rig<P>, stat: &mut Stat, stop: &Stop, n: u32| -> Result<(), String> {
+        let sent = post_while(n, || stop.time_up(), || if write { rig.post_rdma(WrOpcode::RdmaWriteWithImm, 1) } else { rig.post_send(1) })?;
+        for _ in 0..sent {
             count(stat, Event::Posted, rig.msg_size);
         }
         Ok(())
     };
     let first = stop.allow(0, DEPTH);
-    post(rig, stat, first)?;
+    post(rig, stat, stop, first)?;
     loop {
         if stop.expired() {
             return Ok(());
@@ -149,7 +164,7 @@ fn stream_send<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &m
             return Ok(());
         }
         let more = stop.allow(stat.s.msgs, n as u32);
-        post(rig, stat, more)?;
+        post(rig, stat, stop, more)?;
     }
 }
 
@@ -175,8 +190,7 @@ fn stream_recv<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &m
 }
 
 fn bi_bw<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &mut Stat, wc: &mut [WorkCompletion]) -> Result<(), String> {
-    let first = stop.allow(0, DEPTH);
-    rig.post_send(first)?;
+    let first = post_while(stop.allow(0, DEPTH), || stop.time_up(), || rig.post_send(1))?;
     for _ in 0..first {
         count(stat, Event::Posted, rig.msg_size);
     }
@@ -209,7 +223,7 @@ fn bi_bw<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &mut Sta
         }
         let more = stop.allow(stat.s.msgs, sent);
         if more > 0 {
-            rig.post_send(more)?;
+            let more = post_while(more, || stop.time_up(), || rig.post_send(1))?;
             for _ in 0..more {
                 count(stat, Event::Posted, rig.msg_size);
             }
@@ -318,8 +332,7 @@ fn poll_lat<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &mut 
 
 fn read<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &mut Stat, wc: &mut [WorkCompletion]) -> Result<(), String> {
     let depth = if r.test.kind == Kind::ReadBw { DEPTH } else { 1 };
-    let mut posted = u64::from(stop.allow(0, depth));
-    rig.post_rdma(WrOpcode::RdmaRead, posted as u32)?;
+    let mut posted = u64::from(post_while(stop.allow(0, depth), || stop.time_up(), || rig.post_rdma(WrOpcode::RdmaRead, 1))?);
     loop {
         if stop.expired() || stop.reached(stat.r.msgs) {
             return Ok(());
@@ -337,8 +350,7 @@ fn read<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &mut Stat
             stop.progress();
         }
         let more = stop.allow(posted, n as u32);
-        rig.post_rdma(WrOpcode::RdmaRead, more)?;
-        posted += u64::from(more);
+        posted += u64::from(post_while(more, || stop.time_up(), || rig.post_rdma(WrOpcode::RdmaRead, 1))?);
     }
 }
 
@@ -362,6 +374,9 @@ fn atomics<P: Provider>(rig: &mut Rig<P>, r: &Run, stop: &mut Stop, stat: &mut S
         Ok(())
     };
     for i in 0..u64::from(stop.allow(0, slots)) {
+        if stop.time_up() {
+            break;
+        }
         post(rig, stat, i, &mut head)?;
     }
     loop {
@@ -410,5 +425,55 @@ fn idle(r: &Run, ctrl: &Ctrl, stop: &Stop) -> Result<(), String> {
             Ok(n) if n > 0 => return Ok(()),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn posting_stops_when_time_is_up() {
+        // Time runs out after the third post: three went out, the rest are not posted.
+        let posts = Cell::new(0u32);
+        let n = post_while(1024, || posts.get() >= 3, || {
+            posts.set(posts.get() + 1);
+            Ok(())
+        });
+        assert_eq!((n, posts.get()), (Ok(3), 3));
+        // Time already up: nothing is posted.
+        assert_eq!(post_while(1024, || true, || panic!("posted after the deadline")), Ok(0));
+        // Time left: all of them.
+        let posts = Cell::new(0u32);
+        let n = post_while(5, || false, || {
+            posts.set(posts.get() + 1);
+            Ok(())
+        });
+        assert_eq!(n, Ok(5));
+        assert_eq!(posts.get(), 5);
+        // A failed post ends the loop with its error.
+        assert_eq!(post_while(5, || false, || Err("failed to post send".to_string())), Err("failed to post send".to_string()));
+    }
+
+    #[test]
+    fn count_based_runs_are_never_time_up() {
+        let run = |time| Run {
+            test: RdmaTest { name: "rc_bi_bw", transport: Transport::Rc, kind: Kind::BiBw },
+            server: false,
+            time,
+            no_msgs: 10,
+            access_recv: false,
+            idle: Duration::ZERO,
+            ethernet: true,
+        };
+        // Count-based (no time): the idle timeout ends the loop, never the posting.
+        let stop = Stop::new(&run(0));
+        assert!(!stop.time_up());
+        assert!(stop.expired());
+        let mut stop = Stop::new(&run(1));
+        assert!(!stop.time_up());
+        stop.deadline = Some(Instant::now());
+        assert!(stop.time_up());
     }
 }

@@ -22,13 +22,6 @@
 #include <infiniband/mlx5dv.h>
 #include "shim.h"
 
-#define TX_DEPTH 128   /* perftest bw default */
-#define CQ_MOD 100     /* perftest bw default: one signaled WR per 100 */
-#define POLL_BATCH 16  /* perftest CTX_POLL_BATCH */
-#define MSG_SIZE 64
-#define REMOTE_VA 0x00007f0012340000ULL
-#define RKEY 0x0000abcdU
-
 /* ---- the device role: requester CQEs ---- */
 struct dev {
 	volatile uint8_t *cqbuf; uint32_t ncqe, pi;
@@ -59,107 +52,37 @@ static uint64_t completions, last_wr_id;
 
 static void die(const char *m) { fprintf(stderr, "hotpath: %s\n", m); exit(1); }
 
-/* perftest's BW loop (run_iter_bw): post while fewer than TX_DEPTH outstanding, one WR in CQ_MOD
- * signaled, poll a batch of POLL_BATCH, each completion retires CQ_MOD WRs. */
-__attribute__((noinline)) void hot_loop_bw(uint64_t iters)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)data, .length = MSG_SIZE, .lkey = mr->lkey };
-	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof wr);
-	wr.sg_list = &sge; wr.num_sge = 1; wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.wr.rdma.remote_addr = REMOTE_VA; wr.wr.rdma.rkey = RKEY;
-	struct ibv_wc wc[POLL_BATCH];
-	uint64_t scnt = 0, ccnt = 0;
-	while (scnt < iters || ccnt < iters) {
-		while (scnt < iters && scnt - ccnt < TX_DEPTH) {
-			int sig = scnt % CQ_MOD == CQ_MOD - 1;
-			wr.wr_id = scnt;
-			wr.send_flags = sig ? IBV_SEND_SIGNALED : 0;
-			if (ibv_post_send(qp, &wr, &bad)) die("post_send");
-			if (sig) dev_req_cqe(&D, (uint16_t)scnt); /* every WQE is one WQEBB */
-			scnt++;
-		}
-		if (ccnt < iters) {
-			int ne = ibv_poll_cq(cq, POLL_BATCH, wc);
-			if (ne < 0) die("poll_cq");
-			for (int i = 0; i < ne; i++) {
-				if (wc[i].status != IBV_WC_SUCCESS) die("completion status");
-				last_wr_id = wc[i].wr_id;
-			}
-			completions += ne; ccnt += (uint64_t)ne * CQ_MOD;
-		}
-	}
-}
+/* every WQE is one WQEBB: WR n is the WQE at counter n */
+static inline void peer_complete(uint64_t n) { dev_req_cqe(&D, (uint16_t)n); }
 
-/* a latency loop: every WR signaled, the device completes it, poll_cq(cq, 1) until it is seen */
-__attribute__((noinline)) void hot_loop_lat(uint64_t iters)
-{
-	struct ibv_sge sge = { .addr = (uintptr_t)data, .length = MSG_SIZE, .lkey = mr->lkey };
-	struct ibv_send_wr wr, *bad;
-	memset(&wr, 0, sizeof wr);
-	wr.sg_list = &sge; wr.num_sge = 1; wr.opcode = IBV_WR_RDMA_WRITE; wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = REMOTE_VA; wr.wr.rdma.rkey = RKEY;
-	struct ibv_wc wc;
-	for (uint64_t i = 0; i < iters; i++) {
-		wr.wr_id = i;
-		if (ibv_post_send(qp, &wr, &bad)) die("post_send");
-		dev_req_cqe(&D, (uint16_t)i);
-		int ne;
-		do ne = ibv_poll_cq(cq, 1, &wc); while (ne == 0);
-		if (ne < 0 || wc.status != IBV_WC_SUCCESS) die("poll_cq");
-		last_wr_id = wc.wr_id; completions++;
-	}
-}
+/* hot_loop_bw, hot_loop_lat (ibv_post_send) */
+#include "../../../support/oracle/hotpath_loops.h"
 
-/* hot_loop_bw through the extended QP API: the same loop, the same WRs, posted one per
- * ibv_wr_start .. ibv_wr_complete (what perftest does per post when it uses the new post API) */
+/* one post through the extended QP API: ibv_wr_start .. ibv_wr_complete around the same WR (what
+ * perftest does per post when it uses the new post API) */
+#define POST_WR(id, flags) do { \
+	ibv_wr_start(qpx); \
+	qpx->wr_id = (id); \
+	qpx->wr_flags = (flags); \
+	ibv_wr_rdma_write(qpx, RKEY, REMOTE_VA); \
+	ibv_wr_set_sge(qpx, lkey, addr, MSG_SIZE); \
+	if (ibv_wr_complete(qpx)) die("wr_complete"); \
+} while (0)
+#define POST_WR_BW(id, sig) POST_WR(id, (sig) ? IBV_SEND_SIGNALED : 0)
+#define POST_WR_LAT(id) POST_WR(id, IBV_SEND_SIGNALED)
+
+/* hot_loop_bw through the extended QP API: the same loop, the same WRs */
 __attribute__((noinline)) void hot_loop_bw_wr(uint64_t iters)
 {
 	uint32_t lkey = mr->lkey; uint64_t addr = (uintptr_t)data;
-	struct ibv_wc wc[POLL_BATCH];
-	uint64_t scnt = 0, ccnt = 0;
-	while (scnt < iters || ccnt < iters) {
-		while (scnt < iters && scnt - ccnt < TX_DEPTH) {
-			int sig = scnt % CQ_MOD == CQ_MOD - 1;
-			ibv_wr_start(qpx);
-			qpx->wr_id = scnt;
-			qpx->wr_flags = sig ? IBV_SEND_SIGNALED : 0;
-			ibv_wr_rdma_write(qpx, RKEY, REMOTE_VA);
-			ibv_wr_set_sge(qpx, lkey, addr, MSG_SIZE);
-			if (ibv_wr_complete(qpx)) die("wr_complete");
-			if (sig) dev_req_cqe(&D, (uint16_t)scnt);
-			scnt++;
-		}
-		if (ccnt < iters) {
-			int ne = ibv_poll_cq(cq, POLL_BATCH, wc);
-			if (ne < 0) die("poll_cq");
-			for (int i = 0; i < ne; i++) {
-				if (wc[i].status != IBV_WC_SUCCESS) die("completion status");
-				last_wr_id = wc[i].wr_id;
-			}
-			completions += ne; ccnt += (uint64_t)ne * CQ_MOD;
-		}
-	}
+	HOTPATH_BW_LOOP(iters, POST_WR_BW);
 }
 
 /* hot_loop_lat through the extended QP API */
 __attribute__((noinline)) void hot_loop_lat_wr(uint64_t iters)
 {
 	uint32_t lkey = mr->lkey; uint64_t addr = (uintptr_t)data;
-	struct ibv_wc wc;
-	for (uint64_t i = 0; i < iters; i++) {
-		ibv_wr_start(qpx);
-		qpx->wr_id = i;
-		qpx->wr_flags = IBV_SEND_SIGNALED;
-		ibv_wr_rdma_write(qpx, RKEY, REMOTE_VA);
-		ibv_wr_set_sge(qpx, lkey, addr, MSG_SIZE);
-		if (ibv_wr_complete(qpx)) die("wr_complete");
-		dev_req_cqe(&D, (uint16_t)i);
-		int ne;
-		do ne = ibv_poll_cq(cq, 1, &wc); while (ne == 0);
-		if (ne < 0 || wc.status != IBV_WC_SUCCESS) die("poll_cq");
-		last_wr_id = wc.wr_id; completions++;
-	}
+	HOTPATH_LAT_LOOP(iters, POST_WR_LAT);
 }
 
 int main(int argc, char **argv)
@@ -172,46 +95,23 @@ int main(int argc, char **argv)
 	if (bw) { iters -= iters % CQ_MOD; if (!iters) iters = CQ_MOD; }
 	struct shim_state *S = shim_state();
 
-	if (posix_memalign((void **)&data, 4096, 8192)) die("buffer");
-	memset(data, 0x5a, 8192);
-	int n; struct ibv_device **l = ibv_get_device_list(&n);
-	if (!l || !n) die("no device (run through run.sh: LD_PRELOAD shim + SYSFS_PATH)");
-	struct ibv_context *ctx = ibv_open_device(l[0]);
-	if (!ctx) die("ibv_open_device");
-	struct ibv_pd *pd = ibv_alloc_pd(ctx);
-	mr = pd ? ibv_reg_mr(pd, data, 8192, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) : NULL;
-	if (!pd || !mr) die("pd/mr");
-	cq = ibv_create_cq(ctx, TX_DEPTH * 2, NULL, NULL, 0);
-	if (!cq) die("cq");
-	struct ibv_qp_init_attr ia; memset(&ia, 0, sizeof ia);
-	ia.qp_type = IBV_QPT_RC; ia.send_cq = cq; ia.recv_cq = cq;
-	ia.cap.max_send_wr = TX_DEPTH; ia.cap.max_recv_wr = 16; ia.cap.max_send_sge = 1; ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = 0;
+	struct hotpath_objs h; struct ibv_qp_init_attr ia;
+	hotpath_open(&h, &ia);
 	if (!use_wr) {
-		qp = ibv_create_qp(pd, &ia);
+		qp = ibv_create_qp(h.pd, &ia);
 		if (!qp) die("ibv_create_qp");
 	} else {
 		/* the same QP, created through the extended call with the send ops the wr loops use */
 		struct ibv_qp_init_attr_ex iax; memset(&iax, 0, sizeof iax);
 		iax.qp_type = ia.qp_type; iax.send_cq = ia.send_cq; iax.recv_cq = ia.recv_cq; iax.cap = ia.cap;
-		iax.pd = pd; iax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		iax.pd = h.pd; iax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 		iax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
-		qp = ibv_create_qp_ex(ctx, &iax);
+		qp = ibv_create_qp_ex(h.ctx, &iax);
 		if (!qp) die("ibv_create_qp_ex");
 		qpx = ibv_qp_to_qp_ex(qp);
 		if (!qpx) die("ibv_qp_to_qp_ex");
 	}
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) die("INIT");
-	memset(&a, 0, sizeof a);
-	a.qp_state = IBV_QPS_RTR; a.path_mtu = IBV_MTU_4096; a.dest_qp_num = 0x000b2d; a.rq_psn = 0x000111; a.max_dest_rd_atomic = 16; a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1; a.ah_attr.port_num = 1; a.ah_attr.grh.sgid_index = 3; a.ah_attr.grh.hop_limit = 64;
-	uint8_t dgid[16] = {0,0,0,0,0,0,0,0,0,0,0xff,0xff,192,168,1,2}; memcpy(a.ah_attr.grh.dgid.raw, dgid, 16);
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) die("RTR");
-	memset(&a, 0, sizeof a);
-	a.qp_state = IBV_QPS_RTS; a.sq_psn = 0x000222; a.timeout = 14; a.retry_cnt = 7; a.rnr_retry = 7; a.max_rd_atomic = 16;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC)) die("RTS");
+	hotpath_to_rts(IBV_MTU_4096, 0x000b2d, 3);
 
 	struct mlx5dv_cq dvcq; struct mlx5dv_obj o; memset(&o, 0, sizeof o);
 	o.cq.in = cq; o.cq.out = &dvcq; o.qp.in = qp; o.qp.out = &dvqp;
@@ -224,17 +124,11 @@ int main(int argc, char **argv)
 	memcpy(D.tmpl, t, sizeof t);
 	D.sop_drop_qpn = htobe32((0x08u << 24) | qp->qp_num);
 
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (use_wr) { if (bw) hot_loop_bw_wr(iters); else hot_loop_lat_wr(iters); }
-	else if (bw) hot_loop_bw(iters); else hot_loop_lat(iters);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double ns = (t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec);
+	double ns = hotpath_time(use_wr ? (bw ? hot_loop_bw_wr : hot_loop_lat_wr) : bw ? hot_loop_bw : hot_loop_lat, iters);
 	uint32_t sq_pi = be32toh(dvqp.dbrec[MLX5_SND_DBR]) & 0xffff;
 	printf("case=%s iters=%llu ns_per_op=%.2f completions=%llu sq_pi=%u last_wr_id=%llu impl=libmlx5 sq_wqe_cnt=%u ncqe=%u qpn=0x%x\n",
 	       which, (unsigned long long)iters, ns / iters, (unsigned long long)completions, sq_pi,
 	       (unsigned long long)last_wr_id, dvqp.sq.wqe_cnt, D.ncqe, qp->qp_num);
-	ibv_destroy_qp(qp); ibv_destroy_cq(cq); ibv_dereg_mr(mr); ibv_dealloc_pd(pd); ibv_close_device(ctx);
-	ibv_free_device_list(l);
+	hotpath_close(&h);
 	return 0;
 }

@@ -32,67 +32,13 @@
 
 static struct shim_state S = { .fake_fd = -1 };
 struct shim_state *shim_state(void) { return &S; }
-static FILE *logf_;
 static uint32_t next_handle = 1;
 static uint64_t next_mmap_offset; /* the kernel's rxe->mmap_offset: starts at 0 */
+#define SHIM_LOG_DEFAULT "/tmp/rxe-hotpath-shim.log"
+#define SHIM_FAKE_NAME "uverbs0"
+/* shim_log, open / stat / close of the uverbs node */
+#include "../../../support/oracle/fake_uverbs.h"
 
-static void shim_log(const char *fmt, ...)
-{
-	if (!logf_) {
-		const char *p = getenv("SHIM_LOG");
-		logf_ = fopen(p ? p : "/tmp/rxe-hotpath-shim.log", "w");
-		if (!logf_) return;
-		setvbuf(logf_, NULL, _IOLBF, 0);
-	}
-	va_list ap; va_start(ap, fmt); vfprintf(logf_, fmt, ap); va_end(ap);
-}
-
-static int is_fake_path(const char *p) { return p && strncmp(p, "/dev/infiniband/uverbs", 22) == 0; }
-
-/* ---------- open / stat redirection ---------- */
-static int do_open_fake(int flags)
-{
-	int fd = syscall(SYS_openat, AT_FDCWD, "/dev/null", (flags & ~(O_CREAT | O_TRUNC)) | O_CLOEXEC, 0);
-	if (fd >= 0) { S.fake_fd = fd; shim_log("open(uverbs0) -> fake fd %d\n", fd); }
-	return fd;
-}
-int open(const char *path, int flags, ...)
-{
-	mode_t mode = 0; if (flags & (O_CREAT | O_TMPFILE)) { va_list ap; va_start(ap, flags); mode = va_arg(ap, int); va_end(ap); }
-	if (is_fake_path(path)) return do_open_fake(flags);
-	return syscall(SYS_openat, AT_FDCWD, path, flags, mode);
-}
-int open64(const char *path, int flags, ...) __attribute__((alias("open")));
-int __open_2(const char *path, int flags) { return open(path, flags); }
-int __open64_2(const char *path, int flags) { return open(path, flags); }
-int openat(int dfd, const char *path, int flags, ...)
-{
-	mode_t mode = 0; if (flags & (O_CREAT | O_TMPFILE)) { va_list ap; va_start(ap, flags); mode = va_arg(ap, int); va_end(ap); }
-	if (is_fake_path(path)) return do_open_fake(flags);
-	return syscall(SYS_openat, dfd, path, flags, mode);
-}
-int openat64(int dfd, const char *path, int flags, ...) __attribute__((alias("openat")));
-int __openat_2(int dfd, const char *path, int flags) { return openat(dfd, path, flags); }
-int __openat64_2(int dfd, const char *path, int flags) { return openat(dfd, path, flags); }
-
-int stat(const char *path, struct stat *st)
-{
-	static int (*real)(const char *, struct stat *);
-	if (!real) real = dlsym(RTLD_NEXT, "stat");
-	return real(is_fake_path(path) ? "/dev/null" : path, st);
-}
-int stat64(const char *path, struct stat64 *st)
-{
-	static int (*real)(const char *, struct stat64 *);
-	if (!real) real = dlsym(RTLD_NEXT, "stat64");
-	return real(is_fake_path(path) ? "/dev/null" : path, st);
-}
-
-int close(int fd)
-{
-	if (fd >= 0 && fd == S.fake_fd) { shim_log("close(fake fd %d)\n", fd); S.fake_fd = -1; }
-	return syscall(SYS_close, fd);
-}
 
 /* ---------- ioctl: no ioctl framework, so libibverbs uses write() ---------- */
 int ioctl(int fd, unsigned long req, ...)
@@ -183,24 +129,10 @@ static uint32_t qpn_next = 0x11;
 /* out of line, so that write()'s doorbell fast path stays a few instructions */
 __attribute__((noinline)) static ssize_t handle(const void *buf, size_t len)
 {
-	const struct ib_uverbs_cmd_hdr *h = buf;
-	uint32_t cmd = h->command; int ex = !!(cmd & IB_USER_VERBS_CMD_FLAG_EXTENDED);
-	uint32_t num = cmd & IB_USER_VERBS_CMD_COMMAND_MASK;
-	const uint8_t *core; size_t core_len; uint8_t *out; size_t core_out_len; uint8_t *drv_out; size_t drv_out_len;
-	if (!ex) {
-		core = (const uint8_t *)buf + 8; core_len = h->in_words * 4 - 8;
-		core_out_len = h->out_words * 4; out = core_out_len ? (uint8_t *)(uintptr_t)*(const uint64_t *)core : NULL;
-		drv_out = NULL; drv_out_len = 0;
-	} else {
-		const struct ib_uverbs_ex_cmd_hdr *eh = (const void *)((const uint8_t *)buf + 8);
-		core = (const uint8_t *)buf + 24; core_len = h->in_words * 8;
-		out = (uint8_t *)(uintptr_t)eh->response; core_out_len = h->out_words * 8;
-		drv_out = out ? out + core_out_len : NULL; drv_out_len = eh->provider_out_words * 8;
-	}
-	(void)core_len;
-	shim_log("write cmd %s%u in_words %u out_words %u len %zu\n", ex ? "EX " : "", num, h->in_words, h->out_words, len);
-	if (out && !ex) memset(out, 0, core_out_len);
-	if (out && ex) memset(out, 0, core_out_len + drv_out_len);
+	struct shim_cmd c = shim_cmd_decode(buf, len);
+	shim_cmd_zero_out(&c);
+	int ex = c.ex; uint32_t num = c.num; const uint8_t *core = c.core;
+	uint8_t *out = c.out, *drv_out = c.drv_out; size_t core_out_len = c.core_out_len, drv_out_len = c.drv_out_len;
 #define NONEX_DRV_OUT(cresp) do { drv_out = out + sizeof(cresp); \
 		drv_out_len = core_out_len > sizeof(cresp) ? core_out_len - sizeof(cresp) : 0; } while (0)
 
@@ -210,11 +142,9 @@ __attribute__((noinline)) static ssize_t handle(const void *buf, size_t len)
 		r->async_fd = eventfd(0, EFD_CLOEXEC); r->num_comp_vectors = 1;
 		break; }
 	case IB_USER_VERBS_CMD_QUERY_DEVICE:
-		fill_query_device((void *)out); break;
 	case 0x100 | IB_USER_VERBS_EX_CMD_QUERY_DEVICE: {
-		struct ib_uverbs_ex_query_device_resp *r = (void *)out;
-		fill_query_device(&r->base);
-		r->response_length = core_out_len < sizeof(*r) ? core_out_len : sizeof(*r);
+		struct ib_uverbs_ex_query_device_resp *r;
+		fill_query_device(shim_query_device(&c, &r));
 		break; }
 	case IB_USER_VERBS_CMD_QUERY_PORT: {
 		struct ib_uverbs_query_port_resp *r = (void *)out;
@@ -277,17 +207,8 @@ __attribute__((noinline)) static ssize_t handle(const void *buf, size_t len)
 		shim_log("  CREATE_QP caps %u/%u/%u/%u/%u -> qpn 0x%x handle %u, send %u wr / %u sge / %u inline, recv %u wr\n",
 			 msw, mrw, mss, mrs, mil, r->qpn, r->qp_handle, sq_wr, r->max_send_sge, pay, rq_wr);
 		break; }
-	case IB_USER_VERBS_CMD_MODIFY_QP:
-	case 0x100 | IB_USER_VERBS_EX_CMD_MODIFY_QP: {
-		const struct ib_uverbs_modify_qp *c = (const void *)core;
-		shim_log("  MODIFY_QP mask 0x%x state %u\n", c->attr_mask, c->qp_state);
-		if (ex && out) ((struct ib_uverbs_ex_modify_qp_resp *)out)->response_length = sizeof(struct ib_uverbs_ex_modify_qp_resp);
-		break; }
-	case IB_USER_VERBS_CMD_DEALLOC_PD: case IB_USER_VERBS_CMD_DEREG_MR:
-	case IB_USER_VERBS_CMD_DESTROY_CQ: case IB_USER_VERBS_CMD_DESTROY_QP:
-		break;
 	default:
-		shim_log("  unsupported -> EOPNOTSUPP\n"); errno = EOPNOTSUPP; return -1;
+		if (shim_common_cmd(ex ? (num | 0x100) : num, &c, NULL)) return -1;
 	}
 	return len;
 }

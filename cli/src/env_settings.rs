@@ -1,0 +1,113 @@
+//! The environment variables the program honours for the libraries, read once at start and
+//! installed as their settings (the libraries themselves read no environment), and the warning
+//! sink that puts their warnings on stderr.
+//!
+//! - `RPERFTEST_VERBS_TRANSPORT=write|ioctl`: how uverbs commands reach the kernel (default write;
+//!   an unknown value means write).
+//! - `RPERFTEST_RXE_DOORBELL=write|uring|uring-sqpoll`: the rxe doorbell experiment (default
+//!   write; an unknown value is refused when an rxe context is opened).
+//! - `MLX5_SHUT_UP_BF` (set and not `0`: no BlueFlame) and `MLX5_POST_SEND_PREFER_BF` (`0`: a
+//!   plain doorbell where BlueFlame is optional), with libmlx5's meaning.
+
+use providers::rxe::doorbell::DoorbellMode;
+use providers::settings::ProviderSettings;
+use uverbs::cmd::Transport;
+use uverbs::knob::Knob;
+use uverbs::settings::{Settings, Warning};
+
+pub const TRANSPORT_ENV: &str = "RPERFTEST_VERBS_TRANSPORT";
+pub const DOORBELL_ENV: &str = "RPERFTEST_RXE_DOORBELL";
+pub const MLX5_SHUT_UP_BF: &str = "MLX5_SHUT_UP_BF";
+pub const MLX5_PREFER_BF: &str = "MLX5_POST_SEND_PREFER_BF";
+
+/// Both libraries' settings from `var` (the environment, or a table in tests).
+pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (Settings, ProviderSettings) {
+    let transport = var(TRANSPORT_ENV).and_then(|v| Transport::parse(&v)).unwrap_or_default();
+    let flag = |k: &str| var(k).map(|v| v.trim() != "0");
+    let rxe_doorbell = match var(DOORBELL_ENV) {
+        None => Ok(DoorbellMode::Write),
+        Some(v) => DoorbellMode::parse(&v).map_err(|why| format!("{DOORBELL_ENV}={why}")),
+    };
+    let p = ProviderSettings {
+        rxe_doorbell,
+        mlx5_blueflame: flag(MLX5_SHUT_UP_BF) != Some(true),
+        mlx5_prefer_bf: flag(MLX5_PREFER_BF).unwrap_or(true),
+    };
+    (Settings { transport }, p)
+}
+
+fn to_stderr(w: &Warning) {
+    eprintln!("rperftest: warning: {w}");
+}
+
+/// How hints name a knob in the ib_* tools and our own commands: the two environment knobs, and
+/// perftest's options for the rest.
+pub fn perftest_spelling(k: Knob) -> Option<&'static str> {
+    env_spelling(k).or_else(|| bench::params::knobs::perftest_flag(k))
+}
+
+/// The knobs every command of this program has: the environment variables above.
+pub fn env_spelling(k: Knob) -> Option<&'static str> {
+    match k {
+        Knob::WriteTransport => Some("RPERFTEST_VERBS_TRANSPORT=write"),
+        Knob::WriteDoorbell => Some("RPERFTEST_RXE_DOORBELL=write"),
+        _ => None,
+    }
+}
+
+/// Read the environment, install the settings and the stderr warning sink; hints name knobs the
+/// perftest way unless `tool` has its own flags (qperf: only the environment knobs).
+pub fn install_from_env(tool: &str) {
+    let (u, p) = from_vars(|k| std::env::var(k).ok());
+    uverbs::settings::install(u);
+    providers::settings::install(p);
+    uverbs::settings::set_warning_sink(Some(to_stderr));
+    let spelling: uverbs::knob::Spelling = if tool == "qperf" { env_spelling } else { perftest_spelling };
+    uverbs::knob::set_spelling(Some(spelling));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars<'a>(t: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| t.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn unset_gives_the_defaults() {
+        let (u, p) = from_vars(vars(&[]));
+        assert_eq!(u, Settings::default());
+        assert_eq!(p, ProviderSettings::default());
+    }
+
+    #[test]
+    fn each_variable_maps_to_its_knob() {
+        let (u, p) = from_vars(vars(&[
+            ("RPERFTEST_VERBS_TRANSPORT", " IOCTL "),
+            ("RPERFTEST_RXE_DOORBELL", "uring-sqpoll"),
+            ("MLX5_SHUT_UP_BF", "1"),
+            ("MLX5_POST_SEND_PREFER_BF", "0"),
+        ]));
+        assert_eq!(u.transport, Transport::Ioctl);
+        assert_eq!(p.rxe_doorbell, Ok(DoorbellMode::UringSqpoll));
+        assert!(!p.mlx5_blueflame && !p.mlx5_prefer_bf);
+        // "0" keeps BlueFlame on; an unknown transport is write.
+        let (u, p) = from_vars(vars(&[("RPERFTEST_VERBS_TRANSPORT", "rdma"), ("MLX5_SHUT_UP_BF", "0")]));
+        assert_eq!(u.transport, Transport::Write);
+        assert!(p.mlx5_blueflame && p.mlx5_prefer_bf);
+    }
+
+    #[test]
+    fn perftest_spelling_keeps_the_old_hints() {
+        assert_eq!(perftest_spelling(Knob::GidIndex), Some("-x"));
+        assert_eq!(perftest_spelling(Knob::WriteTransport), Some("RPERFTEST_VERBS_TRANSPORT=write"));
+        assert_eq!(env_spelling(Knob::GidIndex), None);
+    }
+
+    #[test]
+    fn a_bad_doorbell_names_the_variable() {
+        let (_, p) = from_vars(vars(&[("RPERFTEST_RXE_DOORBELL", "mmio")]));
+        assert_eq!(p.rxe_doorbell, Err("RPERFTEST_RXE_DOORBELL=mmio: expected write, uring or uring-sqpoll".into()));
+    }
+}

@@ -1,0 +1,39 @@
+//! The providers' process-wide knobs, chosen by the program (the `rperftest` binary reads its
+//! environment and [`install`]s them; see `uverbs::settings` for why a library does not).
+//! Read only when a context is opened.
+
+use std::sync::RwLock;
+
+use crate::rxe::doorbell::DoorbellMode;
+
+/// What the program chose for the providers. The defaults are what libibverbs' providers do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderSettings {
+    /// The rxe doorbell, or why the program's choice was not understood (reported when an rxe
+    /// context is opened, so that a command that opens none is not refused).
+    pub rxe_doorbell: Result<DoorbellMode, String>,
+    /// mlx5: copy WQEs through the BlueFlame register (libmlx5's `MLX5_SHUT_UP_BF` turns it off).
+    pub mlx5_blueflame: bool,
+    /// mlx5: prefer BlueFlame over a plain doorbell when both are possible
+    /// (libmlx5's `MLX5_POST_SEND_PREFER_BF`).
+    pub mlx5_prefer_bf: bool,
+}
+
+impl Default for ProviderSettings {
+    fn default() -> Self {
+        ProviderSettings { rxe_doorbell: Ok(DoorbellMode::Write), mlx5_blueflame: true, mlx5_prefer_bf: true }
+    }
+}
+
+/// `None` until [`install`]: [`ProviderSettings::default`].
+static SETTINGS: RwLock<Option<ProviderSettings>> = RwLock::new(None);
+
+/// Replace the providers' settings (once, before opening devices).
+pub fn install(s: ProviderSettings) {
+    *SETTINGS.write().unwrap_or_else(|p| p.into_inner()) = Some(s);
+}
+
+/// The installed settings, or the defaults.
+pub fn current() -> ProviderSettings {
+    SETTINGS.read().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default()
+}
