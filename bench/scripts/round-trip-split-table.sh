@@ -18,11 +18,9 @@
 # not counting the server (its pid in server.TOOL.IMPL.RUN, when the guest wrote one): in a
 # ping-pong both sides ring as many doorbells, and the client is the side that measures.
 set -euo pipefail
-D=${1:?usage: round-trip-split-table.sh RESULT_DIR}
-[ -s "$D/tsc.txt" ] || { echo "no $D/tsc.txt" >&2; exit 1; }
-MHZ=$(cat "$D/tsc.txt")
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+RT_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")
+. "$RT_LIB_DIR/round-trip-lib.sh"
+rt_open "${1:?usage: round-trip-split-table.sh RESULT_DIR}"
 
 # q FILE P: the P-quantile (0..1) of the numbers in FILE (nearest rank on the sorted values)
 q() { sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR) { i = int(p * (NR - 1)) + 1; print v[i] } }'; }
@@ -30,17 +28,10 @@ q() { sort -n "$1" | awk -v p="$2" '{ v[NR] = $1 } END { if (NR) { i = int(p * (
 : >"$W/runs"
 for f in "$D"/trace.*.txt; do
     [ -e "$f" ] || continue
-    b=$(basename "$f" .txt); b=${b#trace.}
-    tool=${b%%.*}; rest=${b#*.}; impl=${rest%%.*}; run=${rest#*.}
-    srv=$(cat "$D/server.$b" 2>/dev/null || true)
+    rt_trace "$f"
     # per iteration: "k u" in ns (u is empty for the first doorbell)
     awk -v mhz="$MHZ" -v kf="$W/k" -v uf="$W/u" -v srv="$srv" '
-        # the longest run of doorbells of pid p with no other write() in between: LO..HI
-        function loop_of(p,   i, s) {
-            LO = 1; HI = 0; s = 1
-            for (i = 1; i <= N[p]; i++)
-                if ((p, i) in BRK || i == N[p]) { if (i - s > HI - LO) { LO = s; HI = i }; s = i + 1 }
-        }
+'"$LOOP_OF"'
         {
             cpu = 0; ev = 0
             for (i = 1; i <= NF; i++) {
@@ -105,11 +96,10 @@ ttyp() {
     [ -s "$W/col" ] && q "$W/col" 0.5 || echo "–"
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "–"; else printf "%.2f", a / b }'; }
-tools=$(cut -f1 "$W/runs" | awk '!s[$0]++')
-impls=$(cut -f2 "$W/runs" | awk '!s[$0]++')
+rt_groups
 for t in $tools; do
     for m in $impls; do
-        n=$(awk -F'\t' -v t="$t" -v m="$m" '$1 == t && $2 == m' "$W/runs" | wc -l)
+        n=$(rt_runs "$t" "$m")
         [ "$n" -gt 0 ] || continue
         echo "| $t | $m | $n | $(stat "$t" "$m" 5) | $(stat "$t" "$m" 6) | $(stat "$t" "$m" 7) | $(stat "$t" "$m" 8) | $(ttyp "$t" "$m") |"
     done

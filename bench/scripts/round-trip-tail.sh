@@ -29,19 +29,15 @@
 # switch, a local timer interrupt or another interrupt (on any CPU), and which segment carried
 # the excess over the run's median iteration.
 set -euo pipefail
-D=${1:?usage: round-trip-tail.sh RESULT_DIR}
-[ -s "$D/tsc.txt" ] || { echo "no $D/tsc.txt" >&2; exit 1; }
-MHZ=$(cat "$D/tsc.txt")
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+RT_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")
+. "$RT_LIB_DIR/round-trip-lib.sh"
+rt_open "${1:?usage: round-trip-tail.sh RESULT_DIR}"
 
 : >"$W/runs"
 : >"$W/iters"
 for f in "$D"/trace.*.txt; do
     [ -e "$f" ] || continue
-    b=$(basename "$f" .txt); b=${b#trace.}
-    tool=${b%%.*}; rest=${b#*.}; impl=${rest%%.*}; run=${rest#*.}
-    srv=$(cat "$D/server.$b" 2>/dev/null || true)
+    rt_trace "$f"
     # One line per run: tool impl run, then the run's figures (see the header of the table).
     awk -v mhz="$MHZ" -v srv="$srv" -v id="$tool	$impl	$run" -v itf="$W/iters" '
         function sift(a, i, n,   c, t) {   # heap order below i (iterative: mawk limits recursion)
@@ -60,12 +56,7 @@ for f in "$D"/trace.*.txt; do
             return n ? a[int(p * (n - 1)) + 1] : 0
         }
         function ns(t) { return t * 1000 / mhz }
-        # the longest run of doorbells of pid p with no other write() in between: LO..HI
-        function loop_of(p,   i, s) {
-            LO = 1; HI = 0; s = 1
-            for (i = 1; i <= N[p]; i++)
-                if ((p, i) in BRK || i == N[p]) { if (i - s > HI - LO) { LO = s; HI = i }; s = i + 1 }
-        }
+'"$LOOP_OF"'
         {
             cpu = 0; ev = 0
             for (i = 1; i <= NF; i++) {
@@ -167,11 +158,10 @@ echo "interrupt hit; how many of those took over twice the p50."
 echo
 echo "| test | impl | runs | p50 | p99 | c_in | c→s | s→c | slow: with switch | timer | irq | quiet | excess c_in | c→s | s→c | all iters with switch | timer | > 2×p50 | timer-hit | timer-hit > 2×p50 |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-tools=$(cut -f1 "$W/runs" | awk '!s[$0]++')
-impls=$(cut -f2 "$W/runs" | awk '!s[$0]++')
+rt_groups
 for t in $tools; do
     for m in $impls; do
-        n=$(awk -F'\t' -v t="$t" -v m="$m" '$1 == t && $2 == m' "$W/runs" | wc -l)
+        n=$(rt_runs "$t" "$m")
         [ "$n" -gt 0 ] || continue
         row="| $t | $m | $n"
         for c in 6 7 8 9 10 12 13 14 15 16 17 18 19 20 23 24 25; do

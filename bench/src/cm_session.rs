@@ -197,9 +197,9 @@ impl<P: Provider> CmOob<P> {
             QpInit { qp_type: QpType::Rc, send_cq: &send_cq, recv_cq: &recv_cq, srq: None, caps, sq_sig_all: false };
         let mut qp = Qp::new(&pd, &init).map_err(|e| format!("create the rdma_cm control QP: {e}"))?;
         let what = "the rdma_cm control connection";
-        match start {
+        let param = ConnParam { retry_count: 7, rnr_retry_count: 7, ..Default::default() };
+        let (id, role) = match start {
             CmStart::Client { id, dst, .. } => {
-                let param = ConnParam { retry_count: 7, rnr_retry_count: 7, ..Default::default() };
                 let id = connect_with_retry(
                     id,
                     &dst,
@@ -216,41 +216,19 @@ impl<P: Provider> CmOob<P> {
                         post_ctrl_recv(qp, &mr)
                     },
                 )?;
-                Ok(CmOob {
-                    qp,
-                    send_cq,
-                    recv_cq,
-                    mr,
-                    _pd: pd,
-                    id,
-                    role: Role::Client,
-                    timeout,
-                    key_len: CM_KEY_LEN_V606,
-                    gid_index: -1,
-                })
+                (id, Role::Client)
             }
             CmStart::Server { listener, id, .. } => {
                 let _ = id.set_ack_timeout(ack_timeout);
                 id.modify_qp(&mut qp, QpState::Init).map_err(uerr)?;
                 post_ctrl_recv(&mut qp, &mr)?;
-                let param = ConnParam { retry_count: 7, rnr_retry_count: 7, ..Default::default() };
                 id.accept_qp(&mut qp, &param).map_err(uerr)?;
                 id.expect(CmEventKind::Established, timeout.min(Duration::from_secs(60))).map_err(uerr)?;
                 drop(listener);
-                Ok(CmOob {
-                    qp,
-                    send_cq,
-                    recv_cq,
-                    mr,
-                    _pd: pd,
-                    id,
-                    role: Role::Server,
-                    timeout,
-                    key_len: CM_KEY_LEN_V606,
-                    gid_index: -1,
-                })
+                (id, Role::Server)
             }
-        }
+        };
+        Ok(CmOob { qp, send_cq, recv_cq, mr, _pd: pd, id, role, timeout, key_len: CM_KEY_LEN_V606, gid_index: -1 })
     }
 
     /// Our GID index as the key struct carries it.
@@ -516,6 +494,22 @@ impl<P: Provider> Exchange for OobLink<P> {
 // Connecting one QP as the active side
 // ================================================================================================
 
+/// A CONNECT was answered: INIT again (the kernel now adds the access flags the answer allows),
+/// RTR and RTS with the kernel's attributes, then the RTU; a failure rejects the connection and
+/// is returned. qperf's rdma_cm client takes the same steps.
+pub fn finish_active_connect<P: Provider>(id: &CmId, qp: &mut Qp<P>) -> uverbs::Result<()> {
+    let r = (|| {
+        id.modify_qp(qp, QpState::Init)?;
+        id.modify_qp(qp, QpState::Rtr)?;
+        id.modify_qp(qp, QpState::Rts)?;
+        id.accept_active()
+    })();
+    if r.is_err() {
+        let _ = id.reject(0, &[]);
+    }
+    r
+}
+
 /// CONNECT `qp` through `id` (resolved to `dst`), retrying with a fresh id while the server
 /// rejects because nothing listens yet (until `retry_for` has passed); then INIT → RTR → RTS
 /// with the kernel's attributes and the RTU. `prepare` runs before each CONNECT (move the QP to
@@ -560,16 +554,7 @@ fn connect_with_retry<P: Provider>(
         };
         match ev.kind {
             CmEventKind::ConnectResponse => {
-                let r = (|| {
-                    id.modify_qp(qp, QpState::Init)?;
-                    id.modify_qp(qp, QpState::Rtr)?;
-                    id.modify_qp(qp, QpState::Rts)?;
-                    id.accept_active()
-                })();
-                if let Err(e) = r {
-                    let _ = id.reject(0, &[]);
-                    return Err(format!("{what}: {e}"));
-                }
+                finish_active_connect(&id, qp).map_err(|e| format!("{what}: {e}"))?;
                 return Ok(id);
             }
             CmEventKind::Rejected if ev.status == REJ_INVALID_SERVICE_ID && start.elapsed() < retry_for => {

@@ -230,18 +230,6 @@ pub fn oob_cm_key(data: &[u8]) {
     assert_eq!(KeyMsg::decode_cm(&enc).unwrap(), (k, gid_index));
 }
 
-const REPORT_FIELDS: [ReportField; 9] = [
-    ReportField::Size,
-    ReportField::Iters,
-    ReportField::BwPeak,
-    ReportField::BwAvg,
-    ReportField::MsgRate,
-    ReportField::BwAvgP1,
-    ReportField::MsgRateP1,
-    ReportField::BwAvgP2,
-    ReportField::MsgRateP2,
-];
-
 /// Target `oob_report`: a stream of report fields as `xchg_bw_reports` reads them. The first
 /// byte picks per-port (9 fields) or not (5) and the iterations width (4 or 8); the rest is
 /// cut into the fields in wire order (a short tail is tried as a truncated field).
@@ -282,7 +270,7 @@ pub fn oob_report(data: &[u8]) {
         );
     }
     // Every field also in isolation, at every length up to 9.
-    for f in REPORT_FIELDS {
+    for f in ReportField::ALL {
         for len in 0..=9usize.min(rest.len()) {
             let mut r = BwReport::default();
             let ok = r.decode_field(f, &rest[..len]).is_ok();
@@ -298,17 +286,6 @@ pub fn oob_report(data: &[u8]) {
     }
 }
 
-const TOOLS: [Tool; 8] = [
-    Tool::WriteBw,
-    Tool::WriteLat,
-    Tool::ReadBw,
-    Tool::ReadLat,
-    Tool::SendBw,
-    Tool::SendLat,
-    Tool::AtomicBw,
-    Tool::AtomicLat,
-];
-
 /// Target `params`: a command line. The first byte picks the tool; the rest is split at NUL
 /// bytes into arguments (invalid UTF-8 replaced, as an OS string would be lossily converted).
 ///
@@ -319,7 +296,7 @@ pub fn params(data: &[u8]) {
     let Some((&sel, rest)) = data.split_first() else {
         return;
     };
-    let tool = TOOLS[usize::from(sel) % TOOLS.len()];
+    let tool = Tool::ALL[usize::from(sel) % Tool::ALL.len()];
     let args: Vec<String> = if rest.is_empty() {
         Vec::new()
     } else {

@@ -2,6 +2,8 @@
 
 use bench::oob::msg::{self, BwReport, KeyFormat, KeyMsg, Negotiate};
 
+mod common;
+
 fn rng(seed: &mut u64) -> u64 {
     *seed ^= *seed << 13;
     *seed ^= *seed >> 7;
@@ -166,27 +168,7 @@ fn key_formats_and_cm_layouts() {
 
 #[test]
 fn negotiate_layout_and_mismatch_text() {
-    let mut n = Negotiate {
-        test_method: 0,
-        connection_type: 0,
-        verb: 2,
-        tst: 1,
-        atomic_type: 1,
-        test_type: 0,
-        report_fmt: 1,
-        size: 65536,
-        iters: 5000,
-        aes_xts: 0,
-        num_of_qps: 1,
-        duration: 5,
-        use_rdma_cm: 0,
-        use_write_with_imm: 0,
-        no_enhanced_reorder: 0,
-        sig_offload: 0,
-        data_validation: 0,
-        device_attr: msg::device_attr_blob(0x2c9, 4129, 16),
-        mlx5dv_comp_mask: 0x1234,
-    };
+    let mut n = common::write_bw_negotiate(5000, msg::device_attr_blob(0x2c9, 4129, 16), 0x1234);
     let b = n.encode(msg::NegotiateLayout::WithMlx5dv);
     assert_eq!(b.len(), 320);
     assert_eq!(&b[8..12], &[0, 0, 0, 2]);

@@ -15,32 +15,14 @@ use bench::oob::session::{execute, Hooks};
 use bench::oob::transport::{Channel, Listener, OobConfig};
 use bench::oob::OobError;
 
+mod common;
+
 fn cfg() -> OobConfig {
     OobConfig { port: 0, timeout: Duration::from_secs(10), ..Default::default() }
 }
 
 fn negotiate_block(iters: u64) -> Negotiate {
-    Negotiate {
-        test_method: 0,
-        connection_type: 0,
-        verb: 2,
-        tst: 1,
-        atomic_type: 1,
-        test_type: 0,
-        report_fmt: 1,
-        size: 65536,
-        iters,
-        aes_xts: 0,
-        num_of_qps: 1,
-        duration: 5,
-        use_rdma_cm: 0,
-        use_write_with_imm: 0,
-        no_enhanced_reorder: 0,
-        sig_offload: 0,
-        data_validation: 0,
-        device_attr: device_attr_blob(0x02c9, 4125, 16),
-        mlx5dv_comp_mask: 0,
-    }
+    common::write_bw_negotiate(iters, device_attr_blob(0x02c9, 4125, 16), 0)
 }
 
 struct TestHooks {

@@ -10,6 +10,7 @@
 //!   then rendered from the values read back from the capture (QPN, PSN, RKey, VAddr, GID and
 //!   all figures are run-dependent: that is the masking) and must equal the captured lines.
 //! * `--out_json` files: rendered from the run's header and the captured figures, byte for byte.
+//!
 //! Device facts are those of the bed: rxe0, RoCE, GID index 1, MTU 1024, no inline, 128
 //! outstanding reads, NUMA node 0.
 
@@ -250,7 +251,7 @@ fn check_side(dir: &str, run: &str, side: &str, cmd: &[String], persona: Persona
             } else {
                 (lat_result_header(false, false)[DASH_LINE.len()..].to_string(), 1)
             }
-        } else if line.starts_with(|c: char| c == ' ') && line[1..].starts_with(|c: char| c.is_ascii_digit()) {
+        } else if line.starts_with(' ') && line[1..].starts_with(|c: char| c.is_ascii_digit()) {
             let v = nums(line);
             if bw {
                 let l = BwLine { size: v[0] as u64, iters: v[1] as u64, bw_peak: v[2], bw_avg: v[3], msg_rate: v[4], ..Default::default() };
@@ -412,7 +413,8 @@ fn negotiate_blocks_equal_629s_on_the_wire() {
     use bench::oob::msg::{Negotiate, NegotiateLayout};
     use bench::tool::negotiate::negotiate_block;
     // transcript, tool, extra options of (server, client), effective size of (server, client)
-    let cases: [(&str, &str, &[&str], &[&str], u64, u64); 13] = [
+    type Case<'a> = (&'a str, &'a str, &'a [&'a str], &'a [&'a str], u64, u64);
+    let cases: [Case; 13] = [
         ("ib_write_bw", "ib_write_bw", &[], &[], 65536, 65536),
         ("ib_write_lat", "ib_write_lat", &[], &[], 2, 2),
         ("ib_read_bw", "ib_read_bw", &[], &[], 65536, 65536),

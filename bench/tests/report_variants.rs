@@ -123,17 +123,18 @@ fn json_variants() {
     let mut h = ReportHeader::new(Verb::Send, false, "rxe0");
     h.is_client = false;
     h.rx_depth = 512;
-    let r = JsonResults::Lat {
+    let lat = |t_stdev: f64, p99: f64| JsonResults::Lat {
         size: 2,
         iters: 1000,
         t_min: 1.0,
         t_max: 4.0,
         t_typical: 1.5,
         t_avg: 1.6,
-        t_stdev: 0.1,
-        p99: 3.0,
+        t_stdev,
+        p99,
         p99_9: 4.0,
     };
+    let r = lat(0.1, 3.0);
     let j = json_report(&h, &r, Style::V629, Some(7.0), OutputMode::Full);
     let v: serde_json::Value = serde_json::from_str(&j).expect("valid JSON");
     assert_eq!(v["test_info"]["test"], "Send_Latency_Test");
@@ -149,17 +150,7 @@ fn json_variants() {
     let j = json_report(&ReportHeader::new(Verb::Write, true, "rxe0"), &b, Style::V629, None, OutputMode::Bandwidth);
     assert!(j.ends_with("\"results\": {\n\"bw_avg\": 1.500000,\n\n}\n}\n"), "{j}");
     // A statistic that is not a number is null, so the rest of the report still parses.
-    let nan = JsonResults::Lat {
-        size: 2,
-        iters: 1000,
-        t_min: 1.0,
-        t_max: 4.0,
-        t_typical: 1.5,
-        t_avg: 1.6,
-        t_stdev: f64::NAN,
-        p99: f64::INFINITY,
-        p99_9: 4.0,
-    };
+    let nan = lat(f64::NAN, f64::INFINITY);
     let j = json_report(&h, &nan, Style::V629, None, OutputMode::Full);
     let v: serde_json::Value = serde_json::from_str(&j).expect("valid JSON with a NaN stdev");
     assert!(v["results"]["t_stdev"].is_null() && v["results"]["percentile_99"].is_null(), "{j}");

@@ -134,7 +134,7 @@ fn wait_one<E: Endpoint>(
     what: &str,
 ) -> Result<Option<WorkCompletion>, EngineError> {
     if cfg.wait == WaitMode::Event {
-        return wait_one_event(ep, which, cfg, stop, deadline, side, what);
+        return wait_one_event(ep, which, cfg.stall_timeout, stop, deadline, side, what);
     }
     let mut wc = [WorkCompletion::default(); 1];
     let got = spin_until(ep, stop, cfg.stall_timeout, deadline, || what.to_string(), |ep| poll_one(ep, which, &mut wc))?;
@@ -155,12 +155,13 @@ fn poll_one<E: Endpoint>(ep: &mut E, which: CqKind, wc: &mut [WorkCompletion; 1]
     Ok(n == 1)
 }
 
-/// [`wait_one`] with `-e`: sleep on the completion channel between polls.
+/// [`wait_one`] with `-e`: sleep on the completion channel between polls, at most `stall` at a
+/// time.
 #[inline(never)]
 fn wait_one_event<E: Endpoint>(
     ep: &mut E,
     which: CqKind,
-    cfg: &LatConfig,
+    stall: Duration,
     stop: &AtomicBool,
     deadline: Option<u64>,
     side: &'static str,
@@ -178,8 +179,8 @@ fn wait_one_event<E: Endpoint>(
         if deadline.is_some_and(|d| clock::now() >= d) {
             return Ok(None);
         }
-        if !wait_event(ep, which, cfg.stall_timeout, stop)? {
-            return Err(EngineError::Stalled { waiting_for: what.to_string(), seconds: cfg.stall_timeout.as_secs() });
+        if !wait_event(ep, which, stall, stop)? {
+            return Err(EngineError::Stalled { waiting_for: what.to_string(), seconds: stall.as_secs() });
         }
     }
 }
@@ -219,6 +220,31 @@ fn gap_wait(gap: Duration, stop: &AtomicBool) -> Result<(), EngineError> {
         return Ok(());
     }
     gap_spin(gap, stop)
+}
+
+/// The iteration bound and the stamp array of a run: unbounded and empty in `-D` (the window
+/// counts the round trips), else one stamp per iteration.
+fn sample_space(cfg: &LatConfig) -> (u64, Vec<u64>) {
+    if cfg.duration.is_some() {
+        (u64::MAX, Vec::new())
+    } else {
+        (cfg.iters, super::stamp_array(cfg.iters as usize))
+    }
+}
+
+/// The `--latency_gap` wait, then the stamp of post `scnt` (send_lat, read_lat); true when the
+/// run is over (the duration window ended).
+#[inline(always)]
+fn gap_then_stamp(
+    cfg: &LatConfig,
+    stop: &AtomicBool,
+    w: &mut Window,
+    raw: &clock::RawStamps,
+    tposted: &mut [u64],
+    scnt: u64,
+) -> Result<bool, EngineError> {
+    gap_wait(cfg.gap, stop)?;
+    Ok(w.stamp(raw, tposted, scnt))
 }
 
 #[inline(never)]
@@ -337,8 +363,7 @@ pub fn run_write_lat<E: Endpoint>(
     peer_gone: &AtomicBool,
 ) -> Result<LatSamples, EngineError> {
     let size = cfg.size.max(1) as usize;
-    let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
-    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { super::stamp_array(iters as usize) };
+    let (iters, mut tposted) = sample_space(cfg);
     let raw = clock::RawStamps::get();
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let flags = SendFlags::SIGNALED | if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
@@ -433,8 +458,7 @@ pub fn run_send_lat<E: Endpoint>(
     role: Role,
     stop: &AtomicBool,
 ) -> Result<LatSamples, EngineError> {
-    let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
-    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { super::stamp_array(iters as usize) };
+    let (iters, mut tposted) = sample_space(cfg);
     let raw = clock::RawStamps::get();
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let rsge = Sge { addr: target.recv_addr, length: cfg.recv_len, lkey: target.lkey };
@@ -457,8 +481,7 @@ pub fn run_send_lat<E: Endpoint>(
                 ep.post_recv(0, std::slice::from_ref(&rwr))?;
             }
         }
-        gap_wait(cfg.gap, stop)?;
-        if w.stamp(&raw, &mut tposted, scnt) {
+        if gap_then_stamp(cfg, stop, &mut w, &raw, &mut tposted, scnt)? {
             break;
         }
         scnt += 1;
@@ -499,16 +522,14 @@ pub fn run_read_lat<E: Endpoint>(
     target: &QpTarget,
     stop: &AtomicBool,
 ) -> Result<LatSamples, EngineError> {
-    let iters = if cfg.duration.is_some() { u64::MAX } else { cfg.iters };
-    let mut tposted = if cfg.duration.is_some() { Vec::new() } else { super::stamp_array(iters as usize) };
+    let (iters, mut tposted) = sample_space(cfg);
     let raw = clock::RawStamps::get();
     let sge = Sge { addr: target.local_addr, length: cfg.size, lkey: target.lkey };
     let mut w = Window::new(cfg.duration, cfg.margin, cfg.cpu_probe);
     let mut scnt = 0u64;
     while scnt < iters {
         stop_on_signal()?;
-        gap_wait(cfg.gap, stop)?;
-        if w.stamp(&raw, &mut tposted, scnt) {
+        if gap_then_stamp(cfg, stop, &mut w, &raw, &mut tposted, scnt)? {
             break;
         }
         scnt += 1;
@@ -577,14 +598,19 @@ mod tests {
         }
     }
 
+    /// Ten writes with a 100 ms stall bound against a peer that stops answering: the error.
+    fn stalled_write_lat(m: &mut Model, role: Role) -> EngineError {
+        let t = target(m);
+        let mut c = cfg(WrOpcode::RdmaWrite, 10);
+        c.stall_timeout = Duration::from_millis(100);
+        run_write_lat(m, &c, &t, role, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap_err()
+    }
+
     #[test]
     fn write_lat_server_waits_for_the_clients_last_write() {
         let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: true }, 1);
         m.peer_stops_after(9);
-        let t = target(&m);
-        let mut c = cfg(WrOpcode::RdmaWrite, 10);
-        c.stall_timeout = Duration::from_millis(100);
-        let e = run_write_lat(&mut m, &c, &t, Role::Server, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap_err();
+        let e = stalled_write_lat(&mut m, Role::Server);
         assert!(e.to_string().contains("peer's write #10"), "{e}");
     }
 
@@ -592,10 +618,7 @@ mod tests {
     fn write_lat_stalls_when_peer_is_silent() {
         let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: false }, 1);
         m.go_silent();
-        let t = target(&m);
-        let mut c = cfg(WrOpcode::RdmaWrite, 10);
-        c.stall_timeout = Duration::from_millis(100);
-        let e = run_write_lat(&mut m, &c, &t, Role::Client, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap_err();
+        let e = stalled_write_lat(&mut m, Role::Client);
         assert!(e.to_string().contains("peer's write #1"), "{e}");
     }
 

@@ -184,7 +184,7 @@ pub(crate) fn wait_event<E: Endpoint>(
 }
 
 /// The opcode perftest posts for a verb.
-pub fn opcode_for(verb: Verb, atomic: AtomicKind) -> WrOpcode {
+pub fn opcode_for(verb: Verb, atomic: AtomicType) -> WrOpcode {
     match verb {
         Verb::Write => WrOpcode::RdmaWrite,
         Verb::WriteImm => WrOpcode::RdmaWriteWithImm,
@@ -192,27 +192,14 @@ pub fn opcode_for(verb: Verb, atomic: AtomicKind) -> WrOpcode {
         Verb::SendImm => WrOpcode::SendWithImm,
         Verb::Read => WrOpcode::RdmaRead,
         Verb::Atomic => match atomic {
-            AtomicKind::CmpAndSwap => WrOpcode::AtomicCmpAndSwp,
-            AtomicKind::FetchAndAdd => WrOpcode::AtomicFetchAndAdd,
+            AtomicType::CmpAndSwap => WrOpcode::AtomicCmpAndSwp,
+            AtomicType::FetchAndAdd => WrOpcode::AtomicFetchAndAdd,
         },
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verb {
-    Write,
-    WriteImm,
-    Send,
-    SendImm,
-    Read,
-    Atomic,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AtomicKind {
-    CmpAndSwap,
-    FetchAndAdd,
-}
+/// The verb and the atomic operation are the wire's enums, as everywhere in bench.
+pub use crate::oob::msg::{AtomicType, Verb};
 
 #[cfg(test)]
 pub(crate) mod model;

@@ -202,16 +202,24 @@ pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
             p.push(Step::Done);
         }
     };
+    // Every tool's QP records, then the connection.
+    let connect_qps = |p: &mut Vec<Step>| {
+        p.extend((0..n).map(|i| key(i, KeyPurpose::QpInfo)));
+        p.push(Step::Do(Action::ConnectQps));
+    };
+    // The local address lines, then each remote record with its line.
+    let addresses = |p: &mut Vec<Step>| {
+        p.push(Step::Do(Action::PrintLocal));
+        for i in 0..n {
+            p.push(key(i, KeyPurpose::RemoteInfo));
+            p.push(Step::Do(Action::PrintRemote { qp: i }));
+        }
+    };
     match tool {
         Tool::WriteBw | Tool::ReadBw | Tool::AtomicBw => {
             let imm = tool == Tool::WriteBw && o.write_with_imm;
-            p.extend((0..n).map(|i| key(i, KeyPurpose::QpInfo)));
-            p.push(Step::Do(Action::ConnectQps));
-            p.push(Step::Do(Action::PrintLocal));
-            for i in 0..n {
-                p.push(key(i, KeyPurpose::RemoteInfo));
-                p.push(Step::Do(Action::PrintRemote { qp: i }));
-            }
+            connect_qps(&mut p);
+            addresses(&mut p);
             p.push(key(0, KeyPurpose::Sync));
             p.push(Step::Do(Action::PrintResultHeader));
             if server && !bidir && !imm {
@@ -270,14 +278,9 @@ pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
             close(&mut p);
         }
         Tool::SendBw => {
-            p.extend((0..n).map(|i| key(i, KeyPurpose::QpInfo)));
-            p.push(Step::Do(Action::ConnectQps));
+            connect_qps(&mut p);
             p.push(key(0, KeyPurpose::Sync));
-            p.push(Step::Do(Action::PrintLocal));
-            for i in 0..n {
-                p.push(key(i, KeyPurpose::RemoteInfo));
-                p.push(Step::Do(Action::PrintRemote { qp: i }));
-            }
+            addresses(&mut p);
             p.push(Step::Do(Action::PrintResultHeader));
             for s in 0..sizes {
                 if server || bidir {
@@ -300,13 +303,8 @@ pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
         }
         Tool::WriteLat => {
             p.push(key(0, KeyPurpose::Sync));
-            p.extend((0..n).map(|i| key(i, KeyPurpose::QpInfo)));
-            p.push(Step::Do(Action::ConnectQps));
-            p.push(Step::Do(Action::PrintLocal));
-            for i in 0..n {
-                p.push(key(i, KeyPurpose::RemoteInfo));
-                p.push(Step::Do(Action::PrintRemote { qp: i }));
-            }
+            connect_qps(&mut p);
+            addresses(&mut p);
             p.push(key(0, KeyPurpose::Sync));
             p.push(Step::Do(Action::PrintResultHeader));
             for s in 0..sizes {
@@ -321,14 +319,9 @@ pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
             // No close handshake and no `done`: the process just exits.
         }
         Tool::SendLat => {
-            p.extend((0..n).map(|i| key(i, KeyPurpose::QpInfo)));
-            p.push(Step::Do(Action::ConnectQps));
+            connect_qps(&mut p);
             p.push(key(0, KeyPurpose::Sync));
-            p.push(Step::Do(Action::PrintLocal));
-            for i in 0..n {
-                p.push(key(i, KeyPurpose::RemoteInfo));
-                p.push(Step::Do(Action::PrintRemote { qp: i }));
-            }
+            addresses(&mut p);
             p.push(Step::Do(Action::PrintResultHeader));
             for s in 0..sizes {
                 p.push(Step::Do(Action::PostReceives { size_index: s }));
@@ -341,13 +334,8 @@ pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
         }
         Tool::ReadLat | Tool::AtomicLat => {
             p.push(key(0, KeyPurpose::Sync));
-            p.extend((0..n).map(|i| key(i, KeyPurpose::QpInfo)));
-            p.push(Step::Do(Action::ConnectQps));
-            p.push(Step::Do(Action::PrintLocal));
-            for i in 0..n {
-                p.push(key(i, KeyPurpose::RemoteInfo));
-                p.push(Step::Do(Action::PrintRemote { qp: i }));
-            }
+            connect_qps(&mut p);
+            addresses(&mut p);
             p.push(key(0, KeyPurpose::Sync));
             if server {
                 close(&mut p);

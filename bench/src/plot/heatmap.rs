@@ -187,8 +187,11 @@ mod tests {
         assert_eq!(colour(0.0), (230, 97, 80));
         assert_eq!(colour(1.0), (120, 200, 120));
         let mut flat = grid(2, true);
-        flat.cells[0][1].as_mut().map(|c| c.value = Some(3.0));
-        flat.cells[1][0].as_mut().map(|c| c.value = Some(3.0));
+        for (r, k) in [(0, 1), (1, 0)] {
+            if let Some(c) = flat.cells[r][k].as_mut() {
+                c.value = Some(3.0);
+            }
+        }
         assert_eq!(flat.goodness(3.0), 0.5);
     }
 

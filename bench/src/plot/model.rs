@@ -142,7 +142,7 @@ pub fn size_label(v: f64) -> String {
     }
     let v = v.round() as u64;
     for (shift, suffix) in [(30, "G"), (20, "M"), (10, "K")] {
-        if v >= 1 << shift && v % (1 << shift) == 0 {
+        if v >= 1 << shift && v & ((1 << shift) - 1) == 0 {
             return format!("{}{suffix}", v >> shift);
         }
     }
@@ -154,7 +154,7 @@ pub fn value_label(v: f64) -> String {
     let a = v.abs();
     if v == 0.0 {
         "0".into()
-    } else if a >= 1e5 || a < 1e-3 {
+    } else if !(1e-3..1e5).contains(&a) {
         format!("{v:.1e}")
     } else if a >= 100.0 {
         format!("{v:.0}")

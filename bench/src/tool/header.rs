@@ -2,11 +2,10 @@
 //! pure function, so that golden tests can build a tool's whole header from a command line
 //! (`bench/tests/persona629_golden.rs`) the same way the running tool does.
 
-use crate::oob::msg::AtomicType as WireAtomic;
-use crate::params::{AtomicType, Params, TestKind, Tool};
+use crate::params::{Params, TestKind, Tool};
 use crate::report::{self, ReportHeader};
 
-use super::setup::{conn_type, wire_verb};
+use super::setup::conn_type;
 
 /// What the header needs beyond the parameters: the device and the values the run settled.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,11 +29,8 @@ pub struct HeaderFacts {
 
 /// The header of a run with parameters `p` on the device and run described by `f`.
 pub fn report_header(p: &Params, f: &HeaderFacts) -> ReportHeader {
-    let mut h = ReportHeader::new(wire_verb(p.verb), p.kind == TestKind::Bw, &f.device);
-    h.atomic_type = match p.atomic_type {
-        AtomicType::CmpAndSwap => WireAtomic::CmpAndSwap,
-        AtomicType::FetchAndAdd => WireAtomic::FetchAndAdd,
-    };
+    let mut h = ReportHeader::new(p.verb, p.kind == TestKind::Bw, &f.device);
+    h.atomic_type = p.atomic_type;
     h.bidirectional = p.duplex;
     h.post_list = p.post_list;
     h.recv_post_list = p.recv_post_list;

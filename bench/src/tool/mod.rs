@@ -4,43 +4,30 @@
 //! data path is static calls.
 
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use uverbs::attr::{DeviceAttr, PortAttr};
-use uverbs::discovery::gid::{select_gid, GidRule};
-use uverbs::objects::{AccessFlags, Context};
-use uverbs::provider::{Provider, QpType};
-use uverbs::queries::DeviceQueries;
-use uverbs::wr::WcStatus;
+use uverbs::objects::Context;
+use uverbs::provider::Provider;
 
 use crate::cm_session;
-use crate::engine::bw::{self, BwConfig, BwSamples, DurationWindow, QpTarget};
-use crate::engine::lat::{self, LatConfig, LatSamples};
-use crate::engine::memsrc::Fill;
-use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
-use crate::engine::{self, clock, AtomicKind, EngineError, WaitMode};
-use crate::oob::msg::{self, BwReport, ConnType, KeyFormat, KeyMsg, PeerVersion, SysData};
-use crate::oob::{self, Action, Channel, Hooks, KeyPurpose, Listener, OobConfig, OobError};
-use crate::params::{
-    self, AtomicType, Connection, Output, ParseOutcome, Params, ReportFormat, Role, TestKind, TestMethod, TestType, Tool,
-    Verb,
-};
-use crate::report::{self, json, AddrShow, BwColumns, BwLine, OutputMode, ReportHeader, Side, Style, DASH_LINE};
-use crate::stats::{self, BwInput, BwResult, LatencyReport};
+use crate::oob::{Listener, OobConfig, OobError};
+use crate::params::{self, Connection, Output, ParseOutcome, Params, TestMethod, Tool};
+use crate::report::{self, Style};
 
 /// The `--out_json` layout, whatever the persona (see `SideRun::write_json`).
 const JSON_STYLE: Style = Style::V629;
 
+mod adopt;
 mod bound;
+mod limits;
 mod record;
 pub mod header;
 pub mod negotiate;
 mod setup;
 mod side;
-use setup::*;
-use side::*;
+use side::run_with_context;
+
 
 /// Give up on a data path that makes no progress for this long (the VM is ~50× slow);
 /// `RPERFTEST_STALL_TIMEOUT` (seconds) overrides it. See docs/faults.md.
@@ -404,6 +391,7 @@ impl providers::ContextUser for SideUser<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::setup::{cpu_between, empty_gid_message, limits_problem, port_number_problem, DevLimits};
     use super::*;
     use crate::params::parsed;
 
@@ -411,7 +399,7 @@ mod tests {
     fn the_compared_options_are_the_ones_that_shape_the_run() {
         let get = |args: &[&str], t: Tool| {
             let p = parsed(t, args);
-            side::option_summary(&p).into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+            adopt::option_summary(&p).into_iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
         };
         assert_eq!(
             get(&["-s", "4096", "-q", "2", "-t", "64", "-m", "1024"], Tool::WriteBw),
@@ -433,21 +421,21 @@ mod tests {
             p
         };
         let client = |args: &[&str]| {
-            side::option_summary(&parsed(Tool::WriteBw, args)).into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Vec<_>>()
+            adopt::option_summary(&parsed(Tool::WriteBw, args)).into_iter().map(|(k, v)| (k.to_string(), v)).collect::<Vec<_>>()
         };
         let p = srv(&["-d", "rxe0", "-x", "1", "--adopt"]);
-        let args = side::adopted_cmdline(&p, &client(&["-s", "4096", "-q", "2", "-n", "500"])).unwrap().unwrap();
+        let args = adopt::adopted_cmdline(&p, &client(&["-s", "4096", "-q", "2", "-n", "500"])).unwrap().unwrap();
         assert_eq!(args.join(" "), "-d rxe0 -x 1 --adopt -q 2 -s 4096 -n 500");
-        let a = side::adopted_cmdline(&p, &client(&["-a", "-m", "1024"])).unwrap().unwrap();
+        let a = adopt::adopted_cmdline(&p, &client(&["-a", "-m", "1024"])).unwrap().unwrap();
         assert_eq!(a.join(" "), "-d rxe0 -x 1 --adopt -a -m 1024");
-        let d = side::adopted_cmdline(&p, &client(&["-D", "3"])).unwrap().unwrap();
+        let d = adopt::adopted_cmdline(&p, &client(&["-D", "3"])).unwrap().unwrap();
         assert_eq!(d.join(" "), "-d rxe0 -x 1 --adopt -D 3");
         // -c, -b and the tool are not adopted: the ordinary mismatch lines report them.
-        assert_eq!(side::adopted_cmdline(&p, &client(&["-c", "UC"])).unwrap(), None);
-        assert_eq!(side::adopted_cmdline(&p, &client(&["-b"])).unwrap(), None);
+        assert_eq!(adopt::adopted_cmdline(&p, &client(&["-c", "UC"])).unwrap(), None);
+        assert_eq!(adopt::adopted_cmdline(&p, &client(&["-b"])).unwrap(), None);
         // A server that sets an adopted option itself is told so.
         for own in [&["--adopt", "-s", "64"][..], &["--adopt", "--size=64"], &["--adopt", "-q2"]] {
-            let e = side::adopted_cmdline(&srv(own), &client(&["-s", "4096"])).unwrap_err();
+            let e = adopt::adopted_cmdline(&srv(own), &client(&["-s", "4096"])).unwrap_err();
             assert!(e.starts_with("--adopt: the server takes -s, -q, -n, -t, -m, -a and -D from the client"), "{e}");
         }
     }

@@ -1,7 +1,22 @@
 //! Device facts and the checks made before anything is created: the port, its GID and limits,
 //! conversions between the parameters and the wire/engine enums, and small host facts.
 
-use super::*;
+use std::sync::Arc;
+
+use uverbs::attr::{DeviceAttr, PortAttr};
+use uverbs::discovery::gid::{select_gid, GidRule};
+use uverbs::objects::Context;
+use uverbs::provider::Provider;
+use uverbs::queries::DeviceQueries;
+
+use crate::engine::clock;
+use crate::oob::msg::ConnType;
+use crate::oob::OobError;
+use crate::params::{Connection, Output, Params, TestMethod, Tool};
+use crate::report::OutputMode;
+use crate::{oob, params, stats};
+
+use super::ToolError;
 
 /// Device facts the tool needs.
 pub(super) struct DevFacts {
@@ -64,28 +79,6 @@ pub(super) fn cpu_between(w: [Option<(u64, u64)>; 2]) -> Option<f32> {
     match w {
         [Some((u0, i0)), Some((u1, i1))] => Some(stats::cpu_util([u0, u1], [i0, i1])),
         _ => None,
-    }
-}
-
-pub(super) fn wire_verb(v: Verb) -> msg::Verb {
-    match v {
-        Verb::Send => msg::Verb::Send,
-        Verb::SendImm => msg::Verb::SendImm,
-        Verb::Write => msg::Verb::Write,
-        Verb::WriteImm => msg::Verb::WriteImm,
-        Verb::Read => msg::Verb::Read,
-        Verb::Atomic => msg::Verb::Atomic,
-    }
-}
-
-pub(super) fn engine_verb(v: Verb) -> engine::Verb {
-    match v {
-        Verb::Send => engine::Verb::Send,
-        Verb::SendImm => engine::Verb::SendImm,
-        Verb::Write => engine::Verb::Write,
-        Verb::WriteImm => engine::Verb::WriteImm,
-        Verb::Read => engine::Verb::Read,
-        Verb::Atomic => engine::Verb::Atomic,
     }
 }
 

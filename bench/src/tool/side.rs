@@ -1,8 +1,34 @@
 //! One side of a run: the verbs resources, the out-of-band plan's hooks (connect, run, report)
 //! and the engine loops, for one provider (static dispatch inside [`providers::open`]).
 
-use super::*;
-use crate::engine::hw_rate;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use uverbs::objects::{AccessFlags, Context};
+use uverbs::provider::{Provider, QpType};
+use uverbs::wr::WcStatus;
+
+use crate::engine::bw::{BwConfig, BwSamples, DurationWindow, QpTarget};
+use crate::engine::lat::{LatConfig, LatSamples};
+use crate::engine::memsrc::Fill;
+use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
+use crate::engine::{bw, clock, hw_rate, lat, EngineError, WaitMode};
+use crate::oob::msg::{BwReport, KeyMsg, SysData};
+use crate::oob::{msg, Channel, Listener, OobConfig};
+use crate::params::{AtomicType, Connection, Params, ReportFormat, Role, TestKind, TestMethod, TestType, Tool, Verb};
+use crate::report::{AddrShow, ReportHeader, DASH_LINE};
+use crate::stats::{BwInput, BwResult, LatencyReport};
+use crate::{cm_session, engine, oob, params, report, stats};
+
+use super::setup::{cache_line, cpu_between, oob_fail, page_size, query_device, random_psn, read_proc_stat, to_tool, DevFacts};
+use super::{bound, env_timeout, header, limits, limits_verdict, record, run_fail_code, source_ip, Out, ToolError};
+use super::{ENV_OOB_TIMEOUT, ENV_STALL_TIMEOUT, OOB_SETUP_DEFAULT, STALL_DEFAULT};
+
+mod hooks;
+mod print;
+
+use print::{plot_meta, report_qps};
 
 /// Run `f` (an engine loop) under [`crate::signal::watch`]: `stop` is set when a stop signal
 /// arrives or the peer closes the out-of-band connection (`peer_gone` says which), so a
@@ -25,36 +51,13 @@ pub(super) fn run_with_context<P: Provider>(
     let payload = crate::engine::memsrc::prepare(p, &dev.attr, page_size().max(1) as u64, cache_line().max(1) as u64)
         .map_err(|m| ToolError::new(1, m))?;
 
-    // Inline size (ctx_set_max_inline): unknown devices get 0, and say so if a value was set
-    // (read/atomic tools always set 0 while parsing).
-    let explicit_inline = p.inline_size.is_some() || matches!(p.verb, Verb::Read | Verb::Atomic);
-    let inline = if !dev.known {
-        if explicit_inline {
-            out.text(DASH_LINE);
-            out.err("Device not recognized to implement inline feature. Disabling it\n");
-        }
-        0
-    } else if matches!(p.verb, Verb::Read | Verb::Atomic) {
-        0
-    } else {
-        p.inline_size.unwrap_or_else(|| p.default_inline(true))
-    };
-    // Outstanding reads (read/atomic): -o capped to the device maximum, default that maximum.
-    let out_reads = if matches!(p.verb, Verb::Read | Verb::Atomic) {
-        let max = dev.attr.max_qp_rd_atom.max(1);
-        match p.out_reads {
-            Some(o) if o > max => {
-                out.text(DASH_LINE);
-                out.err(&format!(" Number of outstanding reads is above max = {max}\n Changing to that max value\n"));
-                max
-            }
-            Some(o) if o > 0 => o,
-            _ => max,
-        }
-    } else {
-        1
-    };
-    let local_mtu = local_mtu_for(p, &dev, out);
+    let lim = limits::side_limits(
+        p,
+        limits::DevCaps { known: dev.known, max_qp_rd_atom: dev.attr.max_qp_rd_atom, active_mtu: dev.port.active_mtu },
+        setup_timeout,
+    );
+    print_caps(out, &lim.caps);
+    let limits::SideLimits { inline, out_reads, local_mtu, sizes, run_bound, .. } = lim;
 
     // -W: read the counters once before connecting (perftest's create_comm_struct).
     let counters = SharedCounters::default();
@@ -66,8 +69,6 @@ pub(super) fn run_with_context<P: Provider>(
     // The plan follows the test role (`--reversed` swaps it); the exchange order (who writes
     // first) follows the TCP role, which the channel keeps.
     let oob_role = if p.machine == Role::Client { oob::Role::Client } else { oob::Role::Server };
-    let sizes = p.sizes();
-    let run_bound = run_bound_for(p, &sizes, setup_timeout);
     let src = source_ip(p);
     let cfg = OobConfig { port: p.port, timeout: setup_timeout, source_addr: src, bind_addr: src, ..OobConfig::default() };
     let mut cm_data = None;
@@ -280,17 +281,6 @@ pub(super) struct SideRun<'a, P: Provider> {
 }
 
 pub(super) type SharedCounters = std::rc::Rc<std::cell::RefCell<Option<crate::counters::Counters>>>;
-
-/// `-W`: the counter deltas after a result line (perftest's `counters_print`).
-pub(super) fn print_counters(out: Out, counters: &SharedCounters) {
-    if let Some(c) = counters.borrow_mut().as_mut() {
-        let (text, errs) = c.report();
-        out.result(&text);
-        for e in errs {
-            out.err(&format!("{e}\n"));
-        }
-    }
-}
 
 impl<'a, P: Provider> SideRun<'a, P> {
     fn is_test_client(&self) -> bool {
@@ -665,7 +655,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
 
     fn addr_show(&self) -> AddrShow {
         AddrShow {
-            verb: wire_verb(self.p.verb),
+            verb: self.p.verb,
             rdma_cm: self.p.use_rdma_cm,
             srqn: matches!(self.p.connection, Connection::Dc | Connection::Xrc),
             gid: self.dev.gid_index.is_some(),
@@ -735,7 +725,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             cq_mod: p.cq_mod,
             post_list: p.post_list,
             size: size as u32,
-            opcode: engine::opcode_for(engine_verb(p.verb), self.atomic_kind()),
+            opcode: engine::opcode_for(p.verb, p.atomic_type),
             inline: self.inline > 0 && size <= u64::from(self.inline),
             wait: self.wait(),
             record_peak: !p.no_peak && duration.is_none() && p.iters <= 20000,
@@ -757,20 +747,13 @@ impl<'a, P: Provider> SideRun<'a, P> {
         (self.p.cpu_util && self.p.test_type == TestType::Duration).then_some(read_proc_stat as engine::CpuProbe)
     }
 
-    fn atomic_kind(&self) -> AtomicKind {
-        match self.p.atomic_type {
-            AtomicType::CmpAndSwap => AtomicKind::CmpAndSwap,
-            AtomicType::FetchAndAdd => AtomicKind::FetchAndAdd,
-        }
-    }
-
     fn lat_config(&self, size: u64) -> LatConfig {
         let p = self.p;
         let (compare_add, swap) = self.atomic_operands();
         LatConfig {
             iters: p.iters,
             size: size as u32,
-            opcode: engine::opcode_for(engine_verb(p.verb), self.atomic_kind()),
+            opcode: engine::opcode_for(p.verb, p.atomic_type),
             inline: self.inline > 0 && size <= u64::from(self.inline),
             wait: self.wait(),
             stall_timeout: self.stall,
@@ -814,7 +797,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     fn lat_result(&self, s: &LatSamples) -> Result<RunResult, ToolError> {
         let p = self.p;
         let tpu = if p.cycles { 1.0 } else { clock::TICKS_PER_SEC as f64 / 1e6 };
-        let rtt = wire_verb(p.verb).rtt_factor();
+        let rtt = p.verb.rtt_factor();
         match s.window {
             Some((a, b)) => {
                 let iters = s.iters.max(1);
@@ -920,490 +903,40 @@ impl<'a, P: Provider> SideRun<'a, P> {
         Ok(())
     }
 
-    /// `--run_infinitely`: prints one result line per period from the messages completed in it
-    /// (peak 0; with `--cpu_util` the CPU column covers the same period).
-    fn infinite_reporter(&self, size: u64) -> impl FnMut(u64, u64) + 'a {
-        let p: &'a Params = self.p;
-        let out = self.out;
-        let cols = self.columns();
-        let mut cpu_prev = if cols.cpu_util { read_proc_stat() } else { None };
-        let counters = self.counters.clone();
-        let recorder = self.recorder.clone();
-        let header = self.header.clone();
-        move |messages: u64, ticks: u64| {
-            let cpu_now = if cols.cpu_util { read_proc_stat() } else { None };
-            let cpu = cpu_between([cpu_prev, cpu_now]);
-            cpu_prev = cpu_now;
-            let inp = BwInput {
-                tposted: &[0],
-                tcompleted: &[ticks],
-                iters: messages,
-                num_qps: report_qps(p),
-                size,
-                post_list: u64::from(p.post_list),
-                cq_mod: u64::from(p.cq_mod),
-                ticks_per_sec: clock::TICKS_PER_SEC as f64,
-                peak: false,
-                duration: true,
-                report_gbits: p.report_fmt == ReportFormat::Gbs,
-                run_inf_bi_factor: if p.duplex { 2 } else { 1 },
-                iters_per_port: [0, 0],
-            };
-            if let Ok(r) = stats::bandwidth(&inp) {
-                let line = BwLine { size, iters: r.iters, bw_peak: 0.0, bw_avg: r.bw_avg, msg_rate: r.msg_rate, ..Default::default() };
-                out.result(&report::bw_result_line(p.persona.style(), cols, &line, cpu, output_mode(p.output)));
-                print_counters(out, &counters);
-                if let Some(h) = &header {
-                    let r = bw_json(&line, cols.gbits);
-                    recorder.borrow_mut().line(&json::json_report(h, &r, JSON_STYLE, cpu, output_mode(p.output)), true, out);
-                }
-            }
-        }
-    }
-
-    fn columns(&self) -> BwColumns {
-        BwColumns {
-            gbits: self.p.report_fmt == ReportFormat::Gbs,
-            per_port: self.p.report_per_port && self.p.kind == TestKind::Bw,
-            cpu_util: self.p.cpu_util && self.p.test_type == TestType::Duration,
-        }
-    }
-
-    /// `--out_json` (rewritten at every line, as perftest does) and, with `record`, the line for
-    /// `--plot` / `--series`.
-    fn write_json(&self, r: &json::JsonResults, cpu: Option<f32>, record: bool) {
-        let recording = record && self.recorder.borrow().active();
-        if !self.p.out_json && !recording {
-            return;
-        }
-        if let Some(h) = &self.header {
-            // Valid JSON (6.29's layout) under both personas: 6.06's pseudo-JSON breaks every
-            // parser, and the VM suite checks our files with one (docs/compat.md).
-            let content = json::json_report(h, r, JSON_STYLE, cpu, output_mode(self.p.output));
-            if recording {
-                self.recorder.borrow_mut().line(&content, false, self.out);
-            }
-            if !self.p.out_json {
-                return;
-            }
-            if let Err(e) = json::write_json_file(std::path::Path::new(&self.p.out_json_file), &content) {
-                self.out.err(&format!(" Failed to write {}: {e}\n", self.p.out_json_file));
-            }
-        }
-    }
-
-    fn print_bw(&self, r: &BwResult, cpu: Option<f32>) {
-        self.print_bw_line(r, cpu);
-    }
-
-    fn print_bw_line(&self, line: &BwLine, cpu: Option<f32>) {
-        self.last_line.set(Some((line.bw_avg, line.msg_rate)));
-        let c = self.columns();
-        self.out.result(&report::bw_result_line(self.p.persona.style(), c, line, cpu, output_mode(self.p.output)));
-        print_counters(self.out, &self.counters);
-        self.write_json(&bw_json(line, c.gbits), cpu, true);
-    }
-
-    fn print_own(&self, size_index: usize) {
-        let p = self.p;
-        let Some((r, cpu)) = self.results.get(size_index) else { return };
-        let size = self.sizes.get(size_index).copied().unwrap_or(p.size);
-        let mode = output_mode(p.output);
-        match r {
-            RunResult::Bw(b) => self.print_bw(b, *cpu),
-            RunResult::Lat(rep, iters) => {
-                self.out.result(&report::lat_report(size, *iters, rep, p.unsorted, p.histogram, p.cycles, *cpu, mode));
-                print_counters(self.out, &self.counters);
-                let st = &rep.stats;
-                self.write_json(
-                    &json::JsonResults::Lat {
-                        size,
-                        iters: *iters,
-                        t_min: st.t_min,
-                        t_max: st.t_max,
-                        t_typical: st.t_typical,
-                        t_avg: st.t_avg,
-                        t_stdev: st.t_stdev,
-                        p99: st.p99,
-                        p99_9: st.p99_9,
-                    },
-                    *cpu,
-                    true,
-                );
-                // -H on one size: the samples behind the histogram lines.
-                if p.histogram && self.sizes.len() <= 1 {
-                    self.recorder.borrow_mut().samples(&rep.sorted, self.out);
-                }
-            }
-            RunResult::LatDuration { iters, t_avg, tps } => {
-                self.out.result(&report::lat_duration_line(size, *iters, *t_avg, *tps, *cpu, mode));
-                print_counters(self.out, &self.counters);
-                self.write_json(&json::JsonResults::LatDuration { size, iters: *iters, t_avg: *t_avg, tps: *tps }, *cpu, true);
-            }
-            RunResult::Nothing => {}
-        }
-    }
-
-    /// `--report-both` with `-b` in a regular run: this side's and the peer's lines in blocks
-    /// of their own (perftest: the JSON file is rewritten for each, so it ends with the peer's;
-    /// the -w/-y limits are checked on the summed line only). send_bw -b -D exchanges no
-    /// report: perftest prints its uninitialised remote record there; rperftest prints zeros.
-    fn print_report_both(&self, cpu: Option<f32>) {
-        let p = self.p;
-        if !(p.report_both && p.duplex && p.kind == TestKind::Bw && p.test_method == TestMethod::Regular) {
-            return;
-        }
-        let c = self.columns();
-        let mode = output_mode(p.output);
-        let cpu = if c.cpu_util { Some(cpu.unwrap_or(0.0)) } else { None };
-        let local = self.own_report();
-        let remote = self.peer_report.unwrap_or_default();
-        let text = report::report_both_blocks(
-            self.p.persona.style(),
-            c,
-            p.tool == Tool::AtomicBw,
-            &report::bw_result_line(self.p.persona.style(), c, &local, cpu, mode),
-            &report::bw_result_line(self.p.persona.style(), c, &remote, cpu, mode),
-        );
-        self.out.result(&text);
-        for l in [&local, &remote] {
-            self.write_json(
-                &json::JsonResults::Bw {
-                    size: l.size,
-                    iters: l.iters,
-                    bw_peak: l.bw_peak,
-                    bw_avg: l.bw_avg,
-                    msg_rate: l.msg_rate,
-                    high_precision: report::bw_high_precision(c.gbits, l.bw_avg),
-                },
-                cpu,
-                false,
-            );
-        }
-    }
-
-    fn own_report(&self) -> BwReport {
-        match &self.last_bw {
-            Some(r) => *r,
-            None => BwReport { size: self.sizes.last().copied().unwrap_or(self.p.size), ..Default::default() },
-        }
-    }
 }
 
-impl<P: Provider> Hooks for SideRun<'_, P> {
-    type Error = ToolError;
-
-    fn own_version(&self) -> &str {
-        // The persona's version: what follows it on the wire adapts to the peer's version.
-        self.p.persona.wire_version()
-    }
-    fn options(&self) -> Option<Vec<(&'static str, String)>> {
-        Some(option_summary(self.p))
-    }
-    fn on_options_differ(&mut self, lines: Vec<String>) -> Result<(), ToolError> {
-        Err(ToolError::new(1, lines.join("\n")))
-    }
-    fn adopt(&mut self, theirs: &[(String, String)]) -> Result<Option<Vec<oob::Step>>, ToolError> {
-        if !self.p.adopt || self.p.is_tcp_client() {
-            return Ok(None);
-        }
-        let Some(args) = adopted_cmdline(self.p, theirs).map_err(|m| ToolError::new(1, m))? else { return Ok(None) };
-        let mut np = match params::parse(self.p.tool, &args) {
-            Ok(ParseOutcome::Run(np)) => np,
-            Ok(_) => return Err(ToolError::new(1, "--adopt: the client's options ask for help or the version")),
-            Err(e) => return Err(ToolError::new(1, format!("--adopt: the client's options do not work here: {e}"))),
-        };
-        np.cmdline = args;
-        // The run keeps borrowing its parameters for its whole life; the adopted set replaces
-        // the command line's once per process, so it is leaked rather than threaded through.
-        let np: &'static Params = Box::leak(np);
-        self.p = np;
-        self.sizes = np.sizes();
-        self.local_mtu = local_mtu_for(np, &self.dev, self.out);
-        self.mtu = self.local_mtu;
-        self.run_bound = run_bound_for(np, &self.sizes, self.setup_timeout);
-        self.key_ledger =
-            oob::plausible::KeyLedger::new(np.num_qps as usize, !np.use_mcg && np.connection != Connection::Dc, np.connection == Connection::Dc);
-        let steps = oob::plan(to_tool(np.tool), self.oob_role, &plan_options(np, &self.sizes, self.local_mtu));
-        // The version exchange is done: the new plan continues after it.
-        let rest = steps.iter().position(|s| *s == oob::Step::Version).map_or(steps.clone(), |i| steps[i + 1..].to_vec());
-        Ok(Some(rest))
-    }
-    fn sysdata(&self) -> SysData {
-        self.sys
-    }
-    fn mtu_enum(&self) -> u8 {
-        self.local_mtu
-    }
-    fn negotiate(&mut self) -> (msg::Negotiate, msg::NegotiateLayout) {
-        // Sent to 6.28+ peers by the 6.29 persona (and to a 6.28 peer, which always sends it);
-        // byte-compatible with 6.29's block (golden-tested).
-        let blob = msg::device_attr_blob(self.dev.attr.vendor_id, self.dev.attr.vendor_part_id, self.out_reads as i32);
-        let size = self.sizes.last().copied().unwrap_or(self.p.size);
-        (negotiate::negotiate_block(self.p, size, blob), msg::NegotiateLayout::WithMlx5dv)
-    }
-    fn key_format(&self) -> KeyFormat {
-        KeyFormat::new(self.dev.gid_index.is_some(), false)
-    }
-    fn key(&mut self, qp: usize) -> KeyMsg {
-        self.my_keys.get(qp).copied().unwrap_or_default()
-    }
-    fn report(&mut self) -> BwReport {
-        self.own_report()
-    }
-    fn report_per_port(&self) -> bool {
-        self.p.report_per_port
-    }
-    fn run_timeout(&self) -> Option<(Duration, String)> {
-        Some((self.run_bound.limit.unwrap_or(Duration::ZERO), self.run_bound.basis.clone()))
-    }
-
-    fn on_options_match(&mut self) {
-        self.options_matched = true;
-    }
-    fn on_version(&mut self, peer: &PeerVersion) -> Result<(), ToolError> {
-        msg::check_version(peer)?;
-        self.negotiating = peer.negotiates_with(&PeerVersion::from_text(self.own_version()));
-        Ok(())
-    }
-    fn on_negotiate(&mut self, remote: &msg::Negotiate) -> Result<(), ToolError> {
-        let (local, _) = self.negotiate();
-        if let Err(e) = msg::compare_negotiation(&local, remote) {
-            // 6.29's two lines, nothing else: both sides print them and exit 1.
-            let lines = e.perftest_lines().unwrap_or_else(|| e.to_string());
-            return Err(ToolError::new(1, lines.trim_end()));
-        }
-        let theirs = remote.max_qp_rd_atom();
-        if self.p.connection != Connection::Dc && theirs >= 0 && self.out_reads > theirs as u32 {
-            self.out.text(" out_reads is greater than remote max_qp_rd_atom, using remote max_qp_rd_atom\n");
-            self.out_reads = theirs as u32;
-        }
-        self.negotiating = false;
-        self.setup()
-    }
-    fn on_sysdata(&mut self, remote: SysData) -> Result<(), ToolError> {
-        self.sys = self.sys.merged(remote);
-        Ok(())
-    }
-    fn on_mtu(&mut self, remote: Option<u8>) -> Result<(), ToolError> {
-        self.mtu = msg::effective_mtu(self.local_mtu, remote);
-        // The UD size clamp now: NEGOTIATE carries the clamped size.
-        self.clamp_ud_sizes()?;
-        if self.negotiating {
-            return Ok(());
-        }
-        self.setup()
-    }
-    fn on_key(&mut self, qp: usize, purpose: KeyPurpose, remote: KeyMsg) -> Result<(), ToolError> {
-        if !self.p.use_rdma_cm {
-            // Over rdma_cm (-z/-R) the records travel in their own binary exchange.
-            self.key_ledger.check(qp, purpose, &remote)?;
-        }
-        if purpose == KeyPurpose::QpInfo {
-            if let Some(k) = self.remote_keys.get_mut(qp) {
-                *k = remote;
+/// The notes of the caps that lowered what the command line asked for (perftest's texts).
+fn print_caps(out: Out, caps: &[limits::Cap]) {
+    for c in caps {
+        match *c {
+            limits::Cap::InlineDisabled => {
+                out.text(DASH_LINE);
+                out.err("Device not recognized to implement inline feature. Disabling it\n");
             }
-        }
-        if purpose == KeyPurpose::RemoteInfo && self.p.connection == Connection::Dc {
-            // The peer's DCT numbers as they are after its RTR.
-            if let Some(k) = self.remote_keys.get_mut(qp) {
-                *k = remote;
+            limits::Cap::OutReads { max } => {
+                out.text(DASH_LINE);
+                out.err(&format!(" Number of outstanding reads is above max = {max}\n Changing to that max value\n"));
             }
-            if let Some(ep) = self.ep.as_mut() {
-                // The local DCI whose partner is that key (split: DCI i <-> peer DCT half+i).
-                let dci = params::lane_plan(self.p).map_or(qp, |x| x.peer_key(qp));
-                ep.set_dc_target(dci, remote.qpn & 0xff_ffff);
-            }
-        }
-        Ok(())
-    }
-    fn on_report(&mut self, remote: BwReport) -> Result<(), ToolError> {
-        // Only a report this side prints is checked: a uni-BW C server sends its client
-        // uninitialised memory, which the client never shows. -b sums both sides' lines, so
-        // the peer must have run the same size.
-        if self.p.duplex || self.p.machine == Role::Server {
-            let expect = self.p.duplex.then(|| self.own_report().size);
-            oob::plausible::check_report(&remote, expect, self.p.num_qps)?;
-        }
-        self.peer_report = Some(remote);
-        Ok(())
-    }
-
-    fn action(&mut self, action: Action) -> Result<(), ToolError> {
-        match action {
-            Action::ConnectQps => self.connect()?,
-            Action::ConnectCm => self.connect_cm()?,
-            Action::PrintLocal => {
-                let mut show = self.addr_show();
-                show.mgid = crate::mcast::gid_label_is_mgid(self.p, false);
-                for k in &self.my_keys {
-                    self.out.text(&report::address_line(Side::Local, k, &show));
-                }
-            }
-            Action::PrintRemote { qp } => {
-                let mut show = self.addr_show();
-                show.mgid = crate::mcast::gid_label_is_mgid(self.p, true);
-                if let Some(k) = self.remote_keys.get(qp) {
-                    self.out.text(&report::address_line(Side::Remote, k, &show));
-                }
-            }
-            Action::PrintResultHeader => {
-                self.measuring = true;
-                let p = self.p;
-                if p.kind == TestKind::Bw {
-                    self.out.text(&report::bw_result_header(self.p.persona.style(), self.columns()));
-                } else {
-                    self.out.text(&report::lat_result_header(
-                        p.test_type == TestType::Duration,
-                        p.cpu_util && p.test_type == TestType::Duration,
-                    ));
-                }
-            }
-            Action::PostReceives { size_index } => self.post_receives(size_index)?,
-            Action::Run { size_index } => self.run(size_index)?,
-            Action::PrintOwnResult { size_index } => {
-                self.print_own(size_index);
-                // send_bw -b -D prints its own line only (no report exchange), then the blocks.
-                let cpu = self.results.get(size_index).and_then(|r| r.1);
-                self.print_report_both(cpu);
-            }
-            Action::PrintSummedResult { size_index } => {
-                let cpu = self.results.get(size_index).and_then(|r| r.1);
-                let mine = self.own_report();
-                let peer = self.peer_report.unwrap_or_default();
-                let sum = mine.summed(&peer);
-                self.print_bw_line(&sum, cpu);
-                self.print_report_both(cpu);
-            }
-            Action::PrintPeerResult => {
-                if let Some(r) = self.peer_report {
-                    self.print_bw_line(&r, None);
-                }
-            }
-            Action::PrintDashLine => {
-                // --report-per-port: the wide dash line, as the per-port header's.
-                let wide = self.p.kind == TestKind::Bw && self.columns().per_port;
-                self.out.text(if wide { report::DASH_LINE_PER_PORT } else { DASH_LINE });
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The QP count of the BW report: perftest's `num_of_qps`, halved for `-c XRC -b` (only the
-/// sending half counts).
-/// The JSON results of a BW line.
-fn bw_json(line: &BwLine, gbits: bool) -> json::JsonResults {
-    json::JsonResults::Bw {
-        size: line.size,
-        iters: line.iters,
-        bw_peak: line.bw_peak,
-        bw_avg: line.bw_avg,
-        msg_rate: line.msg_rate,
-        high_precision: report::bw_high_precision(gbits, line.bw_avg),
-    }
-}
-
-/// What `--plot` and `--series` say produced the run: hosts, the agreed options, the BW unit.
-fn plot_meta(p: &Params) -> crate::plot::run::RunMeta {
-    let me = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "this host".into());
-    let hosts = match (p.loopback, p.server_name.as_deref()) {
-        (true, _) => format!("{me} (loopback)"),
-        (false, Some(peer)) => format!("{me} → {peer}"),
-        (false, None) => format!("{me} (server)"),
-    };
-    let options: Vec<String> = option_summary(p)
-        .into_iter()
-        .filter(|(k, v)| *k != "tool" && v != "off" && !v.starts_with("the port"))
-        .map(|(k, v)| if v == "on" { k.to_string() } else { format!("{k} {v}") })
-        .collect();
-    crate::plot::run::RunMeta {
-        hosts,
-        options: options.join(" "),
-        bw_unit: if p.report_fmt == ReportFormat::Gbs { "Gb/sec".into() } else { "MB/sec".into() },
-        ..Default::default()
-    }
-}
-
-fn report_qps(p: &Params) -> u64 {
-    params::lane_plan(p).map_or(u64::from(p.num_qps), |x| x.lanes() as u64)
-}
-
-/// The options two rperftest sides must agree on, as (option, value) in the user's terms: a
-/// difference in any of them falsifies the run or makes the two sides' exchanges drift apart.
-/// Compared right after the version exchange, before any resource exists.
-pub(super) fn option_summary(p: &Params) -> Vec<(&'static str, String)> {
-    let on = |b: bool| if b { "on" } else { "off" }.to_string();
-    let all = p.test_method == TestMethod::All;
-    let dur = p.test_type == TestType::Duration;
-    let mut v = vec![
-        ("tool", to_tool(p.tool).name().to_string()),
-        ("-c", p.connection.as_str().to_string()),
-        ("-q", p.num_qps.to_string()),
-        ("-a", on(all)),
-        ("--run_infinitely", on(p.test_method == TestMethod::Infinitely)),
-        ("-b", on(p.duplex)),
-        ("-D", if dur { p.duration.to_string() } else { "off".into() }),
-        ("-t", p.tx_depth.to_string()),
-        ("-m", p.mtu.map_or_else(|| "the port's".to_string(), |m| m.to_string())),
-    ];
-    if !all {
-        v.push(("-s", p.size.to_string()));
-    }
-    if !dur {
-        v.push(("-n", p.iters.to_string()));
-    }
-    if p.verb == Verb::Atomic {
-        v.push(("-A", p.atomic_type.as_str().to_string()));
-    }
-    v
-}
-
-/// The local MTU: the port's active MTU, or `-m` lowered to it (with perftest's note).
-fn local_mtu_for(p: &Params, dev: &DevFacts, out: Out) -> u8 {
-    let active = dev.port.active_mtu.clamp(1, 5) as u8;
-    match p.mtu.and_then(params::mtu_enum) {
-        Some(m) if m > active => {
-            out.text(&format!(
+            limits::Cap::Mtu { active } => out.text(&format!(
                 " Requested mtu is higher than active mtu \n Changing to active mtu - {}\n",
                 msg::mtu_bytes(active).unwrap_or(0)
-            ));
-            active
+            )),
         }
-        Some(m) => m,
-        None => active,
     }
 }
 
-fn run_bound_for(p: &Params, sizes: &[u64], setup_timeout: Duration) -> bound::Bound {
-    bound::run_wait(
-        &bound::Work {
-            sizes,
-            iters: p.iters,
-            qps: u64::from(p.num_qps),
-            both_ways: p.duplex || p.kind == TestKind::Lat,
-            duration: (p.test_type == TestType::Duration).then_some(p.duration),
-            infinite: p.test_method == TestMethod::Infinitely,
-        },
-        setup_timeout,
-        // The rdma_cm control channel cannot wait without a deadline.
-        p.use_rdma_cm,
-    )
+/// The local MTU, with perftest's note when `-m` was lowered to the port's.
+fn local_mtu_for(p: &Params, dev: &DevFacts, out: Out) -> u8 {
+    let (mtu, cap) = limits::local_mtu(p, dev.port.active_mtu);
+    print_caps(out, cap.as_slice());
+    mtu
 }
 
 /// The shape of this side's exchange.
 fn plan_options(p: &Params, sizes: &[u64], local_mtu: u8) -> oob::PlanOptions {
-    let mut all_sizes = if p.test_method == TestMethod::All { Some(sizes.len()) } else { None };
-    if p.connection == Connection::Ud && p.test_method == TestMethod::All {
-        // sizes are capped to the MTU later; the plan needs the final count, computed from the
-        // local MTU (the peer applies the same rule with the same effective MTU in practice).
-        let cap = u64::from(msg::mtu_bytes(local_mtu).unwrap_or(4096));
-        all_sizes = Some(sizes.iter().filter(|&&s| s <= cap).count());
-    }
+    // -c UD: sizes are capped to the MTU later; the plan needs the final count, computed from
+    // the local MTU (the peer applies the same rule with the same effective MTU in practice).
+    let all_sizes = limits::planned_sizes(p, sizes, u64::from(msg::mtu_bytes(local_mtu).unwrap_or(4096)));
     oob::PlanOptions {
         num_qps: p.num_qps as usize,
         bidirectional: p.duplex,
@@ -1418,45 +951,4 @@ fn plan_options(p: &Params, sizes: &[u64], local_mtu: u8) -> oob::PlanOptions {
         cm_qps: p.work_rdma_cm,
         exchange_versions: !p.dont_xchg_versions,
     }
-}
-
-/// Options `--adopt` takes from the client, with their long spellings (to refuse a server
-/// command line that sets them itself).
-const ADOPTED: [(&str, &str); 7] =
-    [("-s", "--size"), ("-q", "--qp"), ("-n", "--iters"), ("-t", "--tx-depth"), ("-m", "--mtu"), ("-a", "--all"), ("-D", "--duration")];
-
-/// `--adopt`: the server's command line with the client's values of [`ADOPTED`] added, or why
-/// not (`Ok(None)`: options other than those differ, which the ordinary lines report).
-pub(super) fn adopted_cmdline(p: &Params, theirs: &[(String, String)]) -> Result<Option<Vec<String>>, String> {
-    let mine = option_summary(p);
-    let differs = |k: &str| {
-        let m = mine.iter().find(|(mk, _)| *mk == k).map(|(_, v)| v.as_str());
-        let t = theirs.iter().find(|(tk, _)| tk == k).map(|(_, v)| v.as_str());
-        m != t
-    };
-    let fixed = ["tool", "-c", "-b", "--run_infinitely", "-A"];
-    if fixed.iter().any(|k| differs(k)) {
-        return Ok(None);
-    }
-    for a in &p.cmdline {
-        let given = ADOPTED.iter().find(|(short, long)| {
-            (a.starts_with(short) && !a.starts_with("--")) || a == long || a.starts_with(&format!("{long}="))
-        });
-        if let Some((short, _)) = given {
-            return Err(format!(
-                "--adopt: the server takes -s, -q, -n, -t, -m, -a and -D from the client; do not give {short} ({a:?}) to the server"
-            ));
-        }
-    }
-    let mut args = p.cmdline.clone();
-    for (k, v) in theirs {
-        match k.as_str() {
-            "-a" if v == "on" => args.push("-a".into()),
-            "-D" if v != "off" => args.extend(["-D".into(), v.clone()]),
-            "-m" if v == "the port's" => {}
-            "-s" | "-q" | "-n" | "-t" | "-m" if differs(k) => args.extend([k.clone(), v.clone()]),
-            _ => {}
-        }
-    }
-    Ok(Some(args))
 }

@@ -96,17 +96,7 @@ pub fn client_connect<P: Provider>(c: CmClient, qp: &mut Qp<P>, timeout: Duratio
             .ok_or_else(|| s(cm::timeout_error("RDMA_CM_EVENT_CONNECT_RESPONSE", timeout, Some(&dst))))?;
         match ev.kind {
             CmEventKind::ConnectResponse => {
-                let r = (|| {
-                    // INIT again: the kernel now adds the access flags the answer allows.
-                    id.modify_qp(qp, QpState::Init)?;
-                    id.modify_qp(qp, QpState::Rtr)?;
-                    id.modify_qp(qp, QpState::Rts)?;
-                    id.accept_active()
-                })();
-                if let Err(e) = r {
-                    let _ = id.reject(0, &[]);
-                    return Err(s(e));
-                }
+                crate::cm_session::finish_active_connect(&id, qp).map_err(s)?;
                 return Ok(id);
             }
             CmEventKind::Rejected | CmEventKind::Unreachable if start.elapsed() + RETRY_DELAY < timeout => {

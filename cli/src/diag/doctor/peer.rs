@@ -27,7 +27,8 @@ use super::wire::{Hello, Result1, MAGIC, MAX_LINE, VERSION};
 use crate::diag::csys::{read_string, strtoul};
 use crate::diag::ibdev2netdev::find_netdev;
 
-pub const DEFAULT_PORT: u16 = 18515;
+/// perftest's exchange port: a `doctor --serve` answers where the tools would.
+pub use bench::oob::msg::DEFAULT_PORT;
 /// The WRITE and READ size, and the peer's buffer.
 const XFER: usize = 8192;
 /// MR layout: [0, XFER) the peer's target; then the local source, the READ sink, the SEND

@@ -1,0 +1,437 @@
+//! One option into the record: its argument checked as perftest checks it (ranges, keywords,
+//! the tools that refuse it), and the value stored.
+
+use super::error::unsupported;
+use super::getopt::{Found, Opt};
+use super::parse::State;
+use super::{aes, conflict, invalid, narrow, strtol0, ParamError, Params};
+use super::{AtomicType, Connection, LinkType, Output, RateLimitType, RateUnits, ReportFormat, TestKind, TestMethod};
+use super::{TestType, Verb};
+
+pub(super) fn arg(f: &Found) -> &str {
+    f.arg.as_deref().unwrap_or("")
+}
+
+/// An integer argument in `min..=max`; `name` is perftest's name for it.
+fn int_in(f: &Found, name: &str, min: i64, max: i64) -> Result<i64, ParamError> {
+    let a = arg(f);
+    match strtol0(a) {
+        None => Err(invalid(
+            f,
+            format!("{name} argument '{a}' should be an integer"),
+        )),
+        Some(Ok(v)) if v >= min && v <= max => Ok(v),
+        Some(_) => Err(invalid(
+            f,
+            format!("{name} should be between {min} and {max}"),
+        )),
+    }
+}
+
+fn float_nonneg(f: &Found, what: &str) -> Result<f64, ParamError> {
+    let a = arg(f).trim();
+    match a.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err(invalid(
+            f,
+            format!("Invalid {what} (must be a non-negative number)"),
+        )),
+        Err(_) => Err(invalid(
+            f,
+            format!("{what} argument '{a}' should be a number"),
+        )),
+    }
+}
+
+const I32_MAX: i64 = i32::MAX as i64;
+
+pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
+    let verb = p.tool.verb();
+    let kind = p.tool.kind();
+    match f.opt {
+        Opt::Port => p.port = narrow(int_in(f, "Port", 1, 65535)?),
+        Opt::IbDev => p.ib_dev = Some(arg(f).to_string()),
+        Opt::IbPort => p.ib_port = narrow(int_in(f, "IB Port", 1, 255)?),
+        Opt::Mtu => p.mtu = Some(narrow(int_in(f, "MTU", 0, I32_MAX)?)),
+        Opt::Size => {
+            let a = arg(f);
+            let (num, factor) = if let Some(n) = a.strip_suffix('K') {
+                (n, 1024)
+            } else if let Some(n) = a.strip_suffix('M') {
+                (n, 1024 * 1024)
+            } else {
+                (a, 1)
+            };
+            let v = match strtol0(num) {
+                None => return Err(invalid(f, format!("Message Size argument '{a}' should be an integer (optionally followed by K or M)"))),
+                Some(Ok(v)) => v.checked_mul(factor),
+                Some(Err(())) => None,
+            };
+            match v {
+                Some(v) if (1..=2_147_483_647).contains(&v) => {
+                    p.size = narrow(v);
+                    p.size_requested = true;
+                }
+                _ => return Err(invalid(f, "Message Size should be between 1 and 2147483647".into())),
+            }
+        }
+        Opt::Iters => p.iters = narrow(int_in(f, "Iteration num", 5, 4_294_967_296)?),
+        Opt::TxDepth => p.tx_depth = narrow(int_in(f, "Tx depth", 1, 15000)?),
+        Opt::Tos => p.tos = Some(narrow(int_in(f, "TOS", 0, 255)?)),
+        Opt::HopLimit => p.hop_limit = narrow(int_in(f, "Hop Limit", 0, 255)?),
+        Opt::QpTimeout => p.qp_timeout = narrow(int_in(f, "QP Timeout", 0, 255)?),
+        Opt::Sl => p.sl = narrow(int_in(f, "Service Level", 0, 15)?),
+        Opt::GidIndex => p.gid_index = Some(narrow(int_in(f, "Gid index", 0, 64)?)),
+        Opt::Connection => {
+            let c = match arg(f) {
+                "RC" => Connection::Rc,
+                "UC" => Connection::Uc,
+                "UD" => Connection::Ud,
+                "XRC" => Connection::Xrc,
+                "DC" => Connection::Dc,
+                "SRD" => Connection::Srd,
+                "RawEth" => {
+                    return Err(unsupported(&f.spelling, "RawEth connections are only for the raw_ethernet_* tools"))
+                }
+                other => {
+                    return Err(invalid(
+                        f,
+                        format!("Invalid Connection type '{other}'. Please choose from {{RC,UC,UD,XRC,DC,SRD}}"),
+                    ))
+                }
+            };
+            if c == Connection::Uc && matches!(verb, Verb::Read | Verb::Atomic) {
+                return Err(conflict(&f.spelling, "UC connection not possible in READ/ATOMIC verbs"));
+            }
+            if c == Connection::Ud && verb != Verb::Send {
+                return Err(conflict(&f.spelling, "UD connection only possible in SEND verb"));
+            }
+            if c == Connection::Srd && !matches!(verb, Verb::Send | Verb::Read | Verb::Write) {
+                return Err(conflict(&f.spelling, "SRD connection only possible in SEND/READ/WRITE verbs"));
+            }
+            p.connection = c;
+        }
+        Opt::Qp => {
+            let v = int_in(f, "num of Qps", 1, 16384)?;
+            if kind != TestKind::Bw && v > 1 {
+                return Err(conflict(&f.spelling, "Multiple QPs only available on bw tests"));
+            }
+            p.num_qps = narrow(v);
+        }
+        Opt::InlineSize => {
+            let v = int_in(f, "Max inline", 0, 1024)?;
+            if matches!(verb, Verb::Read | Verb::Atomic) {
+                return Err(conflict(&f.spelling, "Inline feature not available on READ/Atomic verbs"));
+            }
+            p.inline_size = Some(narrow(v));
+        }
+        Opt::Outs => {
+            let v = int_in(f, "Outstanding Reads", 0, 65535)?;
+            if !matches!(verb, Verb::Read | Verb::Atomic) {
+                return Err(conflict(&f.spelling, "Setting Outstanding reads only available on READ verb"));
+            }
+            // 0 means "device maximum", as in perftest.
+            p.out_reads = if v == 0 { None } else { Some(narrow(v)) };
+        }
+        Opt::Mgid => p.mgid = Some(arg(f).to_string()),
+        Opt::RxDepth => {
+            let v = int_in(f, "Rx depth", 1, 16384)?;
+            if !matches!(verb, Verb::Send | Verb::Write) && v > 1 {
+                return Err(conflict(&f.spelling, "On RDMA verbs rx depth can be only 1"));
+            }
+            p.rx_depth = narrow(v);
+        }
+        Opt::CqMod => {
+            p.cq_mod = narrow(int_in(f, "CQ moderation", 1, 1024)?);
+            p.cq_mod_requested = true;
+        }
+        Opt::AtomicType => {
+            if verb != Verb::Atomic {
+                return Err(conflict(
+                    &f.spelling,
+                    "You are not running the atomic_lat/bw test! To change the atomic action type, you must run one of the atomic tests",
+                ));
+            }
+            p.atomic_type = match arg(f) {
+                "CMP_AND_SWAP" => AtomicType::CmpAndSwap,
+                "FETCH_AND_ADD" => AtomicType::FetchAndAdd,
+                other => {
+                    return Err(invalid(
+                        f,
+                        format!("Invalid Atomic type '{other}'! please choose from {{CMP_AND_SWAP,FETCH_AND_ADD}}"),
+                    ))
+                }
+            };
+        }
+        Opt::PostList => p.post_list = narrow(int_in(f, "Send Post List size", 1, I32_MAX)?),
+        Opt::RecvPostList => p.recv_post_list = narrow(int_in(f, "Receive Post List size", 1, I32_MAX)?),
+        Opt::Duration => {
+            p.duration = narrow(int_in(f, "Duration period", 1, I32_MAX)?);
+            p.test_type = TestType::Duration;
+        }
+        Opt::Margin => p.margin = Some(narrow(int_in(f, "Margin", 0, I32_MAX)?)),
+        Opt::DualPort => {
+            p.ib_port = 1;
+            p.ib_port2 = 2;
+            p.dualport = true;
+        }
+        Opt::All => p.test_method = TestMethod::All,
+        Opt::CpuFreq => p.cpu_freq_f = true,
+        Opt::CommRdmaCm => p.use_rdma_cm = true,
+        Opt::RdmaCm => p.work_rdma_cm = true,
+        Opt::Events => {
+            if verb == Verb::Write {
+                return Err(conflict(&f.spelling, "Events feature not available on WRITE verb"));
+            }
+            p.use_event = true;
+        }
+        Opt::Vector => {
+            if verb == Verb::Write {
+                return Err(conflict(&f.spelling, "Events feature not available on WRITE verb"));
+            }
+            p.eq_num = Some(narrow(int_in(f, "EQN", 0, 2048)?));
+        }
+        Opt::Bidirectional => {
+            if kind == TestKind::Lat {
+                return Err(conflict(&f.spelling, "Bidirectional is only available in BW test"));
+            }
+            p.duplex = true;
+        }
+        Opt::NoPeak => {
+            if kind == TestKind::Lat {
+                return Err(conflict(&f.spelling, "NoPeak only valid for BW tests"));
+            }
+            p.no_peak = true;
+        }
+        Opt::ReportCycles => {
+            if kind != TestKind::Lat {
+                return Err(conflict(&f.spelling, "Available only on Latency tests"));
+            }
+            p.cycles = true;
+        }
+        Opt::Mcg => {
+            if verb != Verb::Send {
+                return Err(conflict(&f.spelling, "MultiCast feature only available on SEND verb"));
+            }
+            p.use_mcg = true;
+        }
+        Opt::ReportHistogram => {
+            if kind == TestKind::Bw {
+                return Err(conflict(&f.spelling, "Available only on Latency tests"));
+            }
+            p.histogram = true;
+        }
+        Opt::ReportUnsorted => {
+            if kind == TestKind::Bw {
+                return Err(conflict(&f.spelling, "Available only on Latency tests"));
+            }
+            p.unsorted = true;
+        }
+        Opt::LimitBw => p.limit_bw = Some(float_nonneg(f, "Minimum BW Limit")?),
+        Opt::LimitMsgrate => p.limit_msgrate = Some(float_nonneg(f, "Minimum msgRate Limit")?),
+        Opt::ReportCounters => {
+            let list: Vec<String> =
+                arg(f).split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
+            if list.is_empty() {
+                return Err(invalid(f, "Failed to parse the performance counter list".into()));
+            }
+            p.report_counters = list;
+        }
+        // raw Ethernet: accepted and ignored by the ib_* tools, as in perftest
+        Opt::RawSourceMac
+        | Opt::RawDestMac
+        | Opt::RawDestIp
+        | Opt::RawSourceIp
+        | Opt::RawDestPort
+        | Opt::RawSourcePort
+        | Opt::RawEthertype
+        | Opt::RawServer
+        | Opt::RawClient
+        | Opt::RawMacFwd
+        | Opt::RawLongWithArg
+        | Opt::RawLongFlag => {}
+        Opt::UseRss => st.use_rss = true,
+        Opt::ForceLink => {
+            p.force_link = Some(match arg(f) {
+                "IB" => LinkType::Ib,
+                "Ethernet" | "ETHERNET" | "ethernet" => LinkType::Ethernet,
+                other => {
+                    return Err(invalid(f, format!("Invalid link layer value '{other}': should be IB or Ethernet")))
+                }
+            })
+        }
+        Opt::RunInfinitely => st.run_infinitely = true,
+        Opt::ReportGbits => p.report_fmt = ReportFormat::Gbs,
+        Opt::UseSrq => p.use_srq = true,
+        Opt::NoLock => p.no_lock = true,
+        Opt::UseNullMr => p.use_null_mr = true,
+        Opt::ReportBoth => p.report_both = true,
+        Opt::Reversed => p.reversed = true,
+        Opt::PkeyIndex => p.pkey_index = narrow(int_in(f, "Pkey index", 0, 65535)?),
+        Opt::InlineRecv => p.inline_recv_size = narrow(int_in(f, "Inline Receive size", 0, I32_MAX)?),
+        Opt::BurstSize => p.burst_size = narrow(int_in(f, "Burst size", 0, I32_MAX)?),
+        Opt::TypicalPktSize => p.typical_pkt_size = narrow(int_in(f, "Typical pkt size", 0, 0xFFFF)?),
+        Opt::RateLimit => {
+            let a = arg(f).trim();
+            match a.parse::<f64>() {
+                Ok(v) if v.is_finite() && v > 0.0 => p.rate_limit = v,
+                _ => return Err(invalid(f, format!("Rate limit '{a}' must be a positive number"))),
+            }
+            st.rate_limit_given = true;
+            st.rate_limit_text = Some(a.to_string());
+            if p.rate_limit_type == RateLimitType::Disabled {
+                p.rate_limit_type = RateLimitType::Hw;
+            }
+        }
+        Opt::RateUnits => {
+            p.rate_units = match arg(f) {
+                "M" => RateUnits::MegaBytes,
+                "g" => RateUnits::GigaBits,
+                "p" => RateUnits::Packets,
+                other => return Err(invalid(f, format!("Invalid rate limit units '{other}'. Please use M, g or p"))),
+            }
+        }
+        Opt::RateLimitType => {
+            st.rate_limit_type_given = true;
+            p.rate_limit_type_explicit = true;
+            p.rate_limit_type = match arg(f) {
+                "SW" => RateLimitType::Sw,
+                "HW" => RateLimitType::Hw,
+                "PP" => RateLimitType::Pp,
+                other => {
+                    return Err(invalid(f, format!("Invalid rate limit type '{other}'. Please use HW, SW or PP")))
+                }
+            }
+        }
+        Opt::Output => {
+            p.output = match arg(f) {
+                "bandwidth" => Output::Bandwidth,
+                "message_rate" => Output::MessageRate,
+                "latency" => Output::Latency,
+                other => {
+                    return Err(invalid(
+                        f,
+                        format!("Invalid verbosity level output '{other}'. Please use bandwidth, latency, message_rate"),
+                    ))
+                }
+            }
+        }
+        Opt::CpuUtil => p.cpu_util = true,
+        Opt::OutJson => p.out_json = true,
+        Opt::OutJsonFile => {
+            if arg(f).is_empty() {
+                return Err(invalid(f, "JSON file name is empty".into()));
+            }
+            p.out_json_file = arg(f).to_string();
+        }
+        Opt::LatencyGap => p.latency_gap = narrow(int_in(f, "Latency gap time", 0, I32_MAX)?),
+        Opt::FlowLabel => {
+            let mut v = Vec::new();
+            for part in arg(f).split(',') {
+                match strtol0(part) {
+                    Some(Ok(x)) if (0..=0xFFFFF).contains(&x) => v.push(narrow(x)),
+                    _ => {
+                        return Err(invalid(
+                            f,
+                            format!("flow label '{part}' should be an integer between 0 and 1048575"),
+                        ))
+                    }
+                }
+            }
+            p.flow_labels = v;
+        }
+        Opt::RetryCount => p.retry_count = narrow(int_in(f, "Retry Count", 0, 7)?),
+        Opt::DontXchgVersions => p.dont_xchg_versions = true,
+        Opt::PayloadFilePath => p.payload_file_path = Some(arg(f).to_string()),
+        Opt::GpuWithArg | Opt::GpuFlag => st.gpu = Some(f.spelling.clone()),
+        Opt::Mmap => p.mmap_file = Some(arg(f).to_string()),
+        Opt::MmapOffset => p.mmap_offset = narrow::<u64>(int_in(f, "mmap offset", 0, i64::MAX)?),
+        Opt::Ipv6 => p.ipv6 = true,
+        Opt::Ipv6Addr => p.ipv6_addr = true,
+        Opt::ReportPerPort => p.report_per_port = true,
+        Opt::Odp => p.odp = true,
+        Opt::UseHugepages => p.use_hugepages = true,
+        Opt::UseOldPostSend => p.use_old_post_send = true,
+        Opt::MrPerQp => p.mr_per_qp = true,
+        Opt::Dlid => p.dlid = Some(narrow(int_in(f, "dlid", 0, 65535)?)),
+        Opt::Tclass => p.tclass = narrow(int_in(f, "traffic class", 0, 255)?),
+        Opt::WaitDestroy => p.wait_destroy = narrow(int_in(f, "wait_destroy", 0, I32_MAX)?),
+        Opt::PerformWarmUp => p.perform_warm_up = true,
+        Opt::AesXts => p.aes.enabled = true,
+        Opt::EncryptOnTx => p.aes.encrypt_on_tx = true,
+        Opt::SigBefore => p.aes.sig_before = true,
+        Opt::AesBlockSize => p.aes.block_size_arg = aes::u16_arg(f, "aes_block_size")?,
+        Opt::DataEncKeysNumber => p.aes.keys_number = aes::u16_arg(f, "data_enc_keys_number")?,
+        Opt::KekPath => p.aes.kek_path = Some(arg(f).to_string()),
+        Opt::CredentialsPath => p.aes.credentials_path = Some(arg(f).to_string()),
+        Opt::DataEncKeyAppPath => p.aes.app_path = Some(arg(f).to_string()),
+        Opt::LogDciStreams => p.log_dci_streams = narrow(int_in(f, "log_dci_streams", 0, 65535)?),
+        Opt::LogActiveDciStreams => {
+            p.log_active_dci_streams = narrow(int_in(f, "log_active_dci_streams", 0, 65535)?);
+            st.dci_active_given = true;
+        }
+        Opt::DisablePcieRelaxed => p.disable_pcie_relaxed = true,
+        Opt::UseOoo => st.use_ooo = true,
+        Opt::VendorWithArg | Opt::VendorFlag => {
+            st.vendor.get_or_insert_with(|| f.spelling.clone());
+        }
+        Opt::BindSourceIp => {
+            if arg(f).is_empty() {
+                return Err(invalid(f, "source IP is empty".into()));
+            }
+            p.source_ip = Some(arg(f).to_string());
+        }
+        Opt::WriteWithImm => {
+            if verb != Verb::Write {
+                return Err(conflict(&f.spelling, "Write_with_imm can only be used with write_lat and write_bw tests"));
+            }
+            st.write_with_imm = true;
+            p.verb = Verb::WriteImm;
+        }
+        Opt::SendWithImm => {
+            if verb != Verb::Send {
+                return Err(conflict(&f.spelling, "Send_with_imm can only be used with send_lat and send_bw tests"));
+            }
+            st.send_with_imm = true;
+            p.verb = Verb::SendImm;
+        }
+        Opt::NoEnhancedReorder => p.no_enhanced_reorder = true,
+        Opt::Connectionless => p.connectionless = true,
+        Opt::CqePoll => p.cqe_poll = Some(narrow(int_in(f, "CQE Poll", 1, 65535)?)),
+        Opt::DisableDynamicPolling => p.disable_dynamic_polling = true,
+        Opt::DataValidation | Opt::DataValidationDebug => {
+            st.data_validation.get_or_insert_with(|| f.spelling.clone());
+        }
+        Opt::PinCores => {
+            let a = arg(f);
+            let ok = !a.is_empty()
+                && a.split(',').all(|r| {
+                    let mut it = r.splitn(2, '-');
+                    let lo = it.next().and_then(|x| x.parse::<u32>().ok());
+                    let hi = it.next().map(|x| x.parse::<u32>().ok());
+                    match (lo, hi) {
+                        (Some(_), None) => true,
+                        (Some(l), Some(Some(h))) => l <= h,
+                        _ => false,
+                    }
+                });
+            if !ok {
+                return Err(invalid(f, format!("Invalid CPU list '{a}' (expected e.g. 0,2-5)")));
+            }
+            p.pin_cores = Some(a.to_string());
+        }
+        Opt::NumaNode => p.numa_node = Some(narrow(int_in(f, "NUMA node", 0, I32_MAX)?)),
+        Opt::DisableNuma => p.disable_numa = true,
+        Opt::Loopback => p.loopback = true,
+        Opt::Adopt => p.adopt = true,
+        Opt::Plot | Opt::Series => {
+            let (what, slot) = if f.opt == Opt::Plot { ("--plot", &mut p.plot_file) } else { ("--series", &mut p.series_file) };
+            if arg(f).is_empty() {
+                return Err(invalid(f, format!("{what} needs a file name, e.g. {what} run.{}", if what == "--plot" { "svg" } else { "jsonl" })));
+            }
+            *slot = Some(arg(f).to_string());
+        }
+        Opt::Help | Opt::Version | Opt::PerftestVersion => {}
+    }
+    Ok(())
+}
