@@ -32,13 +32,13 @@
 //! `dc`, `xrc`, `rate`, `cqe`), and `knobs` (the library's knobs in perftest's spelling).
 
 pub mod aes;
-mod apply;
 mod cqe;
 pub mod dc;
 mod derive;
 mod error;
 mod fields;
 mod getopt;
+mod options;
 #[forbid(unsafe_code)]
 pub mod knobs;
 mod parse;

@@ -1,10 +1,10 @@
 //! The driver: scan the arguments, apply each option once, then refuse what rperftest lacks and
 //! derive what perftest derives.
 
-use super::apply::{apply, arg};
+use super::options::{apply, arg, Opt};
 use super::derive::derive;
 use super::error::unsupported;
-use super::getopt::{self, Opt, ScanError};
+use super::getopt::{self, ScanError};
 use super::{conflict, invalid, usage, usage629, xrc};
 use super::{Connection, ErrorKind, ParamError, ParseOutcome, Params, Persona, Role, TestKind, Tool, ENV_PERSONA};
 
