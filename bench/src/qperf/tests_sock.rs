@@ -138,31 +138,23 @@ fn would_block(e: &std::io::Error) -> bool {
 }
 
 fn write_full(s: &mut TcpStream, buf: &[u8], stop: &mut Stopper) -> Io {
-    let mut done = 0;
-    while done < buf.len() {
-        if stop.expired() {
-            return Io::Stopped;
-        }
-        match s.write(&buf[done..]) {
-            Ok(0) => return Io::Closed,
-            Ok(n) => {
-                done += n;
-                stop.progress();
-            }
-            Err(e) if would_block(&e) => {}
-            Err(_) => return Io::Closed,
-        }
-    }
-    Io::Full(done)
+    transfer_full(buf.len(), stop, |at| s.write(&buf[at..]))
 }
 
 fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &mut Stopper) -> Io {
+    transfer_full(buf.len(), stop, |at| s.read(&mut buf[at..]))
+}
+
+/// Move `len` bytes through `step(offset)` (one read or write from `offset` on), until done, the
+/// peer closes, an error, or the stopper expires (the socket is non-blocking: a would-block
+/// retries).
+fn transfer_full(len: usize, stop: &mut Stopper, mut step: impl FnMut(usize) -> std::io::Result<usize>) -> Io {
     let mut done = 0;
-    while done < buf.len() {
+    while done < len {
         if stop.expired() {
             return Io::Stopped;
         }
-        match s.read(&mut buf[done..]) {
+        match step(done) {
             Ok(0) => return Io::Closed,
             Ok(n) => {
                 done += n;
