@@ -1,5 +1,5 @@
-//! The raw rdma_ucm ABI (`<rdma/rdma_user_cm.h>`, `<rdma/ib_user_sa.h>`, and
-//! `struct ib_uverbs_qp_attr` from `<rdma/ib_user_verbs.h>`): hand-written `#[repr(C)]` mirrors,
+//! The raw rdma_ucm ABI (`<rdma/rdma_user_cm.h>`, `<rdma/ib_user_sa.h>`; INIT_QP_ATTR answers with
+//! `struct ib_uverbs_qp_attr`, which lives with the verbs structs in `crate::sys`): hand-written `#[repr(C)]` mirrors,
 //! command/event/option numbers. No logic lives here.
 //!
 //! Naming follows `crate::sys`: `struct rdma_ucm_create_id` is [`CreateId`], its response
@@ -10,6 +10,7 @@
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use crate::sys::AhAttr;
+pub use crate::sys::QpAttrResp;
 
 // ABI structs are declared like `crate::sys`' (repr(C), zerocopy traits, zeroed Default).
 use crate::sys::abi;
@@ -249,41 +250,6 @@ abi! {
 
     /// `struct rdma_ucm_init_qp_attr`.
     pub struct InitQpAttr { pub response: u64, pub id: u32, pub qp_state: u32 }
-
-    /// `struct ib_uverbs_qp_attr` (144 bytes): what INIT_QP_ATTR writes back.
-    pub struct QpAttrResp {
-        pub qp_attr_mask: u32,
-        pub qp_state: u32,
-        pub cur_qp_state: u32,
-        pub path_mtu: u32,
-        pub path_mig_state: u32,
-        pub qkey: u32,
-        pub rq_psn: u32,
-        pub sq_psn: u32,
-        pub dest_qp_num: u32,
-        pub qp_access_flags: u32,
-        pub ah_attr: AhAttr,
-        pub alt_ah_attr: AhAttr,
-        pub max_send_wr: u32,
-        pub max_recv_wr: u32,
-        pub max_send_sge: u32,
-        pub max_recv_sge: u32,
-        pub max_inline_data: u32,
-        pub pkey_index: u16,
-        pub alt_pkey_index: u16,
-        pub en_sqd_async_notify: u8,
-        pub sq_draining: u8,
-        pub max_rd_atomic: u8,
-        pub max_dest_rd_atomic: u8,
-        pub min_rnr_timer: u8,
-        pub port_num: u8,
-        pub timeout: u8,
-        pub retry_cnt: u8,
-        pub rnr_retry: u8,
-        pub alt_port_num: u8,
-        pub alt_timeout: u8,
-        pub reserved: [u8; 5],
-    }
 
     /// `struct rdma_ucm_notify`.
     pub struct Notify { pub id: u32, pub event: u32 }

@@ -237,10 +237,47 @@ abi! {
     #[repr(align(8))]
     pub struct AttachMcast { pub gid: [u8; 16], pub qp_handle: u32, pub mlid: u16, pub reserved: u16 }
 
+    /// `struct ib_uverbs_qp_attr` (144 bytes): what rdma_ucm's INIT_QP_ATTR writes back.
+    pub struct QpAttrResp {
+        pub qp_attr_mask: u32,
+        pub qp_state: u32,
+        pub cur_qp_state: u32,
+        pub path_mtu: u32,
+        pub path_mig_state: u32,
+        pub qkey: u32,
+        pub rq_psn: u32,
+        pub sq_psn: u32,
+        pub dest_qp_num: u32,
+        pub qp_access_flags: u32,
+        pub ah_attr: AhAttr,
+        pub alt_ah_attr: AhAttr,
+        pub max_send_wr: u32,
+        pub max_recv_wr: u32,
+        pub max_send_sge: u32,
+        pub max_recv_sge: u32,
+        pub max_inline_data: u32,
+        pub pkey_index: u16,
+        pub alt_pkey_index: u16,
+        pub en_sqd_async_notify: u8,
+        pub sq_draining: u8,
+        pub max_rd_atomic: u8,
+        pub max_dest_rd_atomic: u8,
+        pub min_rnr_timer: u8,
+        pub port_num: u8,
+        pub timeout: u8,
+        pub retry_cnt: u8,
+        pub rnr_retry: u8,
+        pub alt_port_num: u8,
+        pub alt_timeout: u8,
+        pub reserved: [u8; 5],
+    }
+
     /// `struct ib_uverbs_detach_mcast` (same layout as attach).
     #[repr(align(8))]
     pub struct DetachMcast { pub gid: [u8; 16], pub qp_handle: u32, pub mlid: u16, pub reserved: u16 }
 }
+
+const _: () = assert!(core::mem::size_of::<QpAttrResp>() == 144);
 
 // `ib_uverbs_qp_cap` doubles as the verbs layer's `provider::QpCaps`.
 const _: () = assert!(core::mem::size_of::<QpCap>() == 20);
