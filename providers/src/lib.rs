@@ -53,6 +53,17 @@ pub fn open<U: ContextUser>(dev: &DeviceDesc, user: U) -> Result<U::Output, Erro
     }
 }
 
+/// Open `dev` as a DEVX context (libmlx5's `mlx5dv_open_device` with DEVX, which crypto login,
+/// DEKs and crypto mkeys need) with its provider and hand it to `user`. A provider without DEVX
+/// (rxe) refuses with `EOPNOTSUPP` as the context opens.
+pub fn open_devx<U: ContextUser>(dev: &DeviceDesc, user: U) -> Result<U::Output, Error> {
+    match dev.driver_id {
+        RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open_devx(dev)?)),
+        RDMA_DRIVER_MLX5 => Ok(user.run(Context::<mlx5::Mlx5>::open_devx(dev)?)),
+        _ => Err(unsupported(dev)),
+    }
+}
+
 /// Open `dev` for attribute queries only (devinfo, GID selection).
 pub fn open_queries(dev: &DeviceDesc) -> Result<Arc<dyn DeviceQueries>, Error> {
     struct Q;

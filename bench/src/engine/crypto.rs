@@ -199,14 +199,17 @@ pub fn wrapped_key(app: &str, kek_path: &str, timeout: Duration) -> Result<[u8; 
 /// then perftest's, ending with the tool's ` Couldn't get context for the device`).
 pub fn open_devx<U: providers::ContextUser>(dev: &uverbs::provider::DeviceDesc, credentials_path: &str, user: U) -> Result<U::Output, String> {
     let cred = read_credentials(credentials_path)?;
-    match dev.driver_id {
-        uverbs::sys::RDMA_DRIVER_RXE => login_and_run(uverbs::objects::Context::<providers::rxe::Rxe>::open_devx(dev), &cred, user),
-        uverbs::sys::RDMA_DRIVER_MLX5 => login_and_run(uverbs::objects::Context::<providers::mlx5::Mlx5>::open_devx(dev), &cred, user),
-        id => Err(format!(
-            " --aes_xts: {}: no userspace provider for driver id {id} in this build\nCouldn't get context for the device\n Couldn't get context for the device",
-            dev.ibdev
-        )),
+    if providers::provider_name(dev.driver_id).is_none() {
+        return Err(format!(
+            " --aes_xts: {}: no userspace provider for driver id {} in this build\nCouldn't get context for the device\n Couldn't get context for the device",
+            dev.ibdev, dev.driver_id
+        ));
     }
+    // mlx5dv_open_device fails on a device that is not mlx5 (EOPNOTSUPP): perftest prints its
+    // own line, then the tool's.
+    providers::open_devx(dev, LoginThen { cred: &cred, user }).map_err(|e| {
+        format!(" --aes_xts needs an mlx5 device with DEVX (AES-XTS crypto offload): {e}\nCouldn't get context for the device\n Couldn't get context for the device")
+    })?
 }
 
 /// [`open_devx`] without a run: open, log in, close (`-z`, whose device comes with the rdma_cm
@@ -220,23 +223,23 @@ pub fn check_devx(dev: &uverbs::provider::DeviceDesc, credentials_path: &str) ->
     open_devx(dev, credentials_path, Nothing)
 }
 
-fn login_and_run<P: Provider, U: providers::ContextUser>(
-    ctx: uverbs::Result<Arc<uverbs::objects::Context<P>>>,
-    cred: &[u8; CREDENTIALS_SIZE],
+/// Log the freshly opened DEVX context in to the crypto engine, then hand it to `user`.
+struct LoginThen<'a, U> {
+    cred: &'a [u8; CREDENTIALS_SIZE],
     user: U,
-) -> Result<U::Output, String> {
-    // mlx5dv_open_device fails on a device that is not mlx5 (EOPNOTSUPP): perftest prints its
-    // own line, then the tool's.
-    let ctx = ctx.map_err(|e| {
-        format!(" --aes_xts needs an mlx5 device with DEVX (AES-XTS crypto offload): {e}\nCouldn't get context for the device\n Couldn't get context for the device")
-    })?;
-    if let Err(e) = ctx.provider().crypto_login(cred) {
-        return Err(format!(
-            " --aes_xts: crypto login with --credentials_path failed: {e}\nCouldn't login. err={}.\n Couldn't get context for the device",
-            e.errno.unwrap_or(libc::EINVAL)
-        ));
+}
+
+impl<U: providers::ContextUser> providers::ContextUser for LoginThen<'_, U> {
+    type Output = Result<U::Output, String>;
+    fn run<P: Provider>(self, ctx: Arc<uverbs::objects::Context<P>>) -> Self::Output {
+        if let Err(e) = ctx.provider().crypto_login(self.cred) {
+            return Err(format!(
+                " --aes_xts: crypto login with --credentials_path failed: {e}\nCouldn't login. err={}.\n Couldn't get context for the device",
+                e.errno.unwrap_or(libc::EINVAL)
+            ));
+        }
+        Ok(self.user.run(ctx))
     }
-    Ok(user.run(ctx))
 }
 
 /// What one side needs to set up AES-XTS (from the parameters).
