@@ -366,6 +366,10 @@ pub trait Provider: Sized + Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The QP was created to receive from `srq` (called right after `finish_qp`): mlx5 records
+    /// it, so that its receive completions find the SRQ's buffers; rxe needs nothing.
+    fn qp_attached_srq(&self, _qp: &mut Self::Qp, _srq: &Self::Srq) {}
+
     /// Called after a successful MODIFY_QP (mlx5 resets its indices on RESET; rxe needs nothing).
     fn qp_state_changed(&self, qp: &mut Self::Qp, state: QpState);
 

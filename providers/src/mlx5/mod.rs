@@ -378,6 +378,10 @@ impl<U: UarMap> Provider for Mlx5<U> {
         self.qp_modify_done(qp, state, drv_resp)
     }
 
+    fn qp_attached_srq(&self, qp: &mut Mlx5Qp, srq: &Mlx5Srq) {
+        self.bind_srq(qp, srq)
+    }
+
     fn qp_state_changed(&self, qp: &mut Mlx5Qp, state: QpState) {
         self.qp_reset_if_reset(qp, state)
     }

@@ -111,8 +111,9 @@ impl Drop for Mlx5Srq {
 }
 
 impl<U: UarWriter> Mlx5<U> {
-    /// Tell CQ polling which SRQ a QP receives from. The provider trait does not pass the SRQ
-    /// to `prepare_qp`; without this call, an SRQ-attached QP uses the context's only SRQ.
+    /// Tell CQ polling which SRQ a QP receives from: the verbs layer does through
+    /// `Provider::qp_attached_srq` when it creates a QP on an SRQ; tests that build QPs without
+    /// the verbs layer call it directly. Unbound, an SRQ-attached QP uses the context's only SRQ.
     pub fn bind_srq(&self, qp: &Mlx5Qp, srq: &Mlx5Srq) {
         *qp.shared.srq.write().unwrap_or_else(|e| e.into_inner()) = Some(srq.shared.clone());
     }

@@ -107,13 +107,16 @@ impl<P: Provider> Qp<P> {
         let (r, drv) = cmd::create_qp(&c, &args, &udata)?;
         let caps = caps_of!(r);
         let created = QpCreated { handle: r.qp_handle, qpn: r.qpn, caps };
-        let state = match ctx.provider.finish_qp(prep, &attr, &created, &drv) {
+        let mut state = match ctx.provider.finish_qp(prep, &attr, &created, &drv) {
             Ok(s) => s,
             Err(e) => {
                 let _ = cmd::destroy_qp(&c, r.qp_handle);
                 return Err(e);
             }
         };
+        if let Some(srq) = init.srq {
+            ctx.provider.qp_attached_srq(&mut state, srq.provider_state());
+        }
         Ok(Qp {
             state: ManuallyDrop::new(state),
             ctx: ctx.clone(),

@@ -42,6 +42,19 @@ impl<M: KernelObject, S> Shared<M, S> {
     }
 }
 
+impl<M: KernelObject, S> Shared<M, S> {
+    /// The provider state, read-only.
+    ///
+    /// # Safety
+    /// Only the unique owning handle may call this, through its own `&self`: while that borrow
+    /// lives the owner cannot be borrowed mutably, so no `&mut S` exists alongside.
+    #[inline]
+    pub(super) unsafe fn state_ref(&self) -> &S {
+        // SAFETY: no `&mut S` can coexist (the caller's contract, see above).
+        unsafe { &*self.state.get() }
+    }
+}
+
 impl<M: KernelObject, S> Drop for Shared<M, S> {
     fn drop(&mut self) {
         self.meta.destroy();

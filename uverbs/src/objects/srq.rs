@@ -97,6 +97,11 @@ impl<P: Provider> Srq<P> {
         // SAFETY: the caller upholds post_srq_recv's buffer contract (this fn's own contract).
         unsafe { inner.meta.pd.ctx.provider.post_srq_recv(state, wrs) }
     }
+    /// The provider's SRQ state (read-only), for telling the provider which SRQ a QP uses.
+    pub(super) fn provider_state(&self) -> &P::Srq {
+        // SAFETY: `Srq` is the unique owner; `&self` keeps it from being borrowed mutably.
+        unsafe { self.inner.state_ref() }
+    }
     pub fn handle(&self) -> u32 {
         self.inner.meta.created.handle
     }
