@@ -6,6 +6,9 @@
 //!
 //! [`open`] picks the provider by the device's driver id, once, at the top: code below it is
 //! generic over `P: Provider` (see [`ContextUser`]), so no call on the data path is dynamic.
+//! mlx5's extensions beyond plain verbs ([`uverbs::dv`], libmlx5's mlx5dv) are reached
+//! explicitly: an mlx5 context also arrives at [`ContextUser::run_mlx5`], and [`open_devx`]
+//! hands only mlx5 contexts to an [`Mlx5User`].
 
 pub mod fuzzing;
 pub mod mlx5;
@@ -25,9 +28,20 @@ use uverbs::Error;
 pub const SUPPORTED: &[(u32, &str)] = &[(RDMA_DRIVER_RXE, "rxe"), (RDMA_DRIVER_MLX5, "mlx5")];
 
 /// Code that runs on an opened context of whatever provider the device needs.
-pub trait ContextUser {
+pub trait ContextUser: Sized {
     type Output;
     fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Self::Output;
+    /// The context is mlx5's: a user that wants mlx5's extensions ([`uverbs::dv`]) takes them
+    /// here. The default forgets that the provider is mlx5.
+    fn run_mlx5(self, ctx: Arc<Context<mlx5::Mlx5>>) -> Self::Output {
+        self.run(ctx)
+    }
+}
+
+/// Code that needs mlx5's extensions from the start (a DEVX context: crypto login, DEKs).
+pub trait Mlx5User {
+    type Output;
+    fn run(self, ctx: Arc<Context<mlx5::Mlx5>>) -> Self::Output;
 }
 
 /// The provider's name for a driver id, if this build has one.
@@ -48,19 +62,21 @@ fn unsupported(dev: &DeviceDesc) -> Error {
 pub fn open<U: ContextUser>(dev: &DeviceDesc, user: U) -> Result<U::Output, Error> {
     match dev.driver_id {
         RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open(dev)?)),
-        RDMA_DRIVER_MLX5 => Ok(user.run(Context::<mlx5::Mlx5>::open(dev)?)),
+        RDMA_DRIVER_MLX5 => Ok(user.run_mlx5(Context::<mlx5::Mlx5>::open(dev)?)),
         _ => Err(unsupported(dev)),
     }
 }
 
 /// Open `dev` as a DEVX context (libmlx5's `mlx5dv_open_device` with DEVX, which crypto login,
-/// DEKs and crypto mkeys need) with its provider and hand it to `user`. A provider without DEVX
-/// (rxe) refuses with `EOPNOTSUPP` as the context opens.
-pub fn open_devx<U: ContextUser>(dev: &DeviceDesc, user: U) -> Result<U::Output, Error> {
+/// DEKs and crypto mkeys need) and hand it to `user`. A device another provider serves (rxe)
+/// is refused with `EOPNOTSUPP`, as `mlx5dv_open_device` refuses it.
+pub fn open_devx<U: Mlx5User>(dev: &DeviceDesc, user: U) -> Result<U::Output, Error> {
     match dev.driver_id {
-        RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open_devx(dev)?)),
         RDMA_DRIVER_MLX5 => Ok(user.run(Context::<mlx5::Mlx5>::open_devx(dev)?)),
-        _ => Err(unsupported(dev)),
+        id => match provider_name(id) {
+            Some(name) => Err(uverbs::dv::no_devx(dev, name)),
+            None => Err(unsupported(dev)),
+        },
     }
 }
 

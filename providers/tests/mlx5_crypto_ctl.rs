@@ -9,6 +9,7 @@ mod common;
 use common::*;
 use providers::mlx5::uar::RecordingUar;
 use providers::mlx5::{abi, Mlx5};
+use uverbs::dv::{CryptoProvider, DevxProvider};
 use uverbs::provider::{DeviceDesc, Provider};
 
 fn desc() -> DeviceDesc {
@@ -27,7 +28,7 @@ fn a_plain_context_refuses_crypto_naming_devx() {
 
 #[test]
 fn a_devx_context_sends_devx_commands() {
-    let ctx = <Mlx5<RecordingUar> as Provider>::new_context_devx(dev_null(), &desc(), &golden_uctx_resp()).unwrap();
+    let ctx = <Mlx5<RecordingUar> as DevxProvider>::new_context_devx(dev_null(), &desc(), &golden_uctx_resp()).unwrap();
     // /dev/null answers the DEVX ioctl with ENOTTY: the first command is the capability query.
     let e = ctx.crypto_login(&[7; 48]).unwrap_err();
     assert_eq!(e.errno, Some(libc::ENOTTY));
@@ -43,7 +44,7 @@ fn a_devx_context_sends_devx_commands() {
 #[test]
 fn devx_request_and_pd_number() {
     let plain = <Mlx5<RecordingUar> as Provider>::context_udata(&desc());
-    let devx = <Mlx5<RecordingUar> as Provider>::context_udata_devx(&desc()).unwrap();
+    let devx = <Mlx5<RecordingUar> as DevxProvider>::context_udata_devx(&desc());
     assert_eq!(devx.resp_len, plain.resp_len);
     assert_eq!(devx.req[8..12], abi::ALLOC_UCTX_DEVX.to_le_bytes());
     assert_eq!(plain.req[8..12], [0; 4]);

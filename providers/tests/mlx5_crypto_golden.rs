@@ -27,7 +27,8 @@ use providers::mlx5::crypto::{Mlx5CryptoMkey, Mlx5Dek};
 use providers::mlx5::uar::RecordingUar;
 use providers::mlx5::{Mlx5, Mlx5Config, Mlx5Cq, Mlx5Qp};
 use serde_json::Value;
-use uverbs::provider::{CryptoAttr, Provider, QpCaps};
+use uverbs::dv::{CryptoAttr, CryptoProvider};
+use uverbs::provider::{Provider, QpCaps};
 use uverbs::wr::{SendFlags, SendWr, Sge, WcStatus, WorkCompletion, WrOpcode};
 
 fn crypto(name: &str) -> String {

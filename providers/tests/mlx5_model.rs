@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use providers::mlx5::uar::{RecordingUar, UarEvent};
 use providers::mlx5::{abi, Mlx5, Mlx5Cq, Mlx5Qp, Mlx5Srq};
+use uverbs::dv::{CryptoProvider, DcProvider, XrcSrqProvider};
 use uverbs::provider::{
     AhAttr, AhCreated, CqCreated, Provider, QpCaps, QpCreated, QpInitAttr, QpType, SrqCreated,
 };
@@ -1259,7 +1260,7 @@ const DC_KEY: u64 = 0x0000_0000_ffee_ddcc; // perftest's DC_KEY
 /// from the SRQ in `srq` (7 entries, one SGE). `extra_dci_key`: also create a second DCI (QPN
 /// 0x102) that presents this key, returned alongside.
 fn create_dc_pair(blueflame: bool, extra_dci_key: Option<u64>) -> (Pair, Option<Mlx5Qp>) {
-    use uverbs::provider::DcInit;
+    use uverbs::dv::DcInit;
     // An RC pair gives the context, the model, both CQs and the SRQ; its two RC QPs are
     // dropped and replaced by the DC QPs.
     let caps = QpCaps { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
@@ -1762,7 +1763,7 @@ fn model_dc_dct_receives_resolve_under_cqe_version_0() {
 
 use providers::mlx5::crypto::{Mlx5CryptoMkey, Mlx5Dek};
 use providers::mlx5::umr;
-use uverbs::provider::CryptoAttr;
+use uverbs::dv::CryptoAttr;
 
 #[derive(Clone, Debug)]
 struct CMkey {

@@ -18,6 +18,7 @@ pub mod attr;
 #[forbid(unsafe_code)]
 pub mod devinfo;
 pub mod discovery;
+pub mod dv;
 #[forbid(unsafe_code)]
 pub mod error;
 pub mod ioctl;

@@ -15,6 +15,10 @@
 //! `uverbs` issues the kernel destroy first and drops the provider object afterwards, so rings
 //! are unmapped and buffers freed only once the kernel no longer uses them.
 //!
+//! Features beyond plain verbs (DC, DEVX, AES-XTS crypto, a provider's XRC SRQs) are not here:
+//! they are the extension traits of [`crate::dv`], implemented only by the providers that have
+//! them.
+//!
 //! The data path takes the provider context by shared reference and the queue by exclusive
 //! reference: one thread drives a QP, and no call allocates or dispatches dynamically. The engine
 //! is generic over `P: Provider` and chooses the provider once, at the top.
@@ -23,7 +27,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::wr::{RecvWr, SendWr, Sge, WorkCompletion};
+use crate::wr::{RecvWr, SendWr, WorkCompletion};
 
 /// The opened `/dev/infiniband/uverbsN`, shared by the context and every object that must keep
 /// it alive (rings are mmap'd from it; rxe rings its doorbell through it).
@@ -96,23 +100,6 @@ impl QpType {
     pub fn is_dc(self) -> bool {
         matches!(self, QpType::Dci | QpType::Dct)
     }
-}
-
-/// What a DC QP needs beyond [`QpInitAttr`] (mlx5dv's `dc_init_attr`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DcInit {
-    /// DCT: the access key a DCI must present. DCI: the key its sends present (one key per
-    /// DCI here; libmlx5 takes it per work request, perftest always passes the same one).
-    pub access_key: u64,
-    /// DCI only: DCI streams (`MLX5_QP_FLAG_DCI_STREAM`); `None` is a plain DCI.
-    pub dci_streams: Option<DciStreams>,
-}
-
-/// `struct mlx5_ib_create_qp_dci_streams`: log2 of the concurrent and of the errored streams.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DciStreams {
-    pub log_num_concurent: u8,
-    pub log_num_errored: u8,
 }
 
 /// QP capacities, asked for at create time and reported back (possibly larger) by the kernel:
@@ -235,32 +222,6 @@ pub struct DeviceDesc {
     pub driver_abi: u32,
 }
 
-/// One AES-XTS configuration of a crypto memory key (`struct mlx5dv_crypto_attr` with
-/// `crypto_standard` AES-XTS), as perftest's `--aes_xts` posts it before every send.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CryptoAttr {
-    /// true: memory holds plaintext, the wire carries ciphertext (encrypt on transmit, decrypt
-    /// on receive); false: the reverse (`encrypt_on_tx`).
-    pub encrypt_on_tx: bool,
-    /// The signature/crypto order on transmit: true is
-    /// `MLX5DV_SIGNATURE_CRYPTO_ORDER_SIGNATURE_BEFORE_CRYPTO_ON_TX`, false `..._AFTER_...`
-    /// (perftest's `--sig_before`; without a signature domain it changes nothing on the wire).
-    pub signature_before_crypto_on_tx: bool,
-    /// The tweak of the first data unit (perftest: bytes 0, 1, ..., 15).
-    pub initial_tweak: [u8; 16],
-    /// Must match the DEK's key tag when the DEK has one (perftest: zeros).
-    pub keytag: [u8; 8],
-    /// Bytes per data unit: 512, 520, 4048, 4096 or 4160 (`--aes_block_size`).
-    pub data_unit_size: u32,
-}
-
-/// The error a provider without AES-XTS crypto offload (rxe) answers every crypto call with.
-pub fn no_crypto_offload(what: &str, provider: &str) -> Error {
-    let mut e = Error::msg(what, format!("AES-XTS crypto offload is an mlx5 feature; the {provider} provider has none"));
-    e.errno = Some(libc::EOPNOTSUPP);
-    e
-}
-
 /// A userspace provider. See the module documentation for the creation protocol.
 pub trait Provider: Sized + Send + Sync + 'static {
     /// Short name used in messages and `devinfo` (`"rxe"`, `"mlx5"`).
@@ -279,29 +240,11 @@ pub trait Provider: Sized + Send + Sync + 'static {
     type AhPrep;
     type Ah: Send;
 
-    /// A data encryption key (mlx5: a DEK general object). `()` where there is no crypto.
-    type Dek: Send + Sync;
-    /// A memory key whose layout and crypto attributes a UMR work request (re)configures
-    /// (mlx5: an indirect mkey created with crypto enabled). `()` where there is no crypto.
-    type CryptoMkey: Send;
-
     // ---- context --------------------------------------------------------------------------
     /// Driver data for GET_CONTEXT.
     fn context_udata(dev: &DeviceDesc) -> Udata;
     /// Build the provider context from GET_CONTEXT's driver response (map UARs etc.).
     fn new_context(fd: SharedFd, dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self>;
-
-    /// Driver data for GET_CONTEXT when the caller needs DEVX objects (libmlx5's
-    /// `mlx5dv_open_device` with `MLX5DV_CONTEXT_FLAGS_DEVX`); `None`: the provider has none.
-    fn context_udata_devx(dev: &DeviceDesc) -> Option<Udata> {
-        let _ = dev;
-        None
-    }
-    /// Build the provider context of a DEVX context (GET_CONTEXT ran with
-    /// [`Provider::context_udata_devx`]); the provider remembers that DEVX commands may be used.
-    fn new_context_devx(fd: SharedFd, dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
-        Self::new_context(fd, dev, drv_resp)
-    }
 
     /// Driver data for ALLOC_PD (mlx5: room for the PD number in the response).
     fn pd_udata(&self) -> Udata {
@@ -324,27 +267,8 @@ pub trait Provider: Sized + Send + Sync + 'static {
     fn finish_qp(&self, prep: Self::QpPrep, attr: &QpInitAttr, core: &QpCreated, drv_resp: &[u8])
         -> Result<Self::Qp>;
 
-    /// Prepare a Dynamically Connected QP (`attr.qp_type` is `Dci` or `Dct`); completed by
-    /// [`Provider::finish_qp`]. Only mlx5 has DC: the default refuses with `EOPNOTSUPP`.
-    fn prepare_dc_qp(&self, attr: &QpInitAttr, dc: &DcInit) -> Result<(Self::QpPrep, Udata)> {
-        let _ = dc;
-        let mut e = Error::msg(
-            "create QP",
-            format!("{} QPs (Dynamically Connected) are an mlx5 feature; the {} provider has none", attr.qp_type.name(), Self::NAME),
-        );
-        e.errno = Some(libc::EOPNOTSUPP);
-        Err(e)
-    }
-
     fn prepare_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Self::SrqPrep, Udata)>;
     fn finish_srq(&self, prep: Self::SrqPrep, core: &SrqCreated, drv_resp: &[u8]) -> Result<Self::Srq>;
-
-    /// Prepare an XRC SRQ (CREATE_XSRQ with `srq_type` XRC); `finish_srq` completes it. The
-    /// default refuses: a provider whose device has no XRC (rxe) keeps it.
-    fn prepare_xrc_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Self::SrqPrep, Udata)> {
-        let _ = (max_wr, max_sge);
-        Err(Error::msg("CREATE_XSRQ", format!("the {} provider has no XRC SRQs (the device has no XRC)", Self::NAME)))
-    }
 
     fn prepare_ah(&self, attr: &AhAttr) -> Result<(Self::AhPrep, Udata)>;
     fn finish_ah(&self, prep: Self::AhPrep, attr: &AhAttr, core: &AhCreated, drv_resp: &[u8])
@@ -379,53 +303,6 @@ pub trait Provider: Sized + Send + Sync + 'static {
     /// reports no dump-fill mkey.
     fn null_mr_lkey(&self) -> Option<u32> {
         None
-    }
-
-    // ---- AES-XTS crypto offload (perftest --aes_xts; mlx5 only) --------------------------------
-    /// Log this context in to the device's crypto engine with the 48-byte credential
-    /// (`mlx5dv_crypto_login`); the login lasts as long as the context. Needs a DEVX context.
-    fn crypto_login(&self, credential: &[u8; 48]) -> Result<()> {
-        let _ = credential;
-        Err(no_crypto_offload("crypto login", Self::NAME))
-    }
-    /// Create a data encryption key for AES-XTS in the PD numbered `pdn` from the key wrapped
-    /// by the device's key-encryption key (`mlx5dv_dek_create`, 40 bytes for perftest's keys).
-    fn create_dek(&self, pdn: u32, wrapped_key: &[u8]) -> Result<Self::Dek> {
-        let _ = (pdn, wrapped_key);
-        Err(no_crypto_offload("create DEK", Self::NAME))
-    }
-    /// Create a crypto-capable memory key in the PD numbered `pdn` that a UMR can configure with
-    /// up to `max_entries` layout entries (`mlx5dv_create_mkey` with the crypto flag).
-    fn create_crypto_mkey(&self, pdn: u32, max_entries: u16) -> Result<Self::CryptoMkey> {
-        let _ = (pdn, max_entries);
-        Err(no_crypto_offload("create crypto mkey", Self::NAME))
-    }
-    /// The key local and remote work requests name the crypto mkey by (its lkey = rkey).
-    fn crypto_mkey_lkey(&self, mkey: &Self::CryptoMkey) -> u32 {
-        let _ = mkey;
-        0
-    }
-    /// Post one UMR work request (unsignaled unless the QP signals every send; then it
-    /// completes as [`WcOpcode::Driver1`](crate::wr::WcOpcode::Driver1) with wr_id 0, as
-    /// libmlx5's does) that configures `mkey` to map the single range
-    /// `sge` (the mkey's address 0 is `sge.addr`) with `access` (`AccessFlags` bits) and the
-    /// AES-XTS attributes `attr` under `dek`: `mlx5dv_wr_mkey_configure` +
-    /// `wr_set_mkey_access_flags` + `wr_set_mkey_layout_list` + `wr_set_mkey_crypto`, rung
-    /// like any post. Requests posted after it on the same QP may use the mkey.
-    ///
-    /// # Safety
-    /// `sge` must lie in a live MR under `sge.lkey` for as long as the mkey maps it.
-    unsafe fn post_crypto_mkey_configure(
-        &self,
-        qp: &mut Self::Qp,
-        mkey: &mut Self::CryptoMkey,
-        sge: &Sge,
-        access: u32,
-        attr: &CryptoAttr,
-        dek: &Self::Dek,
-    ) -> Result<(), PostError> {
-        let _ = (qp, mkey, sge, access, attr, dek);
-        Err(PostError { index: 0, error: no_crypto_offload("post mkey configure", Self::NAME) })
     }
 
     // ---- data path ------------------------------------------------------------------------

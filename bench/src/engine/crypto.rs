@@ -22,8 +22,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use uverbs::objects::{CryptoMkey, Dek, Pd};
-use uverbs::provider::{CryptoAttr, Provider};
+use uverbs::dv::{CryptoAttr, CryptoProvider};
+use uverbs::provider::Provider;
 
 use crate::params::aes::AesXts;
 
@@ -229,16 +229,16 @@ struct LoginThen<'a, U> {
     user: U,
 }
 
-impl<U: providers::ContextUser> providers::ContextUser for LoginThen<'_, U> {
+impl<U: providers::ContextUser> providers::Mlx5User for LoginThen<'_, U> {
     type Output = Result<U::Output, String>;
-    fn run<P: Provider>(self, ctx: Arc<uverbs::objects::Context<P>>) -> Self::Output {
+    fn run(self, ctx: Arc<uverbs::objects::Context<providers::mlx5::Mlx5>>) -> Self::Output {
         if let Err(e) = ctx.provider().crypto_login(self.cred) {
             return Err(format!(
                 " --aes_xts: crypto login with --credentials_path failed: {e}\nCouldn't login. err={}.\n Couldn't get context for the device",
                 e.errno.unwrap_or(libc::EINVAL)
             ));
         }
-        Ok(self.user.run(ctx))
+        Ok(self.user.run_mlx5(ctx))
     }
 }
 
@@ -282,28 +282,37 @@ impl CryptoSetup {
 }
 
 /// One side's DEKs and per-QP crypto mkeys, and the round-robin DEK counter (perftest's
-/// `ctx->dek_number`, shared by all QPs).
-pub struct CryptoState<P: Provider> {
-    pub(super) mkeys: Vec<CryptoMkey<P>>,
-    pub(super) deks: Vec<Dek<P>>,
+/// `ctx->dek_number`, shared by all QPs). `D`/`K`: the DEK and mkey objects
+/// ([`uverbs::objects::Dek`], [`uverbs::objects::CryptoMkey`]); posting through them is
+/// [`super::dv::CryptoPosts`].
+pub struct CryptoState<D, K> {
+    pub(super) mkeys: Vec<K>,
+    pub(super) deks: Vec<D>,
     pub(super) next_dek: u64,
     pub(super) attr: CryptoAttr,
     pub(super) encrypted_posts: bool,
 }
 
-impl<P: Provider> CryptoState<P> {
-    /// perftest's `ctx_init` with `--aes_xts`: per key run the app and create the DEK, then one
-    /// crypto mkey per QP. `Err`: the lines to print (ours, then perftest's).
-    pub fn create(pd: &Arc<Pd<P>>, s: &CryptoSetup, num_qps: usize, key_app_timeout: Duration) -> Result<Self, String> {
+impl<D, K> CryptoState<D, K> {
+    /// perftest's `ctx_init` with `--aes_xts`: per key run the app and create the DEK
+    /// (`new_dek` from the wrapped key), then one crypto mkey per QP (`new_mkey`). `Err`: the
+    /// lines to print (ours, then perftest's).
+    pub fn create(
+        s: &CryptoSetup,
+        num_qps: usize,
+        key_app_timeout: Duration,
+        mut new_dek: impl FnMut(&[u8]) -> uverbs::Result<D>,
+        mut new_mkey: impl FnMut() -> uverbs::Result<K>,
+    ) -> Result<Self, String> {
         let mut deks = Vec::with_capacity(usize::from(s.keys));
         for i in 0..s.keys {
             let key = wrapped_key(&s.app_path, &s.kek_path, key_app_timeout)?;
-            let dek = Dek::new(pd, &key).map_err(|e| format!(" --aes_xts: data encryption key #{i}: {e}\nFailed to create dek"))?;
+            let dek = new_dek(&key).map_err(|e| format!(" --aes_xts: data encryption key #{i}: {e}\nFailed to create dek"))?;
             deks.push(dek);
         }
         let mut mkeys = Vec::with_capacity(num_qps);
         for q in 0..num_qps {
-            let m = CryptoMkey::new(pd, 1).map_err(|e| format!(" --aes_xts: crypto mkey for QP #{q}: {e}\nFailed to create mkey"))?;
+            let m = new_mkey().map_err(|e| format!(" --aes_xts: crypto mkey for QP #{q}: {e}\nFailed to create mkey"))?;
             mkeys.push(m);
         }
         Ok(CryptoState { mkeys, deks, next_dek: 0, attr: s.attr, encrypted_posts: s.encrypted_posts })

@@ -14,8 +14,9 @@
 
 use std::sync::Arc;
 
-use uverbs::objects::{Cq, Pd, Qp, QpInit, Srq};
-use uverbs::provider::{DcInit, DciStreams, Provider, QpCaps, QpType};
+use uverbs::objects::{Pd, Qp, QpInit};
+use uverbs::dv::{DcInit, DciStreams};
+use uverbs::provider::{Provider, QpCaps, QpType};
 use uverbs::wr::SendWr;
 
 use super::EngineError;
@@ -101,34 +102,26 @@ pub fn on_streams<'a>(cycle: &mut DciStreamCycle, wrs: &[SendWr<'a>]) -> Vec<Sen
     wrs.iter().map(|w| SendWr { dci_stream: cycle.take(), ..*w }).collect()
 }
 
-/// Create DC QP `q` (role from `dc`). `caps` are the RC caps the run would use; a DCT takes
-/// none of them (no queues of its own), a DCI no receive side.
-pub fn create_qp<P: Provider>(
-    pd: &Arc<Pd<P>>,
-    dc: &DcSetup,
-    q: usize,
-    caps: QpCaps,
-    send_cq: &Cq<P>,
-    recv_cq: &Cq<P>,
-    srq: Option<&Srq<P>>,
-) -> Result<Qp<P>, EngineError> {
+/// Create DC QP `q` (role from `dc`). `base` carries the RC caps, CQs and SRQ the run would
+/// use; a DCT takes none of the caps (no queues of its own) and the SRQ, a DCI no receive side.
+pub fn create_qp<P: Provider>(ext: super::dv::Ext<P>, pd: &Arc<Pd<P>>, dc: &DcSetup, q: usize, base: &QpInit<'_, P>) -> Result<Qp<P>, EngineError> {
     let role = dc.role(q);
     let caps = match role {
         QpType::Dct => QpCaps::default(),
-        _ => QpCaps { max_recv_wr: 0, max_recv_sge: 0, ..caps },
+        _ => QpCaps { max_recv_wr: 0, max_recv_sge: 0, ..base.caps },
     };
     let init = QpInit {
         qp_type: role,
-        send_cq,
-        recv_cq,
-        srq: if role == QpType::Dct { srq } else { None },
+        send_cq: base.send_cq,
+        recv_cq: base.recv_cq,
+        srq: if role == QpType::Dct { base.srq } else { None },
         caps,
         sq_sig_all: false,
     };
-    if role == QpType::Dct && srq.is_none() {
+    if role == QpType::Dct && base.srq.is_none() {
         return Err(EngineError::Verbs("-c DC: a DCT needs the SRQ, which was not created".into()));
     }
-    Qp::new_dc(pd, &init, &dc.init(role)?).map_err(|e| {
+    super::dv::new_dc_qp(ext, pd, &init, &dc.init(role)?).map_err(|e| {
         EngineError::Verbs(format!(
             "-c DC: {} #{q}: {e} (DC runs on mlx5 devices only; try -c RC)\nUnable to create QP.\nFailed to create QP.",
             role.name()

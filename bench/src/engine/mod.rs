@@ -14,6 +14,7 @@ pub mod clock;
 pub mod crypto;
 pub mod dc;
 pub mod dualport;
+pub mod dv;
 pub mod hw_rate;
 pub mod lat;
 pub mod memsrc;

@@ -146,7 +146,7 @@ pub struct ConnectParams {
 pub struct VerbsEndpoint<P: Provider> {
     qps: Vec<Qp<P>>,
     /// `--aes_xts`: after the QPs (which post through its mkeys), before the MR the mkeys map.
-    crypto: Option<super::crypto::CryptoState<P>>,
+    crypto: Option<Box<dyn super::dv::CryptoPosts<P>>>,
     /// The crypto state posts through the mkeys (perftest's `use_enc`); chosen once.
     encrypt: bool,
     ahs: Vec<Option<Ah<P>>>,
@@ -197,13 +197,14 @@ fn verr(what: &str, e: uverbs::Error) -> EngineError {
 }
 
 impl<P: Provider> VerbsEndpoint<P> {
-    /// Create PD, MR, CQs, [SRQ], QPs and move the QPs to INIT.
-    pub fn create(ctx: &Arc<Context<P>>, s: &VerbsSetup) -> Result<Self, EngineError> {
+    /// Create PD, MR, CQs, [SRQ], QPs and move the QPs to INIT. `ext`: the provider's
+    /// extensions, which `-c DC`, `-c XRC` and `--aes_xts` need ([`super::dv`]).
+    pub fn create(ctx: &Arc<Context<P>>, s: &VerbsSetup, ext: super::dv::Ext<P>) -> Result<Self, EngineError> {
         let pd = Pd::new(ctx).map_err(|e| verr("allocate PD", e))?;
         // perftest's ctx_init: the DEKs and crypto mkeys come right after the PD.
         let crypto = match &s.crypto {
             Some(c) => Some(
-                super::crypto::CryptoState::create(&pd, c, s.num_qps, super::crypto::KEY_APP_TIMEOUT).map_err(EngineError::Verbs)?,
+                super::dv::new_crypto(ext, &pd, c, s.num_qps, super::crypto::KEY_APP_TIMEOUT).map_err(EngineError::Verbs)?,
             ),
             None => None,
         };
@@ -273,7 +274,7 @@ impl<P: Provider> VerbsEndpoint<P> {
         };
         let srq = if let Some(x) = &xrcd {
             let cq = recv_cq.as_ref().unwrap_or(&send_cq);
-            Some(Srq::new_xrc(&pd, x, cq, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't open XRC SRQ", e))?)
+            Some(super::dv::new_xrc_srq(ext, &pd, x, cq, s.rx_depth.max(1), 1).map_err(|e| verr("Couldn't open XRC SRQ", e))?)
         } else if s.use_srq && s.dc.as_ref().is_none_or(|d| d.has_dct()) {
             // DC: the SRQ serves the DCTs only (perftest creates none on a DCI-only side).
             Some(Srq::new(&pd, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't create SRQ", e))?)
@@ -326,7 +327,7 @@ impl<P: Provider> VerbsEndpoint<P> {
                 sq_sig_all: false,
             };
             let mut qp = match &s.dc {
-                Some(dc) => super::dc::create_qp(&pd, dc, q, caps, &send_cq, init.recv_cq, srq.as_ref())?,
+                Some(dc) => super::dc::create_qp(ext, &pd, dc, q, &init)?,
                 None => match (&xrcd, qp_type) {
                     (Some(x), QpType::XrcTgt) => Qp::new_xrc_tgt(&pd, x, &init),
                     _ => Qp::new(&pd, &init),
@@ -355,7 +356,7 @@ impl<P: Provider> VerbsEndpoint<P> {
                 super::dc::DciStreamCycle::new(log)
             })
             .collect();
-        let encrypt = crypto.as_ref().is_some_and(|c| c.encrypted_posts);
+        let encrypt = crypto.as_ref().is_some_and(|c| c.encrypted_posts());
         Ok(VerbsEndpoint {
             qps,
             crypto,
@@ -550,15 +551,10 @@ impl<P: Provider> VerbsEndpoint<P> {
         };
         let crypto = self.crypto.as_mut().ok_or_else(|| EngineError::Verbs("--aes_xts: no crypto state".into()))?;
         let q = self.qps.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("no QP #{qi}")))?;
-        let d = crypto.take_dek_index();
-        let (mkeys, deks) = (&mut crypto.mkeys, &crypto.deks);
-        let mkey = mkeys.get_mut(qi).ok_or_else(|| EngineError::Verbs(format!("--aes_xts: no crypto mkey for QP #{qi}")))?;
-        let dek = deks.get(d).ok_or_else(|| EngineError::Verbs("--aes_xts: no data encryption key".into()))?;
         let access = AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE;
         // SAFETY: `map` is exactly this endpoint's MR under its lkey; the MR is dropped after the
         // QPs and the crypto mkeys (field order), so what the mkey maps stays registered.
-        unsafe { q.post_crypto_mkey_configure(mkey, &map, access, &crypto.attr, dek) }.map_err(EngineError::from)?;
-        let lkey = mkey.lkey();
+        let lkey = unsafe { crypto.configure(qi, q, &map, access) }?;
         let sge = |w: &SendWr<'_>| [Sge { addr: 0, length: w.sgl.first().map_or(0, |g| g.length), lkey }];
         // perftest signals every encrypted request; the ones the loop did not ask to be
         // signaled carry FORCED_SIGNAL in their wr_id and poll_send drops their completions,

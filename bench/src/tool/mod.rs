@@ -385,7 +385,10 @@ struct SideUser<'a> {
 impl providers::ContextUser for SideUser<'_> {
     type Output = Result<(), ToolError>;
     fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Self::Output {
-        run_with_context(self.p, self.out, self.listener, self.cm, ctx)
+        run_with_context(self.p, self.out, self.listener, self.cm, ctx, None)
+    }
+    fn run_mlx5(self, ctx: Arc<Context<providers::mlx5::Mlx5>>) -> Self::Output {
+        run_with_context(self.p, self.out, self.listener, self.cm, ctx, Some(&crate::engine::dv::Direct))
     }
 }
 

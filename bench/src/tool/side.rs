@@ -12,6 +12,7 @@ use uverbs::wr::WcStatus;
 use crate::engine::bw::{BwConfig, BwSamples, DurationWindow, QpTarget};
 use crate::engine::lat::{LatConfig, LatSamples};
 use crate::engine::memsrc::Fill;
+use crate::engine::dv::Ext;
 use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
 use crate::engine::{bw, clock, hw_rate, lat, EngineError, WaitMode};
 use crate::oob::msg::{BwReport, KeyMsg, SysData};
@@ -44,6 +45,7 @@ pub(super) fn run_with_context<P: Provider>(
     listener: Option<Listener>,
     cm: Option<cm_session::CmStart>,
     ctx: Arc<Context<P>>,
+    ext: Ext<P>,
 ) -> Result<(), ToolError> {
     let stall = env_timeout(ENV_STALL_TIMEOUT, STALL_DEFAULT)?;
     let setup_timeout = env_timeout(ENV_OOB_TIMEOUT, OOB_SETUP_DEFAULT)?;
@@ -141,6 +143,7 @@ pub(super) fn run_with_context<P: Provider>(
         p,
         out,
         ctx,
+        ext,
         dev,
         inline,
         out_reads,
@@ -228,6 +231,8 @@ pub(super) struct SideRun<'a, P: Provider> {
     p: &'a Params,
     out: Out,
     ctx: Arc<Context<P>>,
+    /// The provider's extensions (`-c DC`, `-c XRC`, `--aes_xts`); `None` unless mlx5.
+    ext: Ext<P>,
     dev: DevFacts,
     inline: u32,
     out_reads: u32,
@@ -474,7 +479,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 return Err(ToolError::new(1, m));
             }
         }
-        let ep = VerbsEndpoint::create(&self.ctx, &setup).map_err(|e| {
+        let ep = VerbsEndpoint::create(&self.ctx, &setup, self.ext).map_err(|e| {
             // -c DC: our line naming the option, then perftest's three lines in its order.
             let m = if setup.dc.is_some() || setup.crypto.is_some() { format!("{e}\n Couldn't create IB resources") } else { format!(" Couldn't create IB resources\n{e}") };
             ToolError::new(1, m)

@@ -20,7 +20,8 @@
 //! DCT (we never ask for it on any QP).
 
 use uverbs::error::{Error, Result};
-use uverbs::provider::{DcInit, QpInitAttr, QpType};
+use uverbs::dv::DcInit;
+use uverbs::provider::{QpInitAttr, QpType};
 
 use super::abi::{self, qp_req};
 use super::geometry::{self, QpGeometry};
@@ -137,7 +138,7 @@ impl<U: UarWriter> Mlx5<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use uverbs::provider::DciStreams;
+    use uverbs::dv::DciStreams;
 
     fn base() -> abi::QpReq {
         abi::QpReq {

@@ -27,6 +27,7 @@ pub mod crypto;
 pub mod dc;
 #[forbid(unsafe_code)]
 pub mod devx;
+mod dv;
 #[forbid(unsafe_code)]
 pub mod geometry;
 pub mod mem;
@@ -45,10 +46,10 @@ use std::sync::{Arc, RwLock};
 
 use uverbs::error::{Error, Result};
 use uverbs::provider::{
-    AhAttr, AhCreated, CqCreated, DcInit, DeviceDesc, PostError, Provider, QpCreated, QpInitAttr, QpState,
+    AhAttr, AhCreated, CqCreated, DeviceDesc, PostError, Provider, QpCreated, QpInitAttr, QpState,
     SharedFd, SrqCreated, Udata,
 };
-use uverbs::wr::{RecvWr, SendWr, Sge, WorkCompletion};
+use uverbs::wr::{RecvWr, SendWr, WorkCompletion};
 
 use abi::UctxResp;
 use bfreg::BfReg;
@@ -210,8 +211,6 @@ impl<U: UarMap> Provider for Mlx5<U> {
     type Srq = Mlx5Srq;
     type AhPrep = Mlx5AhPrep;
     type Ah = Mlx5Ah;
-    type Dek = crypto::Mlx5Dek;
-    type CryptoMkey = crypto::Mlx5CryptoMkey;
 
     fn context_udata(_dev: &DeviceDesc) -> Udata {
         Udata {
@@ -228,19 +227,6 @@ impl<U: UarMap> Provider for Mlx5<U> {
         Self::with_config(fd, drv_resp, Mlx5Config::from_settings())
     }
 
-    fn context_udata_devx(_dev: &DeviceDesc) -> Option<Udata> {
-        Some(Udata {
-            req: Mlx5Config::from_settings().uctx.encode_devx(),
-            resp_len: abi::ALLOC_UCONTEXT_RESP_LEN,
-        })
-    }
-
-    fn new_context_devx(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
-        let mut m = Self::with_config(fd, drv_resp, Mlx5Config::from_settings())?;
-        m.crypto = crypto::CryptoCtx::new(true);
-        Ok(m)
-    }
-
     fn pd_udata(&self) -> Udata {
         Udata { req: Vec::new(), resp_len: abi::ALLOC_PD_RESP_LEN }
     }
@@ -249,27 +235,6 @@ impl<U: UarMap> Provider for Mlx5<U> {
         abi::parse_alloc_pd_resp(drv_resp).map(Some)
     }
 
-    fn crypto_login(&self, credential: &[u8; 48]) -> Result<()> {
-        let r = self.crypto.login(&self.fd, credential);
-        self.sync_crypto_engines();
-        r
-    }
-
-    fn create_dek(&self, pdn: u32, wrapped_key: &[u8]) -> Result<crypto::Mlx5Dek> {
-        let r = self.crypto.create_dek(&self.fd, pdn, wrapped_key);
-        self.sync_crypto_engines();
-        r
-    }
-
-    fn create_crypto_mkey(&self, pdn: u32, max_entries: u16) -> Result<crypto::Mlx5CryptoMkey> {
-        let r = self.crypto.create_mkey(&self.fd, pdn, max_entries);
-        self.sync_crypto_engines();
-        r
-    }
-
-    fn crypto_mkey_lkey(&self, mkey: &crypto::Mlx5CryptoMkey) -> u32 {
-        mkey.lkey()
-    }
     fn prepare_cq(&self, entries: u32) -> Result<(Mlx5CqPrep, u32, Udata)> {
         self.cq_prepare(entries)
     }
@@ -282,16 +247,6 @@ impl<U: UarMap> Provider for Mlx5<U> {
         self.qp_prepare(attr)
     }
 
-    fn prepare_dc_qp(&self, attr: &QpInitAttr, dc: &DcInit) -> Result<(Mlx5QpPrep, Udata)> {
-        let (prep, req) = self.dc_qp_request(attr, dc)?;
-        Ok((
-            prep,
-            Udata {
-                req,
-                resp_len: abi::CREATE_QP_RESP_LEN,
-            },
-        ))
-    }
     fn finish_qp(&self, prep: Mlx5QpPrep, attr: &QpInitAttr, core: &QpCreated, drv_resp: &[u8]) -> Result<Mlx5Qp> {
         self.qp_finish(prep, attr, core, drv_resp)
     }
@@ -302,10 +257,6 @@ impl<U: UarMap> Provider for Mlx5<U> {
 
     fn finish_srq(&self, prep: Mlx5SrqPrep, core: &SrqCreated, drv_resp: &[u8]) -> Result<Mlx5Srq> {
         self.srq_finish(prep, core, drv_resp)
-    }
-
-    fn prepare_xrc_srq(&self, max_wr: u32, max_sge: u32) -> Result<(Mlx5SrqPrep, Udata)> {
-        self.xrc_srq_prepare(max_wr, max_sge)
     }
 
     fn prepare_ah(&self, attr: &AhAttr) -> Result<(Mlx5AhPrep, Udata)> {
@@ -384,31 +335,6 @@ impl<U: UarMap> Provider for Mlx5<U> {
 
     fn qp_state_changed(&self, qp: &mut Mlx5Qp, state: QpState) {
         self.qp_reset_if_reset(qp, state)
-    }
-
-    unsafe fn post_crypto_mkey_configure(
-        &self,
-        qp: &mut Mlx5Qp,
-        mkey: &mut crypto::Mlx5CryptoMkey,
-        sge: &Sge,
-        access: u32,
-        attr: &uverbs::provider::CryptoAttr,
-        dek: &crypto::Mlx5Dek,
-    ) -> Result<(), PostError> {
-        let m = umr::MkeyConfigure {
-            mkey_lkey: mkey.lkey(),
-            max_entries: mkey.max_entries(),
-            sgl: std::slice::from_ref(sge),
-            access,
-            attr,
-            dek_id: dek.id(),
-            engines: self.crypto_engines(),
-            update_tag: self.resp.comp_mask & umr::UCTX_RESP_MASK_MKEY_UPDATE_TAG != 0,
-            fm_cache: qp.fm_cache(),
-        };
-        // SAFETY: the caller keeps this trait method's contract (`sge`, now `m.sgl`, names
-        // registered memory), which is the callee's.
-        unsafe { self.qp_post_mkey_configure(qp, &m) }
     }
 
     unsafe fn post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {

@@ -23,7 +23,8 @@
 //! libmlx5 and writes the WQE into the SQ ring. No I/O and no unsafe.
 
 use uverbs::error::{Error, Result};
-use uverbs::provider::{CryptoAttr, QpType};
+use uverbs::dv::CryptoAttr;
+use uverbs::provider::QpType;
 use uverbs::wr::Sge;
 
 use super::wqe::{ctrl_flags, ctrl_seg, data_seg, Built, SqParams, DS, WQEBB};

@@ -333,8 +333,6 @@ impl Provider for Rxe {
     type Srq = RxeSrq;
     type AhPrep = ();
     type Ah = RxeAh;
-    type Dek = ();
-    type CryptoMkey = ();
 
     fn context_udata(_dev: &DeviceDesc) -> Udata {
         Udata::none()

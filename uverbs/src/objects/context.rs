@@ -10,7 +10,8 @@ use zerocopy::FromBytes;
 use crate::cmd::{self, Cmd, Transport};
 use crate::device::{self, DeviceAttr, DeviceAttrEx, PortAttr};
 use crate::error::{Error, Result};
-use crate::provider::{DeviceDesc, Provider, SharedFd};
+use crate::dv::DevxProvider;
+use crate::provider::{DeviceDesc, Provider, SharedFd, Udata};
 use crate::sys;
 
 /// An async event read from the context's async fd.
@@ -43,6 +44,22 @@ impl<P: Provider> std::fmt::Debug for Context<P> {
     }
 }
 
+/// How a DEVX open differs from a plain one: the extension's GET_CONTEXT driver data and
+/// context constructor.
+struct DevxOpen<P> {
+    udata: fn(&DeviceDesc) -> Udata,
+    new_context: fn(SharedFd, &DeviceDesc, &[u8]) -> Result<P>,
+}
+
+impl<P: DevxProvider> Context<P> {
+    /// Open `dev` as a DEVX context (libmlx5's `mlx5dv_open_device` with
+    /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need.
+    pub fn open_devx(dev: &DeviceDesc) -> Result<Arc<Self>> {
+        let devx = DevxOpen { udata: P::context_udata_devx, new_context: P::new_context_devx };
+        Self::open_impl(dev, crate::settings::current().transport, Some(devx))
+    }
+}
+
 impl<P: Provider> Context<P> {
     /// Open `dev` with the transport the program installed ([`crate::settings`]; default write).
     pub fn open(dev: &DeviceDesc) -> Result<Arc<Self>> {
@@ -52,26 +69,14 @@ impl<P: Provider> Context<P> {
     /// Open `/dev/infiniband/<dev.uverbs>`, run GET_CONTEXT with the provider's driver data and
     /// build the provider context from the answer.
     pub fn open_with(dev: &DeviceDesc, transport: Transport) -> Result<Arc<Self>> {
-        Self::open_impl(dev, transport, false)
+        Self::open_impl(dev, transport, None)
     }
 
-    /// Open `dev` as a DEVX context (libmlx5's `mlx5dv_open_device` with
-    /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need. Fails with
-    /// `EOPNOTSUPP` where the provider has no DEVX (rxe).
-    pub fn open_devx(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        Self::open_impl(dev, crate::settings::current().transport, true)
-    }
-
-    fn open_impl(dev: &DeviceDesc, transport: Transport, devx: bool) -> Result<Arc<Self>> {
+    fn open_impl(dev: &DeviceDesc, transport: Transport, devx: Option<DevxOpen<P>>) -> Result<Arc<Self>> {
         let what = format!("open {} ({})", dev.ibdev, P::NAME);
-        let udata = if devx {
-            P::context_udata_devx(dev).ok_or_else(|| {
-                let mut e = Error::msg(what.clone(), format!("the {} provider has no DEVX context (an mlx5 feature)", P::NAME));
-                e.errno = Some(libc::EOPNOTSUPP);
-                e
-            })?
-        } else {
-            P::context_udata(dev)
+        let udata = match &devx {
+            Some(d) => (d.udata)(dev),
+            None => P::context_udata(dev),
         };
         let (lo, hi) = P::ABI_RANGE;
         if dev.driver_abi < lo || dev.driver_abi > hi {
@@ -88,10 +93,9 @@ impl<P: Provider> Context<P> {
                 .with_hint(format!("use the {}", crate::knob::named(crate::knob::Knob::WriteTransport))));
         }
         let created = cmd::get_context(&c, &udata)?;
-        let provider = if devx {
-            P::new_context_devx(fd.clone(), dev, &created.drv_resp)?
-        } else {
-            P::new_context(fd.clone(), dev, &created.drv_resp)?
+        let provider = match &devx {
+            Some(d) => (d.new_context)(fd.clone(), dev, &created.drv_resp)?,
+            None => P::new_context(fd.clone(), dev, &created.drv_resp)?,
         };
         Ok(Arc::new(Context {
             provider,

@@ -7,6 +7,7 @@ use super::context::Context;
 use super::report_drop;
 use crate::cmd;
 use crate::error::Result;
+use crate::dv::CryptoProvider;
 use crate::provider::Provider;
 
 /// A protection domain.
@@ -47,17 +48,17 @@ impl<P: Provider> Drop for Pd<P> {
 }
 
 fn pdn_for_crypto<P: Provider>(pd: &Pd<P>, what: &str) -> Result<u32> {
-    pd.pdn().ok_or_else(|| crate::provider::no_crypto_offload(what, P::NAME))
+    pd.pdn().ok_or_else(|| crate::dv::no_crypto_offload(what, P::NAME))
 }
 
 /// A data encryption key in a PD (AES-XTS crypto offload). Holds the PD so that the key goes
 /// before the PD does; the provider object destroys the device object when dropped.
-pub struct Dek<P: Provider> {
+pub struct Dek<P: CryptoProvider> {
     pub(super) dek: P::Dek,
     _pd: Arc<Pd<P>>,
 }
 
-impl<P: Provider> Dek<P> {
+impl<P: CryptoProvider> Dek<P> {
     /// `mlx5dv_dek_create` for AES-XTS from a key wrapped by the device's KEK.
     pub fn new(pd: &Arc<Pd<P>>, wrapped_key: &[u8]) -> Result<Self> {
         let pdn = pdn_for_crypto(pd, "create DEK")?;
@@ -71,13 +72,13 @@ impl<P: Provider> Dek<P> {
 
 /// A crypto-capable memory key in a PD, configured by UMR work requests
 /// ([`Qp::post_crypto_mkey_configure`]).
-pub struct CryptoMkey<P: Provider> {
+pub struct CryptoMkey<P: CryptoProvider> {
     pub(super) mkey: P::CryptoMkey,
     lkey: u32,
     _pd: Arc<Pd<P>>,
 }
 
-impl<P: Provider> CryptoMkey<P> {
+impl<P: CryptoProvider> CryptoMkey<P> {
     pub fn new(pd: &Arc<Pd<P>>, max_entries: u16) -> Result<Self> {
         let pdn = pdn_for_crypto(pd, "create crypto mkey")?;
         let mkey = pd.context().provider().create_crypto_mkey(pdn, max_entries)?;

@@ -13,7 +13,8 @@ use super::srq::{Srq, SrqInner};
 use super::{next_user_handle, report_drop};
 use crate::cmd::{self, CreateQpArgs, Transport};
 use crate::error::{Error, Result};
-use crate::provider::{DcInit, PostError, Provider, QpCaps, QpCreated, QpInitAttr, QpState, QpType};
+use crate::dv::{CryptoAttr, CryptoProvider, DcInit, DcProvider};
+use crate::provider::{PostError, Provider, QpCaps, QpCreated, QpInitAttr, QpState, QpType, Udata};
 use crate::sys;
 use crate::wr::{RecvWr, SendWr};
 
@@ -31,6 +32,10 @@ pub struct QpInit<'a, P: Provider> {
     pub srq: Option<&'a Srq<P>>,
     pub caps: QpCaps,
     pub sq_sig_all: bool,
+}
+
+fn init_attr_of<P: Provider>(init: &QpInit<'_, P>) -> QpInitAttr {
+    QpInitAttr { qp_type: init.qp_type, caps: init.caps, sq_sig_all: init.sq_sig_all, uses_srq: init.srq.is_some() }
 }
 
 /// A queue pair.
@@ -69,23 +74,13 @@ impl<P: Provider> Qp<P> {
         Self::create(pd, init, None, Some(xrcd))
     }
 
-    /// A Dynamically Connected QP (`init.qp_type` `Dci` or `Dct`; mlx5 only, other providers
-    /// refuse). A DCT needs `init.srq`; it has no queues of its own.
-    pub fn new_dc(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>, dc: &DcInit) -> Result<Self> {
-        if !init.qp_type.is_dc() {
-            return Err(Error::msg("create DC QP", format!("QP type {} is not a DC type (DCI or DCT)", init.qp_type.name())));
-        }
-        if init.qp_type == QpType::Dct && init.srq.is_none() {
-            return Err(Error::msg("create DC QP", "a DCT receives from an SRQ: pass one"));
-        }
-        Self::create(pd, init, Some(dc), None)
-    }
-
-    fn create(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>, dc: Option<&DcInit>, xrcd: Option<&Arc<Xrcd<P>>>) -> Result<Self> {
+    /// The kernel create and the provider's `finish_qp`. `prepared`: what an extension's
+    /// `prepare_*` (DC) gave; `None` runs the plain [`Provider::prepare_qp`].
+    fn create(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>, prepared: Option<(P::QpPrep, Udata)>, xrcd: Option<&Arc<Xrcd<P>>>) -> Result<Self> {
         let ctx = pd.ctx.clone();
-        let attr = QpInitAttr { qp_type: init.qp_type, caps: init.caps, sq_sig_all: init.sq_sig_all, uses_srq: init.srq.is_some() };
-        let (prep, udata) = match dc {
-            Some(dc) => ctx.provider.prepare_dc_qp(&attr, dc)?,
+        let attr = init_attr_of(init);
+        let (prep, udata) = match prepared {
+            Some(p) => p,
             None if init.qp_type.is_dc() => {
                 return Err(Error::msg("create QP", format!("{} QPs are created with Qp::new_dc", init.qp_type.name())));
             }
@@ -250,25 +245,6 @@ impl<P: Provider> Qp<P> {
         unsafe { self.ctx.provider.post_send(&mut self.state, wrs) }
     }
 
-    /// Post a UMR that configures `mkey` for AES-XTS over `sge` (see
-    /// [`Provider::post_crypto_mkey_configure`]).
-    ///
-    /// # Safety
-    /// The contract of [`Provider::post_crypto_mkey_configure`].
-    pub unsafe fn post_crypto_mkey_configure(
-        &mut self,
-        mkey: &mut CryptoMkey<P>,
-        sge: &crate::wr::Sge,
-        access: AccessFlags,
-        attr: &crate::provider::CryptoAttr,
-        dek: &Dek<P>,
-    ) -> std::result::Result<(), PostError> {
-        // SAFETY: forwarded contract.
-        unsafe {
-            self.ctx.provider.post_crypto_mkey_configure(&mut self.state, &mut mkey.mkey, sge, access.bits(), attr, &dek.dek)
-        }
-    }
-
     /// Post receive work requests.
     ///
     /// # Safety
@@ -278,6 +254,43 @@ impl<P: Provider> Qp<P> {
         // SAFETY: forwarded contract.
         unsafe { self.ctx.provider.post_recv(&mut self.state, wrs) }
     }
+}
+
+impl<P: DcProvider> Qp<P> {
+    /// A Dynamically Connected QP (`init.qp_type` `Dci` or `Dct`). A DCT needs `init.srq`; it
+    /// has no queues of its own.
+    pub fn new_dc(pd: &Arc<Pd<P>>, init: &QpInit<'_, P>, dc: &DcInit) -> Result<Self> {
+        if !init.qp_type.is_dc() {
+            return Err(Error::msg("create DC QP", format!("QP type {} is not a DC type (DCI or DCT)", init.qp_type.name())));
+        }
+        if init.qp_type == QpType::Dct && init.srq.is_none() {
+            return Err(Error::msg("create DC QP", "a DCT receives from an SRQ: pass one"));
+        }
+        let prepared = pd.ctx.provider.prepare_dc_qp(&init_attr_of(init), dc)?;
+        Self::create(pd, init, Some(prepared), None)
+    }
+}
+
+impl<P: CryptoProvider> Qp<P> {
+    /// Post a UMR that configures `mkey` for AES-XTS over `sge` (see
+    /// [`CryptoProvider::post_crypto_mkey_configure`]).
+    ///
+    /// # Safety
+    /// The contract of [`CryptoProvider::post_crypto_mkey_configure`].
+    pub unsafe fn post_crypto_mkey_configure(
+        &mut self,
+        mkey: &mut CryptoMkey<P>,
+        sge: &crate::wr::Sge,
+        access: AccessFlags,
+        attr: &CryptoAttr,
+        dek: &Dek<P>,
+    ) -> std::result::Result<(), PostError> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.ctx.provider.post_crypto_mkey_configure(&mut self.state, &mut mkey.mkey, sge, access.bits(), attr, &dek.dek)
+        }
+    }
+
 }
 
 impl<P: Provider> Drop for Qp<P> {

@@ -8,6 +8,7 @@ use super::shared::{KernelObject, Shared};
 use super::{next_user_handle, report_drop};
 use crate::cmd;
 use crate::error::Result;
+use crate::dv::XrcSrqProvider;
 use crate::provider::{PostError, Provider, SrqCreated};
 use crate::sys;
 use crate::wr::RecvWr;
@@ -42,25 +43,6 @@ impl<P: Provider> Srq<P> {
         let c = ctx.cmd();
         let (r, drv) = cmd::create_srq(&c, next_user_handle(), pd.handle, max_wr, max_sge, srq_limit, &udata)?;
         Self::finish(pd, &c, prep, &r, &drv, None)
-    }
-
-    /// An XRC SRQ (CREATE_XSRQ): receives of every XRC target QP in `xrcd` whose initiator names
-    /// this SRQ's number land here and complete on `cq`.
-    pub fn new_xrc(pd: &Arc<Pd<P>>, xrcd: &Arc<Xrcd<P>>, cq: &Cq<P>, max_wr: u32, max_sge: u32, srq_limit: u32) -> Result<Self> {
-        let ctx = &pd.ctx;
-        let (prep, udata) = ctx.provider.prepare_xrc_srq(max_wr, max_sge)?;
-        let c = ctx.cmd();
-        let args = cmd::CreateXrcSrqArgs {
-            user_handle: next_user_handle(),
-            pd: pd.handle,
-            xrcd: xrcd.handle,
-            cq: cq.handle(),
-            max_wr,
-            max_sge,
-            srq_limit,
-        };
-        let (r, drv) = cmd::create_xrc_srq(&c, &args, &udata)?;
-        Self::finish(pd, &c, prep, &r, &drv, Some((xrcd.clone(), cq.inner.clone())))
     }
 
     /// The provider's half of either create (basic or XRC); the kernel's SRQ is destroyed again
@@ -113,5 +95,26 @@ impl<P: Provider> Srq<P> {
     }
     pub fn max_sge(&self) -> u32 {
         self.inner.meta.created.max_sge
+    }
+}
+
+impl<P: XrcSrqProvider> Srq<P> {
+    /// An XRC SRQ (CREATE_XSRQ): receives of every XRC target QP in `xrcd` whose initiator names
+    /// this SRQ's number land here and complete on `cq`.
+    pub fn new_xrc(pd: &Arc<Pd<P>>, xrcd: &Arc<Xrcd<P>>, cq: &Cq<P>, max_wr: u32, max_sge: u32, srq_limit: u32) -> Result<Self> {
+        let ctx = &pd.ctx;
+        let (prep, udata) = ctx.provider.prepare_xrc_srq(max_wr, max_sge)?;
+        let c = ctx.cmd();
+        let args = cmd::CreateXrcSrqArgs {
+            user_handle: next_user_handle(),
+            pd: pd.handle,
+            xrcd: xrcd.handle,
+            cq: cq.handle(),
+            max_wr,
+            max_sge,
+            srq_limit,
+        };
+        let (r, drv) = cmd::create_xrc_srq(&c, &args, &udata)?;
+        Self::finish(pd, &c, prep, &r, &drv, Some((xrcd.clone(), cq.inner.clone())))
     }
 }
