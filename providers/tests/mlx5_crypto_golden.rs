@@ -1,6 +1,6 @@
 //! Golden bytes for perftest's `--aes_xts` data path: replay the crypto oracle's posts (Debian's
 //! rdma-core 44 libmlx5 against a fake kernel, see tests/mlx5-oracle/crypto/ and
-//! tests/fixtures/mlx5/crypto/README.md) through our provider's `Provider::post_crypto_mkey_configure`
+//! tests/fixtures/mlx5/crypto/README.md) through our provider's `CryptoProvider::post_crypto_mkey_configure`
 //! and `post_send`, and compare the UMR WQE (control, UMR control, mkey context, KLM, crypto BSF),
 //! the following data WQE, the SQ counter, the doorbell record and every UAR/BlueFlame store.
 //!

@@ -333,7 +333,7 @@ impl<U: UarWriter> Mlx5<U> {
     /// (BlueFlame when eligible: it is an inline WQE of 16 DS). Unsignaled unless the QP signals
     /// every send.
     /// # Safety
-    /// `m.sgl` names registered memory (`Provider::post_crypto_mkey_configure`'s contract).
+    /// `m.sgl` names registered memory (`CryptoProvider::post_crypto_mkey_configure`'s contract).
     pub(super) unsafe fn qp_post_mkey_configure(
         &self,
         qp: &mut Mlx5Qp,
