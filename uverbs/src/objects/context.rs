@@ -44,19 +44,14 @@ impl<P: Provider> std::fmt::Debug for Context<P> {
     }
 }
 
-/// How a DEVX open differs from a plain one: the extension's GET_CONTEXT driver data and
-/// context constructor.
-struct DevxOpen<P> {
-    udata: fn(&DeviceDesc) -> Udata,
-    new_context: fn(SharedFd, &DeviceDesc, &[u8]) -> Result<P>,
-}
+/// How the provider context is built from GET_CONTEXT's driver response.
+type NewContext<P> = fn(SharedFd, &DeviceDesc, &[u8]) -> Result<P>;
 
 impl<P: DevxProvider> Context<P> {
     /// Open `dev` as a DEVX context (libmlx5's `mlx5dv_open_device` with
     /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need.
     pub fn open_devx(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        let devx = DevxOpen { udata: P::context_udata_devx, new_context: P::new_context_devx };
-        Self::open_impl(dev, crate::settings::current().transport, Some(devx))
+        Self::open_impl(dev, crate::settings::current().transport, P::context_udata_devx(dev), P::new_context_devx)
     }
 }
 
@@ -69,15 +64,13 @@ impl<P: Provider> Context<P> {
     /// Open `/dev/infiniband/<dev.uverbs>`, run GET_CONTEXT with the provider's driver data and
     /// build the provider context from the answer.
     pub fn open_with(dev: &DeviceDesc, transport: Transport) -> Result<Arc<Self>> {
-        Self::open_impl(dev, transport, None)
+        Self::open_impl(dev, transport, P::context_udata(dev), P::new_context)
     }
 
-    fn open_impl(dev: &DeviceDesc, transport: Transport, devx: Option<DevxOpen<P>>) -> Result<Arc<Self>> {
+    /// The open of either kind: GET_CONTEXT with `udata`, the provider context from
+    /// `new_context` (plain verbs, or an extension's such as DEVX).
+    fn open_impl(dev: &DeviceDesc, transport: Transport, udata: Udata, new_context: NewContext<P>) -> Result<Arc<Self>> {
         let what = format!("open {} ({})", dev.ibdev, P::NAME);
-        let udata = match &devx {
-            Some(d) => (d.udata)(dev),
-            None => P::context_udata(dev),
-        };
         let (lo, hi) = P::ABI_RANGE;
         if dev.driver_abi < lo || dev.driver_abi > hi {
             return Err(Error::msg(what, format!("driver ABI {} outside what the {} provider speaks ({lo}..={hi})", dev.driver_abi, P::NAME))
@@ -93,10 +86,7 @@ impl<P: Provider> Context<P> {
                 .with_hint(format!("use the {}", crate::knob::named(crate::knob::Knob::WriteTransport))));
         }
         let created = cmd::get_context(&c, &udata)?;
-        let provider = match &devx {
-            Some(d) => (d.new_context)(fd.clone(), dev, &created.drv_resp)?,
-            None => P::new_context(fd.clone(), dev, &created.drv_resp)?,
-        };
+        let provider = new_context(fd.clone(), dev, &created.drv_resp)?;
         Ok(Arc::new(Context {
             provider,
             async_fd: created.async_fd,
