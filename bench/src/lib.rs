@@ -13,6 +13,7 @@ pub mod plot;
 pub mod oob;
 #[forbid(unsafe_code)]
 pub mod report;
+pub mod settings;
 pub mod signal;
 #[forbid(unsafe_code)]
 pub mod stats;

@@ -8,6 +8,9 @@
 //!   write; an unknown value is refused when an rxe context is opened).
 //! - `MLX5_SHUT_UP_BF` (set and not `0`: no BlueFlame) and `MLX5_POST_SEND_PREFER_BF` (`0`: a
 //!   plain doorbell where BlueFlame is optional), with libmlx5's meaning.
+//! - The perftest tools' own (`bench::settings`): `RPERFTEST_PERFTEST_VERSION`,
+//!   `RPERFTEST_OOB_TIMEOUT`, `RPERFTEST_STALL_TIMEOUT`, `RPERFTEST_CLOCK` (docs/faults.md,
+//!   docs/compat.md).
 
 use providers::rxe::doorbell::DoorbellMode;
 use providers::settings::ProviderSettings;
@@ -58,9 +61,11 @@ pub fn env_spelling(k: Knob) -> Option<&'static str> {
 /// Read the environment, install the settings and the stderr warning sink; hints name knobs the
 /// perftest way unless `tool` has its own flags (qperf: only the environment knobs).
 pub fn install_from_env(tool: &str) {
-    let (u, p) = from_vars(|k| std::env::var(k).ok());
+    let env = |k: &str| std::env::var(k).ok();
+    let (u, p) = from_vars(env);
     uverbs::settings::install(u);
     providers::settings::install(p);
+    bench::settings::install(bench::settings::BenchSettings::from_vars(env));
     uverbs::settings::set_warning_sink(Some(to_stderr));
     let spelling: uverbs::knob::Spelling = if tool == "qperf" { env_spelling } else { perftest_spelling };
     uverbs::knob::set_spelling(Some(spelling));

@@ -78,7 +78,7 @@ fn pair() -> Option<(u64, u64)> {
 
 #[cfg(target_arch = "x86_64")]
 fn calibrate() -> Option<Tsc> {
-    if std::env::var("RPERFTEST_CLOCK").is_ok_and(|v| v == "monotonic") {
+    if crate::settings::current().clock_monotonic {
         return None;
     }
     let (n0, c0) = pair()?;

@@ -19,7 +19,7 @@ pub fn usage_for(persona: Persona, tool: Tool, prog: &str) -> String {
 /// The persona a command line asks for, without parsing the rest of it (the tool's entry point
 /// needs it to print the right usage text after a parser error); a bad value gives the default.
 pub fn persona_hint(args: &[String]) -> Persona {
-    let env = std::env::var(ENV_PERSONA).ok();
+    let env = crate::settings::current().persona;
     persona_of(&getopt::scan(args).0, env.as_deref()).unwrap_or_default()
 }
 
@@ -46,9 +46,10 @@ pub(crate) fn parsed(t: Tool, args: &[&str]) -> Box<Params> {
 }
 
 /// Parse the arguments that follow argv[0] for `tool`, with the persona of
-/// `--perftest-version`, else of [`ENV_PERSONA`] in this process's environment.
+/// `--perftest-version`, else of [`ENV_PERSONA`] as the program installed it
+/// ([`crate::settings`]).
 pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
-    let env = std::env::var(ENV_PERSONA).ok();
+    let env = crate::settings::current().persona;
     parse_with_env(tool, args, env.as_deref())
 }
 

@@ -53,12 +53,6 @@ impl Persona {
         }
     }
 
-    /// The persona from [`ENV_PERSONA`] in this process's environment, else [`DEFAULT_PERSONA`].
-    pub fn from_env() -> Result<Persona, String> {
-        let v = std::env::var(ENV_PERSONA).ok();
-        Ok(Persona::from_env_value(v.as_deref())?.unwrap_or(DEFAULT_PERSONA))
-    }
-
     /// The version text sent in the version exchange: the persona's own. With 6.29 a peer of
     /// 6.28 or later then exchanges NEGOTIATE with us, as two 6.29s do; everything after the
     /// version block adapts to the peer's version either way.

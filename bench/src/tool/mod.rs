@@ -51,9 +51,9 @@ pub fn timeout_setting(name: &str, value: Option<&str>, default: Duration) -> Re
     }
 }
 
-fn env_timeout(name: &str, default: Duration) -> Result<Duration, ToolError> {
-    let v = std::env::var(name).ok();
-    timeout_setting(name, v.as_deref(), default).map_err(|e| ToolError::new(1, e))
+/// The timeout the program installed under `name` ([`crate::settings`]), else `default`.
+fn installed_timeout(name: &str, value: Option<String>, default: Duration) -> Result<Duration, ToolError> {
+    timeout_setting(name, value.as_deref(), default).map_err(|e| ToolError::new(1, e))
 }
 
 /// A failure: what to print (already perftest-like lines) and the exit status.

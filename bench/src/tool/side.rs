@@ -23,7 +23,7 @@ use crate::stats::{BwInput, BwResult, LatencyReport};
 use crate::{cm_session, engine, oob, params, report, stats};
 
 use super::setup::{cache_line, cpu_between, oob_fail, page_size, query_device, random_psn, read_proc_stat, to_tool, DevFacts};
-use super::{bound, env_timeout, header, limits, limits_verdict, record, run_fail_code, source_ip, Out, ToolError};
+use super::{bound, header, installed_timeout, limits, limits_verdict, record, run_fail_code, source_ip, Out, ToolError};
 use super::{ENV_OOB_TIMEOUT, ENV_STALL_TIMEOUT, OOB_SETUP_DEFAULT, STALL_DEFAULT};
 
 mod hooks;
@@ -47,8 +47,9 @@ pub(super) fn run_with_context<P: Provider>(
     ctx: Arc<Context<P>>,
     ext: Ext<P>,
 ) -> Result<(), ToolError> {
-    let stall = env_timeout(ENV_STALL_TIMEOUT, STALL_DEFAULT)?;
-    let setup_timeout = env_timeout(ENV_OOB_TIMEOUT, OOB_SETUP_DEFAULT)?;
+    let knobs = crate::settings::current();
+    let stall = installed_timeout(ENV_STALL_TIMEOUT, knobs.stall_timeout, STALL_DEFAULT)?;
+    let setup_timeout = installed_timeout(ENV_OOB_TIMEOUT, knobs.oob_timeout, OOB_SETUP_DEFAULT)?;
     let dev = query_device(p, &ctx)?;
     let payload = crate::engine::memsrc::prepare(p, &dev.attr, page_size().max(1) as u64, cache_line().max(1) as u64)
         .map_err(|m| ToolError::new(1, m))?;
