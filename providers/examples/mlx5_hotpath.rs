@@ -21,7 +21,8 @@
 //!
 //! `tests/mlx5-oracle/hotpath/run.sh` runs both sides and prints the comparison table.
 
-#[path = "../tests/mlx5_common.rs"]
+#[path = "../tests/support/mlx5.rs"]
+#[allow(dead_code)]
 mod common;
 #[path = "common/hotpath.rs"]
 mod hotpath;

@@ -3,10 +3,9 @@
 //! halves must alternate across the two QPs' rings exactly as one shared toggle dictates (the
 //! bfreg lock in `ring_sq`).
 
-#[path = "mlx5_common.rs"]
-mod common;
+mod support;
 
-use common::*;
+use support::mlx5::*;
 use providers::mlx5::uar::UarEvent;
 use uverbs::provider::{Provider, QpCaps, QpCreated};
 use uverbs::wr::{SendWr, Sge, WrOpcode};

@@ -3,10 +3,9 @@
 //! `Context::open_devx` builds it issues DEVX commands (here on /dev/null, which refuses them,
 //! so the error must name the command), and the PD number comes from the driver response.
 
-#[path = "mlx5_common.rs"]
-mod common;
+mod support;
 
-use common::*;
+use support::mlx5::*;
 use providers::mlx5::uar::RecordingUar;
 use providers::mlx5::{abi, Mlx5};
 use uverbs::dv::{CryptoProvider, DevxProvider};

@@ -3,10 +3,9 @@
 //! see its README), rebuilt with our encoders from the same inputs and compared byte for byte,
 //! with our decoders run on the answers. The ids and capability answers are the fake kernel's.
 
-#[path = "mlx5_common.rs"]
-mod common;
+mod support;
 
-use common::*;
+use support::mlx5::*;
 use providers::mlx5::crypto::PERFTEST_DEK_OPAQUE;
 use providers::mlx5::devx;
 use providers::mlx5::umr::engines;

@@ -19,10 +19,9 @@
 //! `single_block` variant is replayed too, including its refused post. The DEVX command mailboxes in `devx_*.jsonl` are not compared here either: they need
 //! the DEVX encoders' own entry points.
 
-#[path = "mlx5_common.rs"]
-mod common;
+mod support;
 
-use common::*;
+use support::mlx5::*;
 use providers::mlx5::crypto::{Mlx5CryptoMkey, Mlx5Dek};
 use providers::mlx5::uar::RecordingUar;
 use providers::mlx5::{Mlx5, Mlx5Config, Mlx5Cq, Mlx5Qp};

@@ -6,12 +6,11 @@
 //! asks for SCATTER_CQE, we do not) and GET_CONTEXT lib_caps (we never ask for DYN_UAR);
 //! completion fields libmlx5 leaves unwritten (0xee fill in the fixture).
 
-#[path = "mlx5_common.rs"]
-mod common;
+mod support;
 
 use std::sync::Mutex;
 
-use common::*;
+use support::mlx5::*;
 use providers::mlx5::uar::RecordingUar;
 use providers::mlx5::uar::UarEvent;
 use providers::mlx5::{abi, Mlx5, Mlx5Cq, Mlx5Qp};

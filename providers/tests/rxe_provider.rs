@@ -17,9 +17,8 @@ use uverbs::provider::{
 };
 use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, WcOpcode, WorkCompletion, WrOpcode};
 
-#[path = "rxe_common.rs"]
-mod common;
-use common::{rc_attr, rd, wr_bytes};
+mod support;
+use support::rxe::{rc_attr, rd, wr_bytes};
 
 const CQ_OFF: u64 = 1 << 20;
 const SQ_OFF: u64 = CQ_OFF + 4096;

@@ -14,9 +14,8 @@ use uverbs::wr::{
     WrOpcode,
 };
 
-#[path = "rxe_common.rs"]
-mod common;
-use common::{rc_attr, rd, wr_bytes};
+mod support;
+use support::rxe::{rc_attr, rd, wr_bytes};
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
     u32::from_ne_bytes(b[off..off + 4].try_into().unwrap())

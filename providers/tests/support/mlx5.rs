@@ -1,6 +1,4 @@
-// Included by the other mlx5 tests with #[path]; built alone it is an empty test binary.
 //! Shared helpers for the mlx5 integration tests.
-#![allow(dead_code)]
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;

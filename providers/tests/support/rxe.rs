@@ -1,7 +1,5 @@
-// Included by the rxe tests with #[path]; built alone it is an empty test binary.
 //! Shared helpers for the rxe integration tests: the mock kernel's ring byte access and the
 //! RC QP they create.
-#![allow(dead_code)]
 
 use providers::rxe::queue::RingAccess;
 use uverbs::provider::{QpCaps, QpInitAttr, QpType};
