@@ -770,19 +770,7 @@ pub fn mlx5_abi(data: &[u8]) {
         // response must behave like its last complete field boundary, zero-extended. Derived
         // from the parser's offsets so that the table cannot end before the struct does (it
         // once stopped at 68 and dropped `dump_fill_mkey`, 68..72).
-        use abi::uctx_resp as o;
-        const ENDS: [usize; 9] = [
-            o::CQE_VERSION + 1,
-            o::CMDS_SUPP_UHW + 1,
-            o::ETH_MIN_INLINE + 1,
-            o::CLOCK_INFO_VERSIONS + 1,
-            o::HCA_CORE_CLOCK_OFFSET + 8,
-            o::LOG_UAR_SIZE + 4,
-            o::NUM_UARS_PER_PAGE + 4,
-            o::NUM_DYN_BFREGS + 4,
-            o::DUMP_FILL_MKEY + 4,
-        ];
-        const _: () = assert!(ENDS[ENDS.len() - 1] == FULL);
+        const ENDS: [usize; 9] = abi::UCTX_RESP_FIELD_ENDS;
         let cut = ENDS
             .iter()
             .copied()

@@ -794,7 +794,7 @@ fn model_dc_dct_receives_resolve_under_cqe_version_0() {
     // without a number (CREATE_QP answers 0) and gets it at RTR: its receive CQEs name that
     // DCT number, which must lead to the DCT (and so to its SRQ's work request ids).
     let (mut p, _) = create_dc_pair(true, None);
-    p.ctx.resp.cqe_version = 0;
+    p.ctx.resp.0.cqe_version = 0;
     let ah = port_ah(&p);
     let dest = Some(UdDest { ah: p.ctx.ah_number(&ah), remote_qpn: 0x101, remote_qkey: 0 });
     let mut srq = p.srq.take().unwrap();

@@ -139,32 +139,17 @@ pub fn parse_alloc_pd_resp(b: &[u8]) -> Result<u32> {
         })
 }
 
-/// The parsed GET_CONTEXT driver response.
+/// The GET_CONTEXT driver response, validated by [`UctxResp::parse`]: the kernel's struct
+/// itself (`uverbs::sys::mlx5::AllocUcontextResp`), with what the kernel did not write read as
+/// zero. Its fields read through `Deref`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UctxResp {
-    pub qp_tab_size: u32,
-    pub bf_reg_size: u32,
-    pub tot_bfregs: u32,
-    pub cache_line_size: u32,
-    pub max_sq_desc_sz: u16,
-    pub max_rq_desc_sz: u16,
-    pub max_send_wqebb: u32,
-    pub max_recv_wr: u32,
-    pub max_srq_recv_wr: u32,
-    pub num_ports: u16,
-    pub comp_mask: u32,
-    pub response_length: u32,
-    pub cqe_version: u8,
-    pub cmds_supp_uhw: u8,
-    pub eth_min_inline: u8,
-    pub hca_core_clock_offset: u64,
-    pub log_uar_size: u32,
-    pub num_uars_per_page: u32,
-    pub num_dyn_bfregs: u32,
-    /// The dump-fill mkey (`MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_DUMP_FILL_MKEY` in `comp_mask`):
-    /// the lkey of the null MR (reads return a fill pattern, writes are dropped). `None` when
-    /// the kernel does not report one (libmlx5 then fails `ibv_alloc_null_mr` with ENOTSUP).
-    pub dump_fill_mkey: Option<u32>,
+pub struct UctxResp(pub sys::AllocUcontextResp);
+
+impl core::ops::Deref for UctxResp {
+    type Target = sys::AllocUcontextResp;
+    fn deref(&self) -> &sys::AllocUcontextResp {
+        &self.0
+    }
 }
 
 /// `MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_DUMP_FILL_MKEY`.
@@ -173,7 +158,30 @@ pub const UCTX_RESP_MASK_DUMP_FILL_MKEY: u32 = 1 << 1;
 /// `MLX5_USER_CMDS_SUPP_UHW_CREATE_AH`.
 pub const CMDS_SUPP_UHW_CREATE_AH: u8 = 1 << 1;
 
+/// Where each field of the response ends, from the first one past the mandatory part (the
+/// kernel's response is at least that long) to the end of the struct.
+pub const UCTX_RESP_FIELD_ENDS: [usize; 9] = [
+    uctx_resp::CQE_VERSION + 1,
+    uctx_resp::CMDS_SUPP_UHW + 1,
+    uctx_resp::ETH_MIN_INLINE + 1,
+    uctx_resp::CLOCK_INFO_VERSIONS + 1,
+    uctx_resp::HCA_CORE_CLOCK_OFFSET + 8,
+    uctx_resp::LOG_UAR_SIZE + 4,
+    uctx_resp::NUM_UARS_PER_PAGE + 4,
+    uctx_resp::NUM_DYN_BFREGS + 4,
+    uctx_resp::DUMP_FILL_MKEY + 4,
+];
+const _: () = assert!(UCTX_RESP_FIELD_ENDS[UCTX_RESP_FIELD_ENDS.len() - 1] == ALLOC_UCONTEXT_RESP_LEN);
+
 impl UctxResp {
+    /// The dump-fill mkey (`MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_DUMP_FILL_MKEY` in `comp_mask`):
+    /// the lkey of the null MR (reads return a fill pattern, writes are dropped). `None` when
+    /// the kernel does not report one (libmlx5 then fails `ibv_alloc_null_mr` with ENOTSUP):
+    /// as libmlx5, the bit decides (the kernel sets it only together with the field).
+    pub fn dump_fill_mkey(&self) -> Option<u32> {
+        (self.comp_mask & UCTX_RESP_MASK_DUMP_FILL_MKEY != 0).then_some(self.0.dump_fill_mkey)
+    }
+
     /// Parse and validate. The kernel writes at most what we asked for; fields beyond a short
     /// (old-kernel) response read as zero, which the rules below treat as "not reported".
     pub fn parse(b: &[u8]) -> Result<UctxResp> {
@@ -184,35 +192,12 @@ impl UctxResp {
                 format!("{} bytes, need at least 45", b.len()),
             ));
         }
-        let r = UctxResp {
-            qp_tab_size: get32(b, uctx_resp::QP_TAB_SIZE),
-            bf_reg_size: get32(b, uctx_resp::BF_REG_SIZE),
-            tot_bfregs: get32(b, uctx_resp::TOT_BFREGS),
-            cache_line_size: get32(b, uctx_resp::CACHE_LINE_SIZE),
-            max_sq_desc_sz: get16(b, uctx_resp::MAX_SQ_DESC_SZ),
-            max_rq_desc_sz: get16(b, uctx_resp::MAX_RQ_DESC_SZ),
-            max_send_wqebb: get32(b, uctx_resp::MAX_SEND_WQEBB),
-            max_recv_wr: get32(b, uctx_resp::MAX_RECV_WR),
-            max_srq_recv_wr: get32(b, uctx_resp::MAX_SRQ_RECV_WR),
-            num_ports: get16(b, uctx_resp::NUM_PORTS),
-            comp_mask: get32(b, uctx_resp::COMP_MASK),
-            response_length: get32(b, uctx_resp::RESPONSE_LENGTH),
-            cqe_version: getu8(b, uctx_resp::CQE_VERSION),
-            cmds_supp_uhw: getu8(b, uctx_resp::CMDS_SUPP_UHW),
-            eth_min_inline: getu8(b, uctx_resp::ETH_MIN_INLINE),
-            hca_core_clock_offset: get64(b, uctx_resp::HCA_CORE_CLOCK_OFFSET),
-            log_uar_size: get32(b, uctx_resp::LOG_UAR_SIZE),
-            num_uars_per_page: get32(b, uctx_resp::NUM_UARS_PER_PAGE),
-            num_dyn_bfregs: get32(b, uctx_resp::NUM_DYN_BFREGS),
-            dump_fill_mkey: None,
-        };
-        // As libmlx5: the bit decides; a field the kernel did not write reads as zero (the
-        // kernel sets the bit only together with the field).
-        let r = UctxResp {
-            dump_fill_mkey: (r.comp_mask & UCTX_RESP_MASK_DUMP_FILL_MKEY != 0)
-                .then(|| get32(b, uctx_resp::DUMP_FILL_MKEY)),
-            ..r
-        };
+        // A field cut short reads as absent (zero), like one the kernel did not write; bytes
+        // past the struct are ignored.
+        let keep = UCTX_RESP_FIELD_ENDS.iter().copied().filter(|&e| e <= b.len()).max().unwrap_or(0);
+        let mut raw = [0u8; ALLOC_UCONTEXT_RESP_LEN];
+        raw[..keep].copy_from_slice(&b[..keep]);
+        let r = UctxResp(zerocopy::transmute!(raw));
         if r.tot_bfregs == 0 {
             return Err(Error::msg(WHAT, "the kernel granted no static bfregs (tot_bfregs 0)").with_hint(
                 "this kernel only offers dynamic UARs, which rperftest's mlx5 provider does not implement yet",
@@ -432,24 +417,9 @@ fn put32(b: &mut [u8], off: usize, v: u32) {
 fn put64(b: &mut [u8], off: usize, v: u64) {
     b[off..off + 8].copy_from_slice(&v.to_ne_bytes());
 }
-fn getu8(b: &[u8], off: usize) -> u8 {
-    b.get(off).copied().unwrap_or(0)
-}
-fn get16(b: &[u8], off: usize) -> u16 {
-    match b.get(off..off + 2) {
-        Some(s) => u16::from_ne_bytes([s[0], s[1]]),
-        None => 0,
-    }
-}
 fn get32(b: &[u8], off: usize) -> u32 {
     match b.get(off..off + 4) {
         Some(s) => u32::from_ne_bytes([s[0], s[1], s[2], s[3]]),
-        None => 0,
-    }
-}
-fn get64(b: &[u8], off: usize) -> u64 {
-    match b.get(off..off + 8) {
-        Some(s) => u64::from_ne_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]),
         None => 0,
     }
 }
@@ -485,13 +455,13 @@ mod tests {
         b[uctx_resp::DUMP_FILL_MKEY..][..4].copy_from_slice(&0x0000_0d00u32.to_ne_bytes());
         // Bit clear (e.g. CORE_CLOCK_OFFSET only): no null MR, even with a value in the field.
         b[uctx_resp::COMP_MASK..][..4].copy_from_slice(&1u32.to_ne_bytes());
-        assert_eq!(UctxResp::parse(&b).unwrap().dump_fill_mkey, None);
+        assert_eq!(UctxResp::parse(&b).unwrap().dump_fill_mkey(), None);
         // Bit set: the key.
         b[uctx_resp::COMP_MASK..][..4].copy_from_slice(&(1u32 | UCTX_RESP_MASK_DUMP_FILL_MKEY).to_ne_bytes());
-        assert_eq!(UctxResp::parse(&b).unwrap().dump_fill_mkey, Some(0xd00));
+        assert_eq!(UctxResp::parse(&b).unwrap().dump_fill_mkey(), Some(0xd00));
         // Bit set but the response ends before the field: read as zero, as libmlx5 (whose
         // response buffer starts zeroed) and as every other short field here.
-        assert_eq!(UctxResp::parse(&b[..uctx_resp::DUMP_FILL_MKEY]).unwrap().dump_fill_mkey, Some(0));
+        assert_eq!(UctxResp::parse(&b[..uctx_resp::DUMP_FILL_MKEY]).unwrap().dump_fill_mkey(), Some(0));
     }
 
     #[test]

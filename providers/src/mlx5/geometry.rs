@@ -160,15 +160,14 @@ mod tests {
     use uverbs::provider::QpCaps;
 
     pub(crate) fn dev() -> UctxResp {
-        UctxResp {
+        UctxResp(uverbs::sys::mlx5::AllocUcontextResp {
             max_sq_desc_sz: 512,
             max_rq_desc_sz: 512,
             max_send_wqebb: 32768,
             max_recv_wr: 32768,
             max_srq_recv_wr: 32767,
             tot_bfregs: 16,
-            ..Default::default()
-        }
+            ..Default::default() })
     }
 
     #[test]

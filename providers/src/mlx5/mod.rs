@@ -220,7 +220,7 @@ impl<U: UarMap> Provider for Mlx5<U> {
     }
 
     fn null_mr_lkey(&self) -> Option<u32> {
-        self.resp.dump_fill_mkey
+        self.resp.dump_fill_mkey()
     }
 
     fn new_context(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {

@@ -361,13 +361,12 @@ mod tests {
     use super::*;
 
     fn golden_resp() -> UctxResp {
-        UctxResp {
+        UctxResp(uverbs::sys::mlx5::AllocUcontextResp {
             tot_bfregs: 16,
             bf_reg_size: 512,
             log_uar_size: 12,
             num_uars_per_page: 1,
-            ..Default::default()
-        }
+            ..Default::default() })
     }
 
     #[test]

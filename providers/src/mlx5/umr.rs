@@ -619,7 +619,7 @@ mod tests {
         use super::super::abi::UctxResp;
         use super::super::geometry::qp_geometry;
         use uverbs::provider::{QpCaps, QpInitAttr};
-        let dev = UctxResp { max_sq_desc_sz: 1024, max_rq_desc_sz: 512, max_send_wqebb: 32768, max_recv_wr: 32768, ..Default::default() };
+        let dev = UctxResp(uverbs::sys::mlx5::AllocUcontextResp { max_sq_desc_sz: 1024, max_rq_desc_sz: 512, max_send_wqebb: 32768, max_recv_wr: 32768, ..Default::default() });
         for max_inline_data in [124u32, 200, 512] {
             let attr = QpInitAttr {
                 qp_type: QpType::Rc,
