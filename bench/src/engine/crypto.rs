@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use uverbs::dv::{CryptoAttr, CryptoProvider};
 use uverbs::provider::Provider;
 
-use crate::params::aes::AesXts;
 
 /// perftest's `AES_XTS_CREDENTIALS_SIZE`.
 pub const CREDENTIALS_SIZE: usize = 48;
@@ -242,7 +241,7 @@ impl<U: providers::ContextUser> providers::Mlx5User for LoginThen<'_, U> {
     }
 }
 
-/// What one side needs to set up AES-XTS (from the parameters).
+/// What one side needs to set up AES-XTS (`params::aes::AesXts::engine_setup` builds it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CryptoSetup {
     pub attr: CryptoAttr,
@@ -252,33 +251,6 @@ pub struct CryptoSetup {
     /// Does this tool post through the mkey (perftest's `use_enc`: RC SEND, WRITE and READ; the
     /// atomic tools create the keys but post as usual).
     pub encrypted_posts: bool,
-}
-
-impl CryptoSetup {
-    /// The set-up for `--aes_xts` (`None` without it). `verb_encrypts`: the tool's verb is one of
-    /// perftest's encrypted paths.
-    pub fn from_params(a: &AesXts, verb_encrypts: bool) -> Option<Self> {
-        if !a.enabled {
-            return None;
-        }
-        let mut tweak = [0u8; 16];
-        for (i, t) in tweak.iter_mut().enumerate() {
-            *t = i as u8;
-        }
-        Some(CryptoSetup {
-            attr: CryptoAttr {
-                encrypt_on_tx: a.encrypt_on_tx,
-                signature_before_crypto_on_tx: a.sig_before,
-                initial_tweak: tweak,
-                keytag: [0; 8],
-                data_unit_size: a.block_size(),
-            },
-            keys: a.keys_number,
-            app_path: a.app_path.clone().unwrap_or_default(),
-            kek_path: a.kek_path.clone().unwrap_or_default(),
-            encrypted_posts: verb_encrypts,
-        })
-    }
 }
 
 /// One side's DEKs and per-QP crypto mkeys, and the round-robin DEK counter (perftest's
@@ -461,17 +433,5 @@ mod tests {
         for p in [&bad, &hang, &short, &long, &none] {
             let _ = std::fs::remove_file(p);
         }
-    }
-
-    #[test]
-    fn setup_follows_perftests_attributes() {
-        let a = AesXts { enabled: true, encrypt_on_tx: true, block_size_arg: 4096, keys_number: 3, ..AesXts::default() };
-        let s = CryptoSetup::from_params(&a, true).unwrap();
-        assert!(s.attr.encrypt_on_tx && !s.attr.signature_before_crypto_on_tx);
-        assert_eq!(s.attr.initial_tweak, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
-        assert_eq!(s.attr.keytag, [0; 8]);
-        assert_eq!(s.attr.data_unit_size, 4096);
-        assert_eq!(s.keys, 3);
-        assert!(CryptoSetup::from_params(&AesXts::default(), true).is_none());
     }
 }

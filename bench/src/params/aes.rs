@@ -5,6 +5,10 @@
 //! The key material (credentials file, data-encryption-key app) and the verbs side live in
 //! [`crate::engine::crypto`].
 
+use uverbs::dv::CryptoAttr;
+
+use crate::engine::crypto::CryptoSetup;
+
 use super::{conflict, invalid, strtol0, Connection, Found, ParamError, Params, TestKind, Verb};
 
 /// perftest's `aes_block_size_array`: the data-unit sizes, indexed by `enum mlx5dv_block_size`
@@ -63,6 +67,32 @@ impl AesXts {
     /// The data-unit size in bytes (the header's ` Block Size` value).
     pub fn block_size(&self) -> u32 {
         BLOCK_SIZES[self.block_index()]
+    }
+
+    /// The set-up for `--aes_xts` (`None` without it). `verb_encrypts`: the tool's verb is one of
+    /// perftest's encrypted paths.
+    pub fn engine_setup(&self, verb_encrypts: bool) -> Option<CryptoSetup> {
+        let a = self;
+        if !a.enabled {
+            return None;
+        }
+        let mut tweak = [0u8; 16];
+        for (i, t) in tweak.iter_mut().enumerate() {
+            *t = i as u8;
+        }
+        Some(CryptoSetup {
+            attr: CryptoAttr {
+                encrypt_on_tx: a.encrypt_on_tx,
+                signature_before_crypto_on_tx: a.sig_before,
+                initial_tweak: tweak,
+                keytag: [0; 8],
+                data_unit_size: a.block_size(),
+            },
+            keys: a.keys_number,
+            app_path: a.app_path.clone().unwrap_or_default(),
+            kek_path: a.kek_path.clone().unwrap_or_default(),
+            encrypted_posts: verb_encrypts,
+        })
     }
 }
 
@@ -138,4 +168,21 @@ pub(super) fn dependencies(p: &Params) -> Result<(), ParamError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_follows_perftests_attributes() {
+        let a = AesXts { enabled: true, encrypt_on_tx: true, block_size_arg: 4096, keys_number: 3, ..AesXts::default() };
+        let s = a.engine_setup(true).unwrap();
+        assert!(s.attr.encrypt_on_tx && !s.attr.signature_before_crypto_on_tx);
+        assert_eq!(s.attr.initial_tweak, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+        assert_eq!(s.attr.keytag, [0; 8]);
+        assert_eq!(s.attr.data_unit_size, 4096);
+        assert_eq!(s.keys, 3);
+        assert!(AesXts::default().engine_setup(true).is_none());
+    }
 }

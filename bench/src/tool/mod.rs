@@ -24,6 +24,7 @@ mod limits;
 mod record;
 pub mod header;
 pub mod negotiate;
+mod prepare;
 mod setup;
 mod side;
 use side::run_with_context;

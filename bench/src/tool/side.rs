@@ -11,7 +11,6 @@ use uverbs::wr::WcStatus;
 
 use crate::engine::bw::{BwConfig, BwSamples, DurationWindow, QpTarget};
 use crate::engine::lat::{LatConfig, LatSamples};
-use crate::engine::memsrc::Fill;
 use crate::engine::dv::Ext;
 use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup, UD_GRH};
 use crate::engine::{bw, clock, hw_rate, lat, EngineError, WaitMode};
@@ -51,7 +50,7 @@ pub(super) fn run_with_context<P: Provider>(
     let stall = installed_timeout(ENV_STALL_TIMEOUT, knobs.stall_timeout, STALL_DEFAULT)?;
     let setup_timeout = installed_timeout(ENV_OOB_TIMEOUT, knobs.oob_timeout, OOB_SETUP_DEFAULT)?;
     let dev = query_device(p, &ctx)?;
-    let payload = crate::engine::memsrc::prepare(p, &dev.attr, page_size().max(1) as u64, cache_line().max(1) as u64)
+    let payload = super::prepare::prepare(p, &dev.attr, page_size().max(1) as u64, cache_line().max(1) as u64)
         .map_err(|m| ToolError::new(1, m))?;
 
     let lim = limits::side_limits(
@@ -466,14 +465,14 @@ impl<'a, P: Provider> SideRun<'a, P> {
             port: p.ib_port,
             port2: if p.dualport { Some(p.ib_port2) } else { None },
             pkey_index: p.pkey_index as u16,
-            fill: Fill::for_tool(p.tool, self.payload.clone()).truncated(max_size),
+            fill: super::prepare::fill_for(p.tool, self.payload.clone()).truncated(max_size),
             hugepages: p.use_hugepages,
             mmap: p.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.mmap_offset)),
             odp: p.odp,
             dc: params::dc::engine_setup(p),
             null_mr: p.use_null_mr,
             xrc: params::xrc_plan(p),
-            crypto: crate::engine::crypto::CryptoSetup::from_params(&p.aes, p.verb != Verb::Atomic),
+            crypto: p.aes.engine_setup(p.verb != Verb::Atomic),
         };
         if let Some(f) = &p.mmap_file {
             if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
