@@ -154,6 +154,6 @@ mod tests {
         assert!(!gid_label_is_mgid(&plain, false) && !gid_label_is_mgid(&plain, true));
         // -g forces UD and leaves the GID index to the automatic choice (as 6.06 on RoCE).
         assert_eq!(sbw_server.connection, crate::params::Connection::Ud);
-        assert_eq!(sbw_server.gid_index, None);
+        assert_eq!(sbw_server.dev.gid_index, None);
     }
 }

@@ -513,14 +513,14 @@ fn both_606_and_629_spellings() {
     for (tool, a, b) in pairs {
         assert_eq!(run(*tool, a), run(*tool, b), "{a:?} vs {b:?}");
     }
-    assert!(run(Tool::WriteBw, &["--com_rdma_cm"]).use_rdma_cm);
+    assert!(run(Tool::WriteBw, &["--com_rdma_cm"]).conn.use_rdma_cm);
     assert_eq!(
         run(Tool::WriteBw, &["--bind_source_ip=1.2.3.4"])
-            .source_ip
+            .dev.source_ip
             .as_deref(),
         Some("1.2.3.4")
     );
-    assert!(run(Tool::WriteLat, &["--report-histogr"]).histogram); // prefix of both spellings
+    assert!(run(Tool::WriteLat, &["--report-histogr"]).report.histogram); // prefix of both spellings
                                                                    // the same option under both spellings is a duplicate
     assert_eq!(
         err(Tool::WriteBw, &["-z", "--comm_rdma_cm"]).kind,
@@ -548,14 +548,14 @@ fn both_606_and_629_spellings() {
         ],
     );
     assert!(
-        p.ipv6_addr
-            && p.use_null_mr
-            && p.disable_dynamic_polling
-            && p.no_lock
-            && p.no_enhanced_reorder
+        p.dev.ipv6_addr
+            && p.buf.use_null_mr
+            && p.buf.disable_dynamic_polling
+            && p.buf.no_lock
+            && p.buf.no_enhanced_reorder
     );
-    assert_eq!(p.cqe_poll, Some(32));
-    assert_eq!(p.pin_cores.as_deref(), Some("0,2-3"));
+    assert_eq!(p.buf.cqe_poll, Some(32));
+    assert_eq!(p.buf.pin_cores.as_deref(), Some("0,2-3"));
     assert!(run(Tool::WriteBw, &["--loopback"]).loopback);
 }
 
@@ -573,13 +573,13 @@ fn getopt_conventions() {
     }
     // clustering, with an argument taking the rest of the cluster
     let p = run(Tool::WriteBw, &["-bNFs64"]);
-    assert!(p.duplex && p.no_peak && p.cpu_freq_f);
+    assert!(p.duplex && p.no_peak && p.report.cpu_freq_f);
     assert_eq!(p.size, 64);
     let p = run(Tool::WriteBw, &["-bs", "64"]);
     assert_eq!(p.size, 64);
     // an option argument may start with '-'
     assert_eq!(
-        run(Tool::WriteBw, &["-d", "-weird-dev"]).ib_dev.as_deref(),
+        run(Tool::WriteBw, &["-d", "-weird-dev"]).dev.ib_dev.as_deref(),
         Some("-weird-dev")
     );
     // permutation: host before options; `--` ends options; '-' is a positional

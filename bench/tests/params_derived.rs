@@ -37,24 +37,24 @@ fn defaults_per_tool() {
         assert_eq!(p.inline_size, inl, "{tool}");
         assert_eq!(p.kind, kind);
         assert_eq!(p.verb, tool.verb());
-        assert_eq!(p.port, 18515);
-        assert_eq!(p.ib_port, 1);
+        assert_eq!(p.conn.port, 18515);
+        assert_eq!(p.dev.ib_port, 1);
         assert_eq!(p.connection, Connection::Rc);
-        assert_eq!(p.gid_index, None);
-        assert_eq!(p.mtu, None);
+        assert_eq!(p.dev.gid_index, None);
+        assert_eq!(p.dev.mtu, None);
         assert_eq!(p.num_qps, 1);
-        assert_eq!(p.qp_timeout, 14);
-        assert_eq!(p.sl, 0);
+        assert_eq!(p.dev.qp_timeout, 14);
+        assert_eq!(p.dev.sl, 0);
         assert_eq!(p.duration, 5);
         assert_eq!(p.margin, None);
         assert_eq!(p.out_reads, None);
         assert_eq!(p.test_type, TestType::Iterations);
         assert_eq!(p.test_method, TestMethod::Regular);
-        assert_eq!(p.report_fmt, ReportFormat::Mbs);
+        assert_eq!(p.report.fmt, ReportFormat::Mbs);
         assert_eq!(p.atomic_type, AtomicType::FetchAndAdd);
-        assert_eq!(p.out_json_file, "perftest_out.json");
-        assert_eq!(p.retry_count, 7);
-        assert_eq!(p.hop_limit, 64);
+        assert_eq!(p.report.out_json_file, "perftest_out.json");
+        assert_eq!(p.conn.retry_count, 7);
+        assert_eq!(p.conn.hop_limit, 64);
         assert_eq!(p.machine, Role::Server);
         assert!(!p.is_tcp_client());
         assert!(p.notices.is_empty(), "{tool}: {:?}", p.notices);
@@ -158,16 +158,16 @@ fn derived_values() {
     // dual port doubles QPs
     let p = run(Tool::WriteBw, &["-O", "-q", "3"]);
     assert_eq!(
-        (p.num_qps, p.ib_port, p.ib_port2, p.dualport),
+        (p.num_qps, p.dev.ib_port, p.dev.ib_port2, p.dev.dualport),
         (6, 1, 2, true)
     );
     // -R implies -z
     let p = run(Tool::WriteBw, &["-R"]);
-    assert!(p.use_rdma_cm && p.work_rdma_cm);
+    assert!(p.conn.use_rdma_cm && p.conn.work_rdma_cm);
     // multicast: UD; the GID index stays automatic (perftest 6.06 sets 0, then on RoCE its GID
     // lookup picks the best index anyway: its header shows `GID index : 1` on rxe)
     let p = run(Tool::SendBw, &["-g"]);
-    assert_eq!((p.connection, p.gid_index), (Connection::Ud, None));
+    assert_eq!((p.connection, p.dev.gid_index), (Connection::Ud, None));
     // roles
     let p = run(Tool::WriteBw, &["host"]);
     assert_eq!((p.machine, p.is_tcp_client()), (Role::Client, true));
@@ -194,18 +194,18 @@ fn derived_values() {
     assert!(!run(Tool::SendBw, &["-b"]).no_peak);
     // SW rate limiter: burst defaults to tx depth, with perftest's note
     let p = run(Tool::WriteBw, &["--rate_limit=2", "--rate_limit_type=SW"]);
-    assert_eq!((p.rate_limit_type, p.burst_size), (RateLimitType::Sw, 128));
+    assert_eq!((p.rate.limit_type, p.rate.burst_size), (RateLimitType::Sw, 128));
     assert_eq!(p.notices[0].text, " Setting burst size to tx depth = 128\n");
     // --rate_limit alone: perftest's default HW limiter (static rate 40 Gb/s = IBV_RATE_40_GBPS,
     // 7), burst = tx depth silently; the fallback to SW and its red note come at connect time.
     let p = run(Tool::WriteBw, &["--rate_limit=40", "--rate_units=M"]);
-    assert_eq!((p.rate_limit_type, p.burst_size, p.hw_rate, p.rate_limit_type_explicit), (RateLimitType::Hw, 128, 7, false));
+    assert_eq!((p.rate.limit_type, p.rate.burst_size, p.rate.hw_rate, p.rate.limit_type_explicit), (RateLimitType::Hw, 128, 7, false));
     assert!(p.notices.is_empty(), "{:?}", p.notices);
     let p2 = run(Tool::WriteBw, &["--rate_limit=2.5", "--rate_limit_type=HW"]);
-    assert_eq!((p2.rate_limit_type, p2.hw_rate, p2.rate_limit_type_explicit), (RateLimitType::Hw, 2, true));
+    assert_eq!((p2.rate.limit_type, p2.rate.hw_rate, p2.rate.limit_type_explicit), (RateLimitType::Hw, 2, true));
     // Explicit HW without a rate: static rate 0 (perftest's index stays 0).
     let p2 = run(Tool::WriteBw, &["--rate_limit_type=HW"]);
-    assert_eq!((p2.rate_limit_type, p2.hw_rate), (RateLimitType::Hw, 0));
+    assert_eq!((p2.rate.limit_type, p2.rate.hw_rate), (RateLimitType::Hw, 0));
     assert_eq!(bench::params::rate::hw_rate_enum("300"), Some(18));
     assert_eq!(bench::params::rate::hw_rate_enum("10.0"), None);
     let l = bench::params::rate::sw_limiter(&p, 65536).unwrap().unwrap();
@@ -510,20 +510,20 @@ fn value_ranges_and_number_syntax() {
     assert_eq!(run(Tool::WriteBw, &["-s", "2M"]).size, 2 << 20);
     assert_eq!(run(Tool::WriteBw, &["-s", "2147483647"]).size, 2147483647);
     assert_eq!(run(Tool::WriteBw, &["-n", "4294967296"]).iters, 4294967296);
-    assert_eq!(run(Tool::WriteBw, &["-x", "64"]).gid_index, Some(64));
-    assert_eq!(run(Tool::WriteBw, &["-m", "4096"]).mtu, Some(4096));
+    assert_eq!(run(Tool::WriteBw, &["-x", "64"]).dev.gid_index, Some(64));
+    assert_eq!(run(Tool::WriteBw, &["-m", "4096"]).dev.mtu, Some(4096));
     assert_eq!(run(Tool::WriteLat, &["-I", "1024"]).inline_size, Some(1024));
-    assert_eq!(run(Tool::WriteBw, &["-w", "10.5"]).limit_bw, Some(10.5));
+    assert_eq!(run(Tool::WriteBw, &["-w", "10.5"]).report.limit_bw, Some(10.5));
     assert_eq!(
-        run(Tool::WriteBw, &["--flow_label", "1,2,0x10"]).flow_labels,
+        run(Tool::WriteBw, &["--flow_label", "1,2,0x10"]).dev.flow_labels,
         vec![1, 2, 16]
     );
     assert_eq!(
-        run(Tool::WriteBw, &["--force-link", "IB"]).force_link,
+        run(Tool::WriteBw, &["--force-link", "IB"]).dev.force_link,
         Some(LinkType::Ib)
     );
     assert_eq!(
-        run(Tool::WriteBw, &["--output", "message_rate"]).output,
+        run(Tool::WriteBw, &["--output", "message_rate"]).report.output,
         Output::MessageRate
     );
     let bad: &[(&[&str], &str)] = &[

@@ -194,7 +194,7 @@ fn wire_verb(p: &Params) -> WireVerb {
 }
 
 fn columns(p: &Params) -> BwColumns {
-    BwColumns { gbits: p.report_fmt == params::ReportFormat::Gbs, per_port: false, cpu_util: false }
+    BwColumns { gbits: p.report.fmt == params::ReportFormat::Gbs, per_port: false, cpu_util: false }
 }
 
 /// Checks one side of a captured run; returns how many lines were rendered and compared.
@@ -226,7 +226,7 @@ fn check_side(dir: &str, run: &str, side: &str, cmd: &[String], persona: Persona
 
     // Rendered from the captured values: address lines, table titles, result lines.
     let rest: Vec<&str> = got[ours.len()..].split_inclusive('\n').collect();
-    let rdma_cm = p.use_rdma_cm;
+    let rdma_cm = p.conn.use_rdma_cm;
     let show = AddrShow {
         verb: if rdma_cm { WireVerb::Send } else { wire_verb(&p) },
         rdma_cm,
@@ -329,7 +329,7 @@ fn json_files_match_629s() {
                 continue;
             };
             let p = parse_run(tool, &cmd[1..], Persona::V629);
-            assert!(p.out_json, "{run}");
+            assert!(p.report.out_json, "{run}");
             let h = report_header(&p, &facts(&p));
             let v: serde_json::Value = serde_json::from_str(&want).expect("6.29 writes valid JSON");
             let r = &v["results"];
@@ -384,10 +384,10 @@ fn notes_follow_the_persona() {
     }
     // --cqe_poll fixes the batch: the header says so (6.29 prints the number).
     let p = parse_run(Tool::WriteBw, &args(&["--cqe_poll", "8", "host"]), Persona::V629);
-    assert!(!p.dynamic_cqe_poll);
-    assert_eq!(p.cqe_poll_batch, 8);
+    assert!(!p.buf.dynamic_cqe_poll);
+    assert_eq!(p.buf.cqe_poll_batch, 8);
     let p = parse_run(Tool::WriteBw, &args(&["host"]), Persona::V629);
-    assert!(p.dynamic_cqe_poll);
+    assert!(p.buf.dynamic_cqe_poll);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -490,7 +490,7 @@ fn our_option_leaves_perftest_prefixes_alone() {
     // `--perf` is perftest's `--perform_warm_up` (our `--perftest-version` does not make it
     // ambiguous); a prefix only ours has still selects ours.
     let p = parse_run(Tool::WriteBw, &args(&["--perf", "host"]), Persona::V606);
-    assert!(p.perform_warm_up);
+    assert!(p.buf.perform_warm_up);
     let p = parse_run(Tool::WriteBw, &args(&["--perftest=6.29", "host"]), Persona::V606);
     assert_eq!(p.persona, Persona::V629);
 }

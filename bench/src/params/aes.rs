@@ -124,10 +124,10 @@ pub(super) fn dependencies(p: &Params) -> Result<(), ParamError> {
         if a.credentials_path.is_none() {
             return Err(conflict("--aes_xts without --credentials_path", "Please provide credentials file path"));
         }
-        if p.use_old_post_send {
+        if p.buf.use_old_post_send {
             return Err(conflict("--aes_xts, --use_old_post_send", "aes_xts doesn't support old post send"));
         }
-        if p.work_rdma_cm {
+        if p.conn.work_rdma_cm {
             // 6.06 checks -R only; -z passes (the exchange over rdma_cm is not the data path).
             return Err(conflict("--aes_xts, -R/--rdma_cm", "rdma_cm doesn't support aes_xts"));
         }

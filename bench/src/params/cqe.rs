@@ -16,19 +16,19 @@ pub(super) fn polling(p: &mut Params) {
     const INTENSE_SIZE: u64 = 8192;
     let notes = p.persona.parser_notes();
     let bw = p.kind == TestKind::Bw;
-    let user_batch = p.cqe_poll.is_some();
-    p.dynamic_cqe_poll = !p.disable_dynamic_polling && !user_batch;
+    let user_batch = p.buf.cqe_poll.is_some();
+    p.buf.dynamic_cqe_poll = !p.buf.disable_dynamic_polling && !user_batch;
     if !bw || (p.test_type == TestType::Iterations && p.iters < 3000) || (p.duplex && matches!(p.verb, Verb::Send | Verb::WriteImm)) {
         if notes {
             p.notice_out("Disabling dynamic polling\n");
         }
-        p.dynamic_cqe_poll = false;
+        p.buf.dynamic_cqe_poll = false;
     }
-    p.cqe_poll_batch = p.cqe_poll.unwrap_or(BATCH);
-    if !p.dynamic_cqe_poll && !user_batch && p.num_qps > INTENSE_QPS && p.size > INTENSE_SIZE {
+    p.buf.cqe_poll_batch = p.buf.cqe_poll.unwrap_or(BATCH);
+    if !p.buf.dynamic_cqe_poll && !user_batch && p.num_qps > INTENSE_QPS && p.size > INTENSE_SIZE {
         if notes {
             p.notice_out(&format!("Increasing CQE polling batch to {BATCH_INTENSE}\n"));
         }
-        p.cqe_poll_batch = BATCH_INTENSE;
+        p.buf.cqe_poll_batch = BATCH_INTENSE;
     }
 }

@@ -16,13 +16,13 @@ pub(super) fn dependencies(p: &mut Params, active_given: bool) -> Result<(), Par
         // DC receives through an SRQ, always (after the SRQ checks, as in perftest: write/read
         // tests get one too).
         p.use_srq = true;
-        if p.use_old_post_send {
+        if p.buf.use_old_post_send {
             return Err(conflict("-c DC, --use_old_post_send", "DC does not support old post send flow"));
         }
-        if p.work_rdma_cm || p.use_rdma_cm {
+        if p.conn.work_rdma_cm || p.conn.use_rdma_cm {
             // 6.06 refuses -R here; -z passes its parser and fails later in the rdma_cm
             // connection (rdma_resolve_route): refused here too.
-            let opt = if p.work_rdma_cm { "-c DC, -R/--rdma_cm" } else { "-c DC, -z/--comm_rdma_cm" };
+            let opt = if p.conn.work_rdma_cm { "-c DC, -R/--rdma_cm" } else { "-c DC, -z/--comm_rdma_cm" };
             return Err(conflict(opt, "DC does not support RDMA_CM"));
         }
     }

@@ -88,7 +88,7 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         ));
     }
 
-    if p.dualport {
+    if p.dev.dualport {
         p.num_qps *= 2;
         if !bw {
             return Err(conflict(
@@ -163,7 +163,7 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             ));
         }
     }
-    if p.test_type != TestType::Duration && p.cpu_util {
+    if p.test_type != TestType::Duration && p.report.cpu_util {
         p.notice_out(RESULT_LINE);
         p.notice_err(" CPU Utilization works only with Duration mode.\n");
     }
@@ -171,7 +171,7 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     // -g: perftest sets GID index 0 here, but on RoCE its GID lookup then picks the best index
     // anyway (the user did not give -x), so the automatic choice stands; on IB, -g is refused.
 
-    if p.work_rdma_cm {
+    if p.conn.work_rdma_cm {
         if p.connection == Connection::Uc {
             return Err(conflict(
                 "-R/--rdma_cm, -c UC",
@@ -184,21 +184,21 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
                 "Perftest still doesn't support Multicast with rdma_cm",
             ));
         }
-        if p.dualport {
+        if p.dev.dualport {
             return Err(conflict(
                 "-R/--rdma_cm, -O/--dualport",
                 "Perftest still doesn't support Dual Port with rdma_cm",
             ));
         }
-        p.use_rdma_cm = true;
-    } else if p.tos.is_some() {
+        p.conn.use_rdma_cm = true;
+    } else if p.conn.tos.is_some() {
         return Err(conflict(
             "-T/--tos",
             "TOS only valid for rdma_cm based QP (add -R) and RawEth QP",
         ));
     }
 
-    if p.hop_limit != 64 {
+    if p.conn.hop_limit != 64 {
         return Err(conflict(
             "-L/--hop_limit",
             "Hop limit only valid for RawEth QP",
@@ -252,7 +252,7 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
                 "run_infinitely mode is not supported in SEND Bidirectional BW test",
             ));
         }
-        if p.rate_limit_type != RateLimitType::Disabled {
+        if p.rate.limit_type != RateLimitType::Disabled {
             return Err(conflict(
                 "--run_infinitely, --rate_limit",
                 "run_infinitely does not support rate limit feature yet",
@@ -262,28 +262,28 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
 
     xrc::force_dependencies(p)?;
 
-    if p.burst_size > 0 && p.rate_limit_type == RateLimitType::Disabled {
+    if p.rate.burst_size > 0 && p.rate.limit_type == RateLimitType::Disabled {
         return Err(conflict(
             "--burst_size",
             "Can't enable burst mode when rate limiter is off",
         ));
     }
-    if p.burst_size == 0 {
-        if p.rate_limit_type == RateLimitType::Sw {
+    if p.rate.burst_size == 0 {
+        if p.rate.limit_type == RateLimitType::Sw {
             let t = format!(" Setting burst size to tx depth = {}\n", p.tx_depth);
             p.notice_err(&t);
         }
-        if p.rate_limit_type != RateLimitType::Pp {
-            p.burst_size = p.tx_depth;
+        if p.rate.limit_type != RateLimitType::Pp {
+            p.rate.burst_size = p.tx_depth;
         }
     }
-    if p.typical_pkt_size != 0 && p.rate_limit_type != RateLimitType::Pp {
+    if p.rate.typical_pkt_size != 0 && p.rate.limit_type != RateLimitType::Pp {
         return Err(conflict(
             "--typical_pkt_size",
             "Typical packet size only supports PP rate limiter",
         ));
     }
-    match p.rate_limit_type {
+    match p.rate.limit_type {
         RateLimitType::Disabled => {}
         RateLimitType::Sw => {
             if !bw || p.verb == Verb::Atomic || (p.verb.has_recv_comp() && p.duplex) {
@@ -313,18 +313,18 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     rate::check_sizes(p)?;
     // perftest 6.13+ (6.06 has no --use-null-mr): the null MR replaces the data MR's keys,
     // which only the RDMA verbs can use.
-    if p.use_null_mr && !matches!(p.verb, Verb::Write | Verb::WriteImm | Verb::Read) {
+    if p.buf.use_null_mr && !matches!(p.verb, Verb::Write | Verb::WriteImm | Verb::Read) {
         return Err(conflict("--use-null-mr", "Perftest supports using a null memory region with write/read verbs only"));
     }
 
-    if p.output != Output::Full {
-        if bw && !matches!(p.output, Output::Bandwidth | Output::MessageRate) {
+    if p.report.output != Output::Full {
+        if bw && !matches!(p.report.output, Output::Bandwidth | Output::MessageRate) {
             return Err(conflict(
                 "--output",
                 "Output verbosity level for BW can be: bandwidth, message_rate",
             ));
         }
-        if !bw && p.output != Output::Latency {
+        if !bw && p.report.output != Output::Latency {
             return Err(conflict(
                 "--output",
                 "Output verbosity level for LAT can be: latency",
@@ -332,7 +332,7 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         }
     }
 
-    if p.latency_gap > 0 && bw {
+    if p.buf.latency_gap > 0 && bw {
         return Err(conflict(
             "--latency_gap",
             "Latency gap feature is only for latency tests",
@@ -343,7 +343,7 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         p.margin = Some(p.duration / 4);
     }
 
-    if p.report_per_port && (p.test_type != TestType::Duration || !p.dualport) {
+    if p.report.per_port && (p.test_type != TestType::Duration || !p.dev.dualport) {
         return Err(conflict(
             "--report-per-port",
             "report per port feature work only with Duration (-D) and Dualport (-O)",

@@ -8,7 +8,9 @@ use super::{TestMethod, TestType, Tool, Verb};
 
 /// Everything the command line decides, after perftest's derivations. Device-dependent values
 /// (active MTU, inline default, max outstanding reads, GID auto-selection) stay `None` here and
-/// are resolved by the engine once the device is open.
+/// are resolved by the engine once the device is open. The test itself is here; the options
+/// of one concern each (device and addressing, connecting, reporting, buffers, rate) are
+/// grouped below it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
     pub tool: Tool,
@@ -27,56 +29,15 @@ pub struct Params {
     /// `--adopt` (rperftest extension, server): take an rperftest client's -s/-q/-n/-t/-m/-a/-D
     /// instead of refusing to run when they differ.
     pub adopt: bool,
-    /// `--plot FILE.svg` (rperftest extension): draw the run's result lines (docs/plots.md).
-    pub plot_file: Option<String>,
-    /// `--series FILE` (rperftest extension): every result line as JSON Lines, for
-    /// `rperftest plot` and `compare` (a `--out_json` file keeps only the last line).
-    pub series_file: Option<String>,
     /// `--perftest-version` (or [`ENV_PERSONA`](super::ENV_PERSONA)): which perftest's text this run prints.
     pub persona: Persona,
     /// The command line after argv[0], where `--adopt` needs it to re-parse with the client's
     /// options (set by the tool's entry point; empty otherwise).
     pub cmdline: Vec<String>,
 
-    // device, port, addressing
-    pub ib_dev: Option<String>,
-    pub ib_port: u8,
-    /// Second port with `-O` (2).
-    pub ib_port2: u8,
-    pub dualport: bool,
-    /// `-x`; None = auto (IB: no GRH; RoCE: chosen from the GID table). `-g` defaults it to 0.
-    pub gid_index: Option<u8>,
-    pub ipv6: bool,
-    /// `--ipv6-addr`: AF_INET6 for the TCP/rdma_cm exchange.
-    pub ipv6_addr: bool,
-    /// `--source_ip` / `--bind_source_ip`.
-    pub source_ip: Option<String>,
-    pub force_link: Option<LinkType>,
-    /// `-m` as given (bytes); None = the port's active MTU. Not validated here: perftest warns and
-    /// falls back to the active MTU for values other than 256…4096 (see [`mtu_enum`](super::mtu_enum)).
-    pub mtu: Option<u32>,
-    pub sl: u8,
-    pub qp_timeout: u8,
-    pub pkey_index: u32,
-    pub tclass: u16,
-    /// `--flow_label` list (round-robin per QP).
-    pub flow_labels: Vec<u32>,
-    pub dlid: Option<u16>,
-
-    // connection establishment
-    pub connection: Connection,
-    /// TCP (or rdma_cm with `-z`) port.
-    pub port: u16,
-    /// `-z`, also implied by `-R`: exchange data over rdma_cm.
-    pub use_rdma_cm: bool,
-    /// `-R`: connect the QPs with rdma_cm.
-    pub work_rdma_cm: bool,
-    pub tos: Option<u8>,
-    pub hop_limit: u8,
-    pub retry_count: u32,
-    pub dont_xchg_versions: bool,
-
     // test shape
+    /// The transport (`-c`).
+    pub connection: Connection,
     pub test_method: TestMethod,
     pub test_type: TestType,
     /// Message size; 8 MiB with `-a` (buffers sized for the largest message), 8 for atomics.
@@ -119,10 +80,77 @@ pub struct Params {
     /// `--log_active_dci_streams` (default: `log_dci_streams`).
     pub log_active_dci_streams: u16,
 
-    // reporting
-    pub report_fmt: ReportFormat,
-    pub report_both: bool,
-    pub report_per_port: bool,
+    // the options of one concern each
+    /// The device, port and addressing options (`-d`, `-i`, `-x`, `-m`, `-S`, `--tclass`, …).
+    pub dev: DeviceOpts,
+    /// How the sides meet: the TCP (or rdma_cm) exchange and the connection parameters it carries.
+    pub conn: ConnectOpts,
+    /// What is reported and how (`--report_gbits`, `-U`, `-H`, `-W`, `--out_json`, `--plot`, …).
+    pub report: ReportOpts,
+    /// The buffers and how work is posted and polled (`--mmap`, `--odp`, `--cqe_poll`, …).
+    pub buf: BufferOpts,
+    /// The rate limiter (SW; HW as perftest: a static rate at RTR, checked by QUERY_QP, falling
+    /// back to SW when implicit: see params::rate and engine::hw_rate).
+    pub rate: RateOpts,
+
+    /// Lines perftest prints while parsing, in order.
+    pub notices: Vec<Notice>,
+}
+
+/// The device, port and addressing options (`-d`, `-i`, `-x`, `-m`, `-S`, `--tclass`, …).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceOpts {
+    pub ib_dev: Option<String>,
+    pub ib_port: u8,
+    /// Second port with `-O` (2).
+    pub ib_port2: u8,
+    pub dualport: bool,
+    /// `-x`; None = auto (IB: no GRH; RoCE: chosen from the GID table). `-g` defaults it to 0.
+    pub gid_index: Option<u8>,
+    pub ipv6: bool,
+    /// `--ipv6-addr`: AF_INET6 for the TCP/rdma_cm exchange.
+    pub ipv6_addr: bool,
+    /// `--source_ip` / `--bind_source_ip`.
+    pub source_ip: Option<String>,
+    pub force_link: Option<LinkType>,
+    /// `-m` as given (bytes); None = the port's active MTU. Not validated here: perftest warns and
+    /// falls back to the active MTU for values other than 256…4096 (see [`mtu_enum`](super::mtu_enum)).
+    pub mtu: Option<u32>,
+    pub sl: u8,
+    pub qp_timeout: u8,
+    pub pkey_index: u32,
+    pub tclass: u16,
+    /// `--flow_label` list (round-robin per QP).
+    pub flow_labels: Vec<u32>,
+    pub dlid: Option<u16>,
+}
+
+/// How the sides meet: the TCP (or rdma_cm) exchange and the connection parameters it carries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectOpts {
+    /// TCP (or rdma_cm with `-z`) port.
+    pub port: u16,
+    /// `-z`, also implied by `-R`: exchange data over rdma_cm.
+    pub use_rdma_cm: bool,
+    /// `-R`: connect the QPs with rdma_cm.
+    pub work_rdma_cm: bool,
+    pub tos: Option<u8>,
+    pub hop_limit: u8,
+    pub retry_count: u32,
+    pub dont_xchg_versions: bool,
+}
+
+/// What is reported and how (`--report_gbits`, `-U`, `-H`, `-W`, `--out_json`, `--plot`, …).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReportOpts {
+    /// `--plot FILE.svg` (rperftest extension): draw the run's result lines (docs/plots.md).
+    pub plot_file: Option<String>,
+    /// `--series FILE` (rperftest extension): every result line as JSON Lines, for
+    /// `rperftest plot` and `compare` (a `--out_json` file keeps only the last line).
+    pub series_file: Option<String>,
+    pub fmt: ReportFormat,
+    pub both: bool,
+    pub per_port: bool,
     pub cycles: bool,
     pub histogram: bool,
     pub unsorted: bool,
@@ -134,9 +162,12 @@ pub struct Params {
     pub limit_bw: Option<f64>,
     pub limit_msgrate: Option<f64>,
     /// `-W` counter names (`counters/port_xmit_data`, `hw_counters/out_of_buffer`).
-    pub report_counters: Vec<String>,
+    pub counters: Vec<String>,
+}
 
-    // buffers and posting
+/// The buffers and how work is posted and polled (`--mmap`, `--odp`, `--cqe_poll`, …).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferOpts {
     pub use_hugepages: bool,
     pub mr_per_qp: bool,
     pub use_old_post_send: bool,
@@ -163,23 +194,23 @@ pub struct Params {
     pub pin_cores: Option<String>,
     pub numa_node: Option<i32>,
     pub disable_numa: bool,
+}
 
-    // rate limiter (SW; HW as perftest: a static rate at RTR, checked by QUERY_QP, falling
-    // back to SW when implicit: see params::rate and engine::hw_rate)
-    pub rate_limit_type: RateLimitType,
+/// The rate limiter (SW; HW as perftest: a static rate at RTR, checked by QUERY_QP, falling
+/// back to SW when implicit: see params::rate and engine::hw_rate).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateOpts {
+    pub limit_type: RateLimitType,
     /// `--rate_limit_type` was given (perftest's `is_rate_limit_type`): a HW limit the QP does
     /// not take is then an error instead of a fallback to SW.
-    pub rate_limit_type_explicit: bool,
+    pub limit_type_explicit: bool,
     /// HW limiter: the `enum ibv_rate` value of `--rate_limit` (perftest's
     /// `valid_hw_rate_limit_index`; 0 when no rate was given).
     pub hw_rate: u8,
-    pub rate_limit: f64,
-    pub rate_units: RateUnits,
+    pub limit: f64,
+    pub units: RateUnits,
     pub burst_size: u32,
     pub typical_pkt_size: u32,
-
-    /// Lines perftest prints while parsing, in order.
-    pub notices: Vec<Notice>,
 }
 
 impl Params {
@@ -196,34 +227,9 @@ impl Params {
             reversed: false,
             loopback: false,
             adopt: false,
-            plot_file: None,
-            series_file: None,
             persona: Persona::default(),
             cmdline: Vec::new(),
-            ib_dev: None,
-            ib_port: 1,
-            ib_port2: 2,
-            dualport: false,
-            gid_index: None,
-            ipv6: false,
-            ipv6_addr: false,
-            source_ip: None,
-            force_link: None,
-            mtu: None,
-            sl: 0,
-            qp_timeout: 14,
-            pkey_index: 0,
-            tclass: 0,
-            flow_labels: Vec::new(),
-            dlid: None,
             connection: Connection::Rc,
-            port: DEFAULT_PORT,
-            use_rdma_cm: false,
-            work_rdma_cm: false,
-            tos: None,
-            hop_limit: 64,
-            retry_count: 7,
-            dont_xchg_versions: false,
             test_method: TestMethod::Regular,
             test_type: TestType::Iterations,
             size: match (verb, kind) {
@@ -261,48 +267,83 @@ impl Params {
             aes: aes::AesXts::default(),
             log_dci_streams: 0,
             log_active_dci_streams: 0,
-            report_fmt: ReportFormat::Mbs,
-            report_both: false,
-            report_per_port: false,
-            cycles: false,
-            histogram: false,
-            unsorted: false,
-            output: Output::Full,
-            out_json: false,
-            out_json_file: "perftest_out.json".to_string(),
-            cpu_util: false,
-            cpu_freq_f: false,
-            limit_bw: None,
-            limit_msgrate: None,
-            report_counters: Vec::new(),
-            use_hugepages: false,
-            mr_per_qp: false,
-            use_old_post_send: false,
-            perform_warm_up: false,
-            use_null_mr: false,
-            mmap_file: None,
-            mmap_offset: 0,
-            payload_file_path: None,
-            odp: false,
-            wait_destroy: 0,
-            latency_gap: 0,
-            disable_pcie_relaxed: false,
-            cqe_poll: None,
-            disable_dynamic_polling: false,
-            dynamic_cqe_poll: true,
-            cqe_poll_batch: 16,
-            no_lock: false,
-            no_enhanced_reorder: false,
-            pin_cores: None,
-            numa_node: None,
-            disable_numa: false,
-            rate_limit_type: RateLimitType::Disabled,
-            rate_limit_type_explicit: false,
-            hw_rate: 0,
-            rate_limit: 0.0,
-            rate_units: RateUnits::GigaBits,
-            burst_size: 0,
-            typical_pkt_size: 0,
+            dev: DeviceOpts {
+                ib_dev: None,
+                ib_port: 1,
+                ib_port2: 2,
+                dualport: false,
+                gid_index: None,
+                ipv6: false,
+                ipv6_addr: false,
+                source_ip: None,
+                force_link: None,
+                mtu: None,
+                sl: 0,
+                qp_timeout: 14,
+                pkey_index: 0,
+                tclass: 0,
+                flow_labels: Vec::new(),
+                dlid: None,
+            },
+            conn: ConnectOpts {
+                port: DEFAULT_PORT,
+                use_rdma_cm: false,
+                work_rdma_cm: false,
+                tos: None,
+                hop_limit: 64,
+                retry_count: 7,
+                dont_xchg_versions: false,
+            },
+            report: ReportOpts {
+                plot_file: None,
+                series_file: None,
+                fmt: ReportFormat::Mbs,
+                both: false,
+                per_port: false,
+                cycles: false,
+                histogram: false,
+                unsorted: false,
+                output: Output::Full,
+                out_json: false,
+                out_json_file: "perftest_out.json".to_string(),
+                cpu_util: false,
+                cpu_freq_f: false,
+                limit_bw: None,
+                limit_msgrate: None,
+                counters: Vec::new(),
+            },
+            buf: BufferOpts {
+                use_hugepages: false,
+                mr_per_qp: false,
+                use_old_post_send: false,
+                perform_warm_up: false,
+                use_null_mr: false,
+                mmap_file: None,
+                mmap_offset: 0,
+                payload_file_path: None,
+                odp: false,
+                wait_destroy: 0,
+                latency_gap: 0,
+                disable_pcie_relaxed: false,
+                cqe_poll: None,
+                disable_dynamic_polling: false,
+                dynamic_cqe_poll: true,
+                cqe_poll_batch: 16,
+                no_lock: false,
+                no_enhanced_reorder: false,
+                pin_cores: None,
+                numa_node: None,
+                disable_numa: false,
+            },
+            rate: RateOpts {
+                limit_type: RateLimitType::Disabled,
+                limit_type_explicit: false,
+                hw_rate: 0,
+                limit: 0.0,
+                units: RateUnits::GigaBits,
+                burst_size: 0,
+                typical_pkt_size: 0,
+            },
             notices: Vec::new(),
         }
     }

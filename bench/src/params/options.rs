@@ -414,10 +414,10 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
     let verb = p.tool.verb();
     let kind = p.tool.kind();
     match f.opt {
-        Opt::Port => p.port = narrow(int_in(f, "Port", 1, 65535)?),
-        Opt::IbDev => p.ib_dev = Some(arg(f).to_string()),
-        Opt::IbPort => p.ib_port = narrow(int_in(f, "IB Port", 1, 255)?),
-        Opt::Mtu => p.mtu = Some(narrow(int_in(f, "MTU", 0, I32_MAX)?)),
+        Opt::Port => p.conn.port = narrow(int_in(f, "Port", 1, 65535)?),
+        Opt::IbDev => p.dev.ib_dev = Some(arg(f).to_string()),
+        Opt::IbPort => p.dev.ib_port = narrow(int_in(f, "IB Port", 1, 255)?),
+        Opt::Mtu => p.dev.mtu = Some(narrow(int_in(f, "MTU", 0, I32_MAX)?)),
         Opt::Size => {
             let a = arg(f);
             let (num, factor) = if let Some(n) = a.strip_suffix('K') {
@@ -442,11 +442,11 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
         }
         Opt::Iters => p.iters = narrow(int_in(f, "Iteration num", 5, 4_294_967_296)?),
         Opt::TxDepth => p.tx_depth = narrow(int_in(f, "Tx depth", 1, 15000)?),
-        Opt::Tos => p.tos = Some(narrow(int_in(f, "TOS", 0, 255)?)),
-        Opt::HopLimit => p.hop_limit = narrow(int_in(f, "Hop Limit", 0, 255)?),
-        Opt::QpTimeout => p.qp_timeout = narrow(int_in(f, "QP Timeout", 0, 255)?),
-        Opt::Sl => p.sl = narrow(int_in(f, "Service Level", 0, 15)?),
-        Opt::GidIndex => p.gid_index = Some(narrow(int_in(f, "Gid index", 0, 64)?)),
+        Opt::Tos => p.conn.tos = Some(narrow(int_in(f, "TOS", 0, 255)?)),
+        Opt::HopLimit => p.conn.hop_limit = narrow(int_in(f, "Hop Limit", 0, 255)?),
+        Opt::QpTimeout => p.dev.qp_timeout = narrow(int_in(f, "QP Timeout", 0, 255)?),
+        Opt::Sl => p.dev.sl = narrow(int_in(f, "Service Level", 0, 15)?),
+        Opt::GidIndex => p.dev.gid_index = Some(narrow(int_in(f, "Gid index", 0, 64)?)),
         Opt::Connection => {
             let c = match arg(f) {
                 "RC" => Connection::Rc,
@@ -536,14 +536,14 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
         }
         Opt::Margin => p.margin = Some(narrow(int_in(f, "Margin", 0, I32_MAX)?)),
         Opt::DualPort => {
-            p.ib_port = 1;
-            p.ib_port2 = 2;
-            p.dualport = true;
+            p.dev.ib_port = 1;
+            p.dev.ib_port2 = 2;
+            p.dev.dualport = true;
         }
         Opt::All => p.test_method = TestMethod::All,
-        Opt::CpuFreq => p.cpu_freq_f = true,
-        Opt::CommRdmaCm => p.use_rdma_cm = true,
-        Opt::RdmaCm => p.work_rdma_cm = true,
+        Opt::CpuFreq => p.report.cpu_freq_f = true,
+        Opt::CommRdmaCm => p.conn.use_rdma_cm = true,
+        Opt::RdmaCm => p.conn.work_rdma_cm = true,
         Opt::Events => {
             if verb == Verb::Write {
                 return Err(conflict(&f.spelling, "Events feature not available on WRITE verb"));
@@ -572,7 +572,7 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
             if kind != TestKind::Lat {
                 return Err(conflict(&f.spelling, "Available only on Latency tests"));
             }
-            p.cycles = true;
+            p.report.cycles = true;
         }
         Opt::Mcg => {
             if verb != Verb::Send {
@@ -584,23 +584,23 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
             if kind == TestKind::Bw {
                 return Err(conflict(&f.spelling, "Available only on Latency tests"));
             }
-            p.histogram = true;
+            p.report.histogram = true;
         }
         Opt::ReportUnsorted => {
             if kind == TestKind::Bw {
                 return Err(conflict(&f.spelling, "Available only on Latency tests"));
             }
-            p.unsorted = true;
+            p.report.unsorted = true;
         }
-        Opt::LimitBw => p.limit_bw = Some(float_nonneg(f, "Minimum BW Limit")?),
-        Opt::LimitMsgrate => p.limit_msgrate = Some(float_nonneg(f, "Minimum msgRate Limit")?),
+        Opt::LimitBw => p.report.limit_bw = Some(float_nonneg(f, "Minimum BW Limit")?),
+        Opt::LimitMsgrate => p.report.limit_msgrate = Some(float_nonneg(f, "Minimum msgRate Limit")?),
         Opt::ReportCounters => {
             let list: Vec<String> =
                 arg(f).split(',').filter(|s| !s.is_empty()).map(str::to_string).collect();
             if list.is_empty() {
                 return Err(invalid(f, "Failed to parse the performance counter list".into()));
             }
-            p.report_counters = list;
+            p.report.counters = list;
         }
         // raw Ethernet: accepted and ignored by the ib_* tools, as in perftest
         Opt::RawSourceMac
@@ -617,7 +617,7 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
         | Opt::RawLongFlag => {}
         Opt::UseRss => st.use_rss = true,
         Opt::ForceLink => {
-            p.force_link = Some(match arg(f) {
+            p.dev.force_link = Some(match arg(f) {
                 "IB" => LinkType::Ib,
                 "Ethernet" | "ETHERNET" | "ethernet" => LinkType::Ethernet,
                 other => {
@@ -626,30 +626,30 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
             })
         }
         Opt::RunInfinitely => st.run_infinitely = true,
-        Opt::ReportGbits => p.report_fmt = ReportFormat::Gbs,
+        Opt::ReportGbits => p.report.fmt = ReportFormat::Gbs,
         Opt::UseSrq => p.use_srq = true,
-        Opt::NoLock => p.no_lock = true,
-        Opt::UseNullMr => p.use_null_mr = true,
-        Opt::ReportBoth => p.report_both = true,
+        Opt::NoLock => p.buf.no_lock = true,
+        Opt::UseNullMr => p.buf.use_null_mr = true,
+        Opt::ReportBoth => p.report.both = true,
         Opt::Reversed => p.reversed = true,
-        Opt::PkeyIndex => p.pkey_index = narrow(int_in(f, "Pkey index", 0, 65535)?),
+        Opt::PkeyIndex => p.dev.pkey_index = narrow(int_in(f, "Pkey index", 0, 65535)?),
         Opt::InlineRecv => p.inline_recv_size = narrow(int_in(f, "Inline Receive size", 0, I32_MAX)?),
-        Opt::BurstSize => p.burst_size = narrow(int_in(f, "Burst size", 0, I32_MAX)?),
-        Opt::TypicalPktSize => p.typical_pkt_size = narrow(int_in(f, "Typical pkt size", 0, 0xFFFF)?),
+        Opt::BurstSize => p.rate.burst_size = narrow(int_in(f, "Burst size", 0, I32_MAX)?),
+        Opt::TypicalPktSize => p.rate.typical_pkt_size = narrow(int_in(f, "Typical pkt size", 0, 0xFFFF)?),
         Opt::RateLimit => {
             let a = arg(f).trim();
             match a.parse::<f64>() {
-                Ok(v) if v.is_finite() && v > 0.0 => p.rate_limit = v,
+                Ok(v) if v.is_finite() && v > 0.0 => p.rate.limit = v,
                 _ => return Err(invalid(f, format!("Rate limit '{a}' must be a positive number"))),
             }
             st.rate_limit_given = true;
             st.rate_limit_text = Some(a.to_string());
-            if p.rate_limit_type == RateLimitType::Disabled {
-                p.rate_limit_type = RateLimitType::Hw;
+            if p.rate.limit_type == RateLimitType::Disabled {
+                p.rate.limit_type = RateLimitType::Hw;
             }
         }
         Opt::RateUnits => {
-            p.rate_units = match arg(f) {
+            p.rate.units = match arg(f) {
                 "M" => RateUnits::MegaBytes,
                 "g" => RateUnits::GigaBits,
                 "p" => RateUnits::Packets,
@@ -658,8 +658,8 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
         }
         Opt::RateLimitType => {
             st.rate_limit_type_given = true;
-            p.rate_limit_type_explicit = true;
-            p.rate_limit_type = match arg(f) {
+            p.rate.limit_type_explicit = true;
+            p.rate.limit_type = match arg(f) {
                 "SW" => RateLimitType::Sw,
                 "HW" => RateLimitType::Hw,
                 "PP" => RateLimitType::Pp,
@@ -669,7 +669,7 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
             }
         }
         Opt::Output => {
-            p.output = match arg(f) {
+            p.report.output = match arg(f) {
                 "bandwidth" => Output::Bandwidth,
                 "message_rate" => Output::MessageRate,
                 "latency" => Output::Latency,
@@ -681,15 +681,15 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
                 }
             }
         }
-        Opt::CpuUtil => p.cpu_util = true,
-        Opt::OutJson => p.out_json = true,
+        Opt::CpuUtil => p.report.cpu_util = true,
+        Opt::OutJson => p.report.out_json = true,
         Opt::OutJsonFile => {
             if arg(f).is_empty() {
                 return Err(invalid(f, "JSON file name is empty".into()));
             }
-            p.out_json_file = arg(f).to_string();
+            p.report.out_json_file = arg(f).to_string();
         }
-        Opt::LatencyGap => p.latency_gap = narrow(int_in(f, "Latency gap time", 0, I32_MAX)?),
+        Opt::LatencyGap => p.buf.latency_gap = narrow(int_in(f, "Latency gap time", 0, I32_MAX)?),
         Opt::FlowLabel => {
             let mut v = Vec::new();
             for part in arg(f).split(',') {
@@ -703,25 +703,25 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
                     }
                 }
             }
-            p.flow_labels = v;
+            p.dev.flow_labels = v;
         }
-        Opt::RetryCount => p.retry_count = narrow(int_in(f, "Retry Count", 0, 7)?),
-        Opt::DontXchgVersions => p.dont_xchg_versions = true,
-        Opt::PayloadFilePath => p.payload_file_path = Some(arg(f).to_string()),
+        Opt::RetryCount => p.conn.retry_count = narrow(int_in(f, "Retry Count", 0, 7)?),
+        Opt::DontXchgVersions => p.conn.dont_xchg_versions = true,
+        Opt::PayloadFilePath => p.buf.payload_file_path = Some(arg(f).to_string()),
         Opt::GpuWithArg | Opt::GpuFlag => st.gpu = Some(f.spelling.clone()),
-        Opt::Mmap => p.mmap_file = Some(arg(f).to_string()),
-        Opt::MmapOffset => p.mmap_offset = narrow::<u64>(int_in(f, "mmap offset", 0, i64::MAX)?),
-        Opt::Ipv6 => p.ipv6 = true,
-        Opt::Ipv6Addr => p.ipv6_addr = true,
-        Opt::ReportPerPort => p.report_per_port = true,
-        Opt::Odp => p.odp = true,
-        Opt::UseHugepages => p.use_hugepages = true,
-        Opt::UseOldPostSend => p.use_old_post_send = true,
-        Opt::MrPerQp => p.mr_per_qp = true,
-        Opt::Dlid => p.dlid = Some(narrow(int_in(f, "dlid", 0, 65535)?)),
-        Opt::Tclass => p.tclass = narrow(int_in(f, "traffic class", 0, 255)?),
-        Opt::WaitDestroy => p.wait_destroy = narrow(int_in(f, "wait_destroy", 0, I32_MAX)?),
-        Opt::PerformWarmUp => p.perform_warm_up = true,
+        Opt::Mmap => p.buf.mmap_file = Some(arg(f).to_string()),
+        Opt::MmapOffset => p.buf.mmap_offset = narrow::<u64>(int_in(f, "mmap offset", 0, i64::MAX)?),
+        Opt::Ipv6 => p.dev.ipv6 = true,
+        Opt::Ipv6Addr => p.dev.ipv6_addr = true,
+        Opt::ReportPerPort => p.report.per_port = true,
+        Opt::Odp => p.buf.odp = true,
+        Opt::UseHugepages => p.buf.use_hugepages = true,
+        Opt::UseOldPostSend => p.buf.use_old_post_send = true,
+        Opt::MrPerQp => p.buf.mr_per_qp = true,
+        Opt::Dlid => p.dev.dlid = Some(narrow(int_in(f, "dlid", 0, 65535)?)),
+        Opt::Tclass => p.dev.tclass = narrow(int_in(f, "traffic class", 0, 255)?),
+        Opt::WaitDestroy => p.buf.wait_destroy = narrow(int_in(f, "wait_destroy", 0, I32_MAX)?),
+        Opt::PerformWarmUp => p.buf.perform_warm_up = true,
         Opt::AesXts => p.aes.enabled = true,
         Opt::EncryptOnTx => p.aes.encrypt_on_tx = true,
         Opt::SigBefore => p.aes.sig_before = true,
@@ -735,7 +735,7 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
             p.log_active_dci_streams = narrow(int_in(f, "log_active_dci_streams", 0, 65535)?);
             st.dci_active_given = true;
         }
-        Opt::DisablePcieRelaxed => p.disable_pcie_relaxed = true,
+        Opt::DisablePcieRelaxed => p.buf.disable_pcie_relaxed = true,
         Opt::UseOoo => st.use_ooo = true,
         Opt::VendorWithArg | Opt::VendorFlag => {
             st.vendor.get_or_insert_with(|| f.spelling.clone());
@@ -744,7 +744,7 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
             if arg(f).is_empty() {
                 return Err(invalid(f, "source IP is empty".into()));
             }
-            p.source_ip = Some(arg(f).to_string());
+            p.dev.source_ip = Some(arg(f).to_string());
         }
         Opt::WriteWithImm => {
             if verb != Verb::Write {
@@ -760,10 +760,10 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
             st.send_with_imm = true;
             p.verb = Verb::SendImm;
         }
-        Opt::NoEnhancedReorder => p.no_enhanced_reorder = true,
+        Opt::NoEnhancedReorder => p.buf.no_enhanced_reorder = true,
         Opt::Connectionless => p.connectionless = true,
-        Opt::CqePoll => p.cqe_poll = Some(narrow(int_in(f, "CQE Poll", 1, 65535)?)),
-        Opt::DisableDynamicPolling => p.disable_dynamic_polling = true,
+        Opt::CqePoll => p.buf.cqe_poll = Some(narrow(int_in(f, "CQE Poll", 1, 65535)?)),
+        Opt::DisableDynamicPolling => p.buf.disable_dynamic_polling = true,
         Opt::DataValidation | Opt::DataValidationDebug => {
             st.data_validation.get_or_insert_with(|| f.spelling.clone());
         }
@@ -783,14 +783,14 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
             if !ok {
                 return Err(invalid(f, format!("Invalid CPU list '{a}' (expected e.g. 0,2-5)")));
             }
-            p.pin_cores = Some(a.to_string());
+            p.buf.pin_cores = Some(a.to_string());
         }
-        Opt::NumaNode => p.numa_node = Some(narrow(int_in(f, "NUMA node", 0, I32_MAX)?)),
-        Opt::DisableNuma => p.disable_numa = true,
+        Opt::NumaNode => p.buf.numa_node = Some(narrow(int_in(f, "NUMA node", 0, I32_MAX)?)),
+        Opt::DisableNuma => p.buf.disable_numa = true,
         Opt::Loopback => p.loopback = true,
         Opt::Adopt => p.adopt = true,
         Opt::Plot | Opt::Series => {
-            let (what, slot) = if f.opt == Opt::Plot { ("--plot", &mut p.plot_file) } else { ("--series", &mut p.series_file) };
+            let (what, slot) = if f.opt == Opt::Plot { ("--plot", &mut p.report.plot_file) } else { ("--series", &mut p.report.series_file) };
             if arg(f).is_empty() {
                 return Err(invalid(f, format!("{what} needs a file name, e.g. {what} run.{}", if what == "--plot" { "svg" } else { "jsonl" })));
             }

@@ -170,7 +170,7 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
             "only the BW tools reverse the traffic (the latency tests run both directions already); leave --reversed out",
         ));
     }
-    if p.reversed && (p.use_rdma_cm || p.work_rdma_cm) {
+    if p.reversed && (p.conn.use_rdma_cm || p.conn.work_rdma_cm) {
         return Err(unsupported(
             "--reversed, -R/-z",
             "reversed traffic over rdma_cm is not supported (perftest 6.06 then connects from the side without a host); leave out -R/-z",

@@ -52,10 +52,10 @@ fn unit(u: RateUnits) -> RateUnit {
 /// docs). `rate_text` is the `--rate_limit` argument as given; `explicit` says whether
 /// `--rate_limit_type` was given.
 pub(super) fn check_hw(p: &mut Params, rate_text: Option<&str>, explicit: bool) -> Result<(), ParamError> {
-    if p.use_rdma_cm || p.work_rdma_cm {
+    if p.conn.use_rdma_cm || p.conn.work_rdma_cm {
         return Err(conflict("--rate_limit, -R/-z", "HW rate limit isn't supported yet with rdma_cm scenarios"));
     }
-    if p.rate_units == RateUnits::Packets {
+    if p.rate.units == RateUnits::Packets {
         return Err(conflict(
             "--rate_units p, --rate_limit_type HW",
             "Failed: pps rate limit units is not supported when setting HW rate limit (use --rate_limit_type SW)",
@@ -63,10 +63,10 @@ pub(super) fn check_hw(p: &mut Params, rate_text: Option<&str>, explicit: bool) 
     }
     // perftest looks the text up only when a rate was given; without one the static rate
     // stays 0 (the port's rate), which the QP "takes" only on InfiniBand.
-    p.hw_rate = 0;
+    p.rate.hw_rate = 0;
     if let Some(text) = rate_text {
         match hw_rate_enum(text) {
-            Some(v) => p.hw_rate = v,
+            Some(v) => p.rate.hw_rate = v,
             None => {
                 let all: Vec<&str> = HW_RATES.iter().map(|(t, _)| *t).collect();
                 return Err(conflict(
@@ -80,7 +80,7 @@ pub(super) fn check_hw(p: &mut Params, rate_text: Option<&str>, explicit: bool) 
             }
         }
     }
-    p.rate_limit_type_explicit = explicit;
+    p.rate.limit_type_explicit = explicit;
     Ok(())
 }
 
@@ -91,7 +91,7 @@ pub(super) fn check_sizes(p: &Params) -> Result<(), ParamError> {
         return Ok(());
     }
     // An explicit HW limiter never falls back to SW: the QP takes the rate or the run fails.
-    if p.rate_limit_type == RateLimitType::Hw && p.rate_limit_type_explicit {
+    if p.rate.limit_type == RateLimitType::Hw && p.rate.limit_type_explicit {
         return Ok(());
     }
     for size in p.sizes() {
@@ -106,12 +106,12 @@ pub(super) fn check_sizes(p: &Params) -> Result<(), ParamError> {
 /// or the implicit HW type once the QP did not take the static rate (the caller asks only
 /// then: `engine::hw_rate`). None without a rate limiter.
 pub fn sw_limiter(p: &Params, size: u64) -> Option<Result<RateLimiter, String>> {
-    match p.rate_limit_type {
+    match p.rate.limit_type {
         RateLimitType::Sw | RateLimitType::Hw => {}
         RateLimitType::Disabled | RateLimitType::Pp => return None,
     }
     if p.kind != TestKind::Bw {
         return None;
     }
-    Some(RateLimiter::new(p.rate_limit, unit(p.rate_units), size, p.burst_size))
+    Some(RateLimiter::new(p.rate.limit, unit(p.rate.units), size, p.rate.burst_size))
 }

@@ -10,7 +10,7 @@ pub(super) fn force_dependencies(p: &mut Params) -> Result<(), ParamError> {
     if p.connection != Connection::Xrc {
         return Ok(());
     }
-    if p.work_rdma_cm {
+    if p.conn.work_rdma_cm {
         return Err(conflict("-R/--rdma_cm, -c/--connection", "XRC does not support RDMA_CM"));
     }
     p.use_srq = true;

@@ -21,7 +21,7 @@ pub(super) fn option_summary(p: &Params) -> Vec<(&'static str, String)> {
         ("-b", on(p.duplex)),
         ("-D", if dur { p.duration.to_string() } else { "off".into() }),
         ("-t", p.tx_depth.to_string()),
-        ("-m", p.mtu.map_or_else(|| "the port's".to_string(), |m| m.to_string())),
+        ("-m", p.dev.mtu.map_or_else(|| "the port's".to_string(), |m| m.to_string())),
     ];
     if !all {
         v.push(("-s", p.size.to_string()));

@@ -35,22 +35,22 @@ pub fn report_header(p: &Params, f: &HeaderFacts) -> ReportHeader {
     h.post_list = p.post_list;
     h.recv_post_list = p.recv_post_list;
     h.events_comp = if p.use_event { Some(p.eq_num.unwrap_or(0) as i32) } else { None };
-    h.dual_port = p.dualport;
+    h.dual_port = p.dev.dualport;
     h.multicast = p.use_mcg;
     h.num_qps = p.num_qps;
     h.connection = conn_type(p.connection);
     h.use_srq = p.use_srq;
-    h.pcie_relax_order = Some(p.tool != Tool::WriteLat && !p.disable_pcie_relaxed);
+    h.pcie_relax_order = Some(p.tool != Tool::WriteLat && !p.buf.disable_pcie_relaxed);
     // 6.29 (built with thread domains): `--no_lock` turns the lock-free mode on.
-    h.lock_free = Some(p.no_lock);
-    h.new_post_send = !p.use_old_post_send && report::has_new_post_send(f.vendor_part_id);
+    h.lock_free = Some(p.buf.no_lock);
+    h.new_post_send = !p.buf.use_old_post_send && report::has_new_post_send(f.vendor_part_id);
     // Enhanced reorder needs mlx5dv support of the device, which rperftest does not ask for.
     h.enhanced_reorder = false;
     h.is_client = f.is_client;
     h.tx_depth = p.tx_depth;
     h.rx_depth = p.rx_depth;
     h.cq_mod = p.cq_mod;
-    h.cqe_poll = if p.dynamic_cqe_poll { None } else { Some(p.cqe_poll_batch) };
+    h.cqe_poll = if p.buf.dynamic_cqe_poll { None } else { Some(p.buf.cqe_poll_batch) };
     h.dci_streams = (p.log_dci_streams, p.log_active_dci_streams);
     h.aes_xts = p.aes.enabled.then(|| (i32::from(p.aes.keys_number), p.aes.block_size()));
     h.mtu_bytes = f.mtu_bytes;
@@ -59,9 +59,9 @@ pub fn report_header(p: &Params, f: &HeaderFacts) -> ReportHeader {
     h.gid_index2 = f.gid_index2.map(i32::from);
     h.inline_size = f.inline_size;
     h.out_reads = f.out_reads;
-    h.rdma_cm_qps = p.work_rdma_cm;
-    h.data_ex_rdma_cm = p.use_rdma_cm;
-    h.tos = p.tos.map(i32::from);
+    h.rdma_cm_qps = p.conn.work_rdma_cm;
+    h.data_ex_rdma_cm = p.conn.use_rdma_cm;
+    h.tos = p.conn.tos.map(i32::from);
     h.numa_node = f.numa_node;
     h
 }

@@ -86,7 +86,7 @@ pub(super) fn side_limits(p: &Params, dev: DevCaps, setup_timeout: Duration) -> 
 /// The local MTU: the port's active MTU, or `-m` lowered to it (with the cap that says so).
 pub(super) fn local_mtu(p: &Params, active_mtu: u32) -> (u8, Option<Cap>) {
     let active = active_mtu.clamp(1, 5) as u8;
-    match p.mtu.and_then(crate::params::mtu_enum) {
+    match p.dev.mtu.and_then(crate::params::mtu_enum) {
         Some(m) if m > active => (active, Some(Cap::Mtu { active })),
         Some(m) => (m, None),
         None => (active, None),
@@ -106,7 +106,7 @@ pub(super) fn run_bound_for(p: &Params, sizes: &[u64], setup_timeout: Duration) 
         },
         setup_timeout,
         // The rdma_cm control channel cannot wait without a deadline.
-        p.use_rdma_cm,
+        p.conn.use_rdma_cm,
     )
 }
 

@@ -145,7 +145,7 @@ pub fn host_option_problem(p: &Params) -> Option<String> {
             return Some(e);
         }
     }
-    if let Err(e) = crate::oob::source::from_option(p.source_ip.as_deref()) {
+    if let Err(e) = crate::oob::source::from_option(p.dev.source_ip.as_deref()) {
         return Some(e);
     }
     None
@@ -153,17 +153,17 @@ pub fn host_option_problem(p: &Params) -> Option<String> {
 
 /// `--source_ip`/`--bind_source_ip` (checked by [`host_option_problem`] before the run).
 fn source_ip(p: &Params) -> Option<std::net::IpAddr> {
-    p.source_ip.as_deref().and_then(|s| crate::oob::source::parse(s).ok())
+    p.dev.source_ip.as_deref().and_then(|s| crate::oob::source::parse(s).ok())
 }
 
 /// `-w`/`-y` (perftest's verifier limits) against the last BW line printed: perftest's
 /// messages; `-y` is only checked together with `-w`, as in perftest (its quirk).
 fn limits_verdict(p: &Params, last: Option<(f64, f64)>) -> Option<&'static str> {
-    let (Some(bw_limit), Some((bw, rate))) = (p.limit_bw, last) else { return None };
+    let (Some(bw_limit), Some((bw, rate))) = (p.report.limit_bw, last) else { return None };
     if bw < bw_limit {
         return Some("Error: BW result is below bw limit");
     }
-    match p.limit_msgrate {
+    match p.report.limit_msgrate {
         Some(m) if rate < m => Some("Error: Msg rate  is below msg_rate limit"),
         _ => None,
     }
@@ -214,7 +214,7 @@ pub fn run_tool(tool: Tool, args: &[String]) -> i32 {
     if p.adopt {
         p.cmdline = args.to_vec();
     }
-    let out = Out { quiet: false, only_result: p.output != Output::Full };
+    let out = Out { quiet: false, only_result: p.report.output != Output::Full };
     match run_side(&p, out, None) {
         Ok(()) => 0,
         Err(e) => {
@@ -284,7 +284,7 @@ fn run_loopback(tool: Tool, args: &[String]) -> i32 {
         let out = Out { quiet: true, only_result: false };
         run_side(&server_p, out, Some(listener))
     });
-    let out = Out { quiet: false, only_result: client_p.output != Output::Full };
+    let out = Out { quiet: false, only_result: client_p.report.output != Output::Full };
     let rc = match run_side(&client_p, out, None) {
         Ok(()) => 0,
         Err(e) => {
@@ -311,11 +311,11 @@ fn run_loopback(tool: Tool, args: &[String]) -> i32 {
 }
 
 fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), ToolError> {
-    if p.use_rdma_cm {
+    if p.conn.use_rdma_cm {
         return run_side_cm(p, out, listener.is_some());
     }
-    let dev = uverbs::discovery::find_device(p.ib_dev.as_deref()).map_err(|e| {
-        let msg = match &p.ib_dev {
+    let dev = uverbs::discovery::find_device(p.dev.ib_dev.as_deref()).map_err(|e| {
+        let msg = match &p.dev.ib_dev {
             Some(n) => format!("IB device {n} not found\n Unable to find the Infiniband/RoCE device\n{e}"),
             None => format!(" Did not detect devices \n If device exists, check if driver is up\n{e}"),
         };
@@ -348,20 +348,20 @@ fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
     if p.aes.enabled && p.verb != params::Verb::Atomic {
         // perftest opens the device (DEVX, crypto login) before the rdma_cm connection: check
         // that here too, on the -d device, so a device without it fails at once.
-        let dev = uverbs::discovery::find_device(p.ib_dev.as_deref()).map_err(|e| ToolError::new(device_fail_code(p.tool), e.to_string()))?;
+        let dev = uverbs::discovery::find_device(p.dev.ib_dev.as_deref()).map_err(|e| ToolError::new(device_fail_code(p.tool), e.to_string()))?;
         crate::engine::crypto::check_devx(&dev.desc(), p.aes.credentials_path.as_deref().unwrap_or("")).map_err(|m| ToolError::new(1, m))?;
     }
     let start = if let Some(host) = p.server_name.as_deref() {
-        let dst = cm_session::resolve_host(host, p.port, p.ipv6).map_err(|e| ToolError::new(1, e))?;
-        cm_session::start_client(dst, source_ip(p), p.qp_timeout)
+        let dst = cm_session::resolve_host(host, p.conn.port, p.dev.ipv6).map_err(|e| ToolError::new(1, e))?;
+        cm_session::start_client(dst, source_ip(p), p.dev.qp_timeout)
             .map_err(|e| ToolError::new(1, format!(" Unable to perform rdma_client function\n{e}")))?
     } else {
         out.text(report::WAITING_FOR_CLIENT);
-        cm_session::start_server(source_ip(p), p.port, p.ipv6, None)
+        cm_session::start_server(source_ip(p), p.conn.port, p.dev.ipv6, None)
             .map_err(|e| ToolError::new(1, format!(" Unable to perform rdma_server function\n{e}")))?
     };
     let dev = start.device().clone();
-    if let Some(want) = p.ib_dev.as_deref() {
+    if let Some(want) = p.dev.ib_dev.as_deref() {
         if want != dev.info.ibdev {
             return Err(ToolError::new(
                 1,

@@ -23,21 +23,21 @@ pub fn fill_for(tool: Tool, payload: Option<Vec<u8>>) -> Fill {
 /// against the buffer size (UD messages are cut to the MTU later, so its estimate assumes at
 /// most 4096 bytes). One line on failure.
 pub fn prepare(p: &Params, attr: &DeviceAttr, page_size: u64, cache_line: u64) -> Result<Option<Vec<u8>>, String> {
-    if p.odp {
+    if p.buf.odp {
         if let Some(m) = odp_problem(attr, p) {
             return Err(m);
         }
     }
     let max_size = p.sizes().into_iter().max().unwrap_or(p.size);
-    let payload = match &p.payload_file_path {
+    let payload = match &p.buf.payload_file_path {
         Some(path) => Some(memsrc::load_payload(path, usize::try_from(max_size).unwrap_or(usize::MAX))?),
         None => None,
     };
-    if let Some(path) = &p.mmap_file {
+    if let Some(path) = &p.buf.mmap_file {
         let ud = p.connection == Connection::Ud;
         let size = if ud { max_size.min(4096) } else { max_size };
         let need = BufLayout::new(p.num_qps as usize, size, page_size, cache_line, ud).total();
-        memsrc::precheck_mmap(path, p.mmap_offset, need, page_size)?;
+        memsrc::precheck_mmap(path, p.buf.mmap_offset, need, page_size)?;
     }
     Ok(payload)
 }

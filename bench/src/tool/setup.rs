@@ -118,21 +118,21 @@ pub(super) fn output_mode(o: Output) -> OutputMode {
 pub(super) fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Result<DevFacts, ToolError> {
     let name = ctx.device().ibdev.clone();
     let attr = ctx.device_attr().map_err(|e| ToolError::new(1, format!(" Couldn't query device {name}: {e}")))?;
-    if let Some(msg) = port_number_problem(&name, p.ib_port, attr.phys_port_cnt) {
+    if let Some(msg) = port_number_problem(&name, p.dev.ib_port, attr.phys_port_cnt) {
         return Err(ToolError::new(1, msg));
     }
-    let (port, ethernet, gid_index, gid) = query_port(p, ctx, &name, p.ib_port)?;
+    let (port, ethernet, gid_index, gid) = query_port(p, ctx, &name, p.dev.ib_port)?;
     if p.use_mcg && !ethernet {
         return Err(ToolError::new(1, crate::mcast::IB_LINK_REFUSED));
     }
-    if p.use_null_mr && ctx.provider().null_mr_lkey().is_none() {
+    if p.buf.use_null_mr && ctx.provider().null_mr_lkey().is_none() {
         // Before waiting for a peer (perftest fails later, creating its resources).
         return Err(ToolError::new(1, crate::engine::verbs::null_mr_missing(&name, P::NAME)));
     }
-    let port2 = if p.dualport {
-        crate::engine::dualport::check_ports(&name, attr.phys_port_cnt, p.ib_port, p.ib_port2)
+    let port2 = if p.dev.dualport {
+        crate::engine::dualport::check_ports(&name, attr.phys_port_cnt, p.dev.ib_port, p.dev.ib_port2)
             .map_err(|e| ToolError::new(1, e))?;
-        let (a2, eth2, ix2, gid2) = query_port(p, ctx, &name, p.ib_port2)?;
+        let (a2, eth2, ix2, gid2) = query_port(p, ctx, &name, p.dev.ib_port2)?;
         Some((if eth2 { 0 } else { a2.port_lid }, ix2, gid2))
     } else {
         None
@@ -172,12 +172,12 @@ pub(super) fn query_port<P: Provider>(
             ),
         ));
     }
-    let ethernet = match p.force_link {
+    let ethernet = match p.dev.force_link {
         Some(params::LinkType::Ethernet) => true,
         Some(params::LinkType::Ib) => false,
         None => port.is_ethernet(),
     };
-    let want_gid = p.gid_index.is_some() || ethernet;
+    let want_gid = p.dev.gid_index.is_some() || ethernet;
     let (gid_index, gid) = if want_gid {
         let table = ctx
             .gid_table(u32::from(port_num), port.gid_tbl_len)
@@ -190,10 +190,10 @@ pub(super) fn query_port<P: Provider>(
                 )
             })
             .map_err(|e| ToolError::new(1, format!(" Couldn't read the GID table of {name} port {}: {e}", port_num)))?;
-        let ix = match p.gid_index {
+        let ix = match p.dev.gid_index {
             Some(ix) => u32::from(ix),
             None => {
-                let c = select_gid(&table, p.ipv6, GidRule::Walk606).ok_or_else(|| {
+                let c = select_gid(&table, p.dev.ipv6, GidRule::Walk606).ok_or_else(|| {
                     ToolError::new(1, format!(" No valid GID on {name} port {} (is the netdev up with an IP address?)", port_num))
                 })?;
                 c.index

@@ -63,8 +63,8 @@ pub(super) fn run_with_context<P: Provider>(
 
     // -W: read the counters once before connecting (perftest's create_comm_struct).
     let counters = SharedCounters::default();
-    if !p.report_counters.is_empty() {
-        let c = crate::counters::Counters::open(&dev.name, p.ib_port, &p.report_counters).map_err(|e| ToolError::new(1, e))?;
+    if !p.report.counters.is_empty() {
+        let c = crate::counters::Counters::open(&dev.name, p.dev.ib_port, &p.report.counters).map_err(|e| ToolError::new(1, e))?;
         *counters.borrow_mut() = Some(c);
     }
     let tcp_client = p.is_tcp_client();
@@ -72,26 +72,26 @@ pub(super) fn run_with_context<P: Provider>(
     // first) follows the TCP role, which the channel keeps.
     let oob_role = if p.machine == Role::Client { oob::Role::Client } else { oob::Role::Server };
     let src = source_ip(p);
-    let cfg = OobConfig { port: p.port, timeout: setup_timeout, source_addr: src, bind_addr: src, ..OobConfig::default() };
+    let cfg = OobConfig { port: p.conn.port, timeout: setup_timeout, source_addr: src, bind_addr: src, ..OobConfig::default() };
     let mut cm_data = None;
     let ch = if let Some(start) = cm {
-        let mut c = cm_session::CmOob::establish(&ctx, start, setup_timeout, cfg.connect_retry_for, p.qp_timeout).map_err(|e| {
+        let mut c = cm_session::CmOob::establish(&ctx, start, setup_timeout, cfg.connect_retry_for, p.dev.qp_timeout).map_err(|e| {
             let f = if tcp_client { "rdma_client" } else { "rdma_server" };
             ToolError::new(1, format!(" Unable to perform {f} function\n{e}"))
         })?;
         c.set_gid_index(dev.gid_index);
-        if p.work_rdma_cm {
+        if p.conn.work_rdma_cm {
             let dcfg = cm_session::CmDataConfig {
                 dst: match p.server_name.as_deref() {
-                    Some(h) => Some(cm_session::resolve_host(h, p.port, p.ipv6).map_err(|e| ToolError::new(1, e))?),
+                    Some(h) => Some(cm_session::resolve_host(h, p.conn.port, p.dev.ipv6).map_err(|e| ToolError::new(1, e))?),
                     None => None,
                 },
-                port: p.port,
+                port: p.conn.port,
                 bind: src,
-                ipv6: p.ipv6,
-                tos: p.tos,
-                ack_timeout: p.qp_timeout,
-                retry_count: p.retry_count.min(7) as u8,
+                ipv6: p.dev.ipv6,
+                tos: p.conn.tos,
+                ack_timeout: p.dev.qp_timeout,
+                retry_count: p.conn.retry_count.min(7) as u8,
                 rd_atomic: if matches!(p.verb, Verb::Read | Verb::Atomic) { out_reads.min(255) as u8 } else { 0 },
                 timeout: setup_timeout,
                 ud: p.connection == Connection::Ud,
@@ -113,13 +113,13 @@ pub(super) fn run_with_context<P: Provider>(
             out.text(report::WAITING_FOR_CLIENT);
         }
         cm_session::OobLink::Tcp(Channel::connect(host, &cfg).map_err(|e| {
-            oob_fail(format!("Couldn't connect to {host}:{}\n Unable to init the socket connection\n", p.port), e)
+            oob_fail(format!("Couldn't connect to {host}:{}\n Unable to init the socket connection\n", p.conn.port), e)
         })?)
     } else {
         let l = match listener {
             Some(l) => l,
             None => Listener::bind(&cfg)
-                .map_err(|e| ToolError::new(1, format!("Couldn't listen to port {}\n{e}", p.port)))?,
+                .map_err(|e| ToolError::new(1, format!("Couldn't listen to port {}\n{e}", p.conn.port)))?,
         };
         if p.machine == Role::Server {
             out.text(report::WAITING_FOR_CLIENT);
@@ -135,8 +135,8 @@ pub(super) fn run_with_context<P: Provider>(
 
     let recorder = std::rc::Rc::new(std::cell::RefCell::new(record::Recorder::new(
         // The loopback server's copy is silent: only the client draws and streams.
-        if out.quiet { None } else { p.plot_file.clone() },
-        if out.quiet { None } else { p.series_file.clone() },
+        if out.quiet { None } else { p.report.plot_file.clone() },
+        if out.quiet { None } else { p.report.series_file.clone() },
         plot_meta(p),
     )));
     let mut side = SideRun {
@@ -210,9 +210,9 @@ pub(super) fn run_with_context<P: Provider>(
     if let Some(msg) = limits_verdict(p, side.last_line.get()) {
         return Err(ToolError::new(1, msg));
     }
-    if p.wait_destroy > 0 {
+    if p.buf.wait_destroy > 0 {
         // --wait_destroy: keep the resources for N seconds (a stop signal cuts it short).
-        let until = std::time::Instant::now() + Duration::from_secs(u64::from(p.wait_destroy));
+        let until = std::time::Instant::now() + Duration::from_secs(u64::from(p.buf.wait_destroy));
         while std::time::Instant::now() < until && !crate::signal::requested() {
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -416,7 +416,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let mtu_bytes = u64::from(msg::mtu_bytes(self.mtu).unwrap_or(1024));
         self.clamp_ud_sizes()?;
         let ud = p.connection == Connection::Ud;
-        if p.work_rdma_cm && self.header.is_none() {
+        if p.conn.work_rdma_cm && self.header.is_none() {
             // -R: the header now (perftest prints it before the rdma_cm connection); the
             // resources come with the connection (Action::ConnectCm calls this again).
             self.print_header(mtu_bytes);
@@ -462,20 +462,20 @@ impl<'a, P: Provider> SideRun<'a, P> {
             recv_cq_depth: p.rx_depth.saturating_mul(p.num_qps).max(1),
             layout,
             access,
-            port: p.ib_port,
-            port2: if p.dualport { Some(p.ib_port2) } else { None },
-            pkey_index: p.pkey_index as u16,
+            port: p.dev.ib_port,
+            port2: if p.dev.dualport { Some(p.dev.ib_port2) } else { None },
+            pkey_index: p.dev.pkey_index as u16,
             fill: super::prepare::fill_for(p.tool, self.payload.clone()).truncated(max_size),
-            hugepages: p.use_hugepages,
-            mmap: p.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.mmap_offset)),
-            odp: p.odp,
+            hugepages: p.buf.use_hugepages,
+            mmap: p.buf.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.buf.mmap_offset)),
+            odp: p.buf.odp,
             dc: params::dc::engine_setup(p),
-            null_mr: p.use_null_mr,
+            null_mr: p.buf.use_null_mr,
             xrc: params::xrc_plan(p),
             crypto: p.aes.engine_setup(p.verb != Verb::Atomic),
         };
-        if let Some(f) = &p.mmap_file {
-            if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
+        if let Some(f) = &p.buf.mmap_file {
+            if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.buf.mmap_offset, layout.total(), self.sys.page_size.max(1) as u64) {
                 return Err(ToolError::new(1, m));
             }
         }
@@ -484,7 +484,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             let m = if setup.dc.is_some() || setup.crypto.is_some() { format!("{e}\n Couldn't create IB resources") } else { format!(" Couldn't create IB resources\n{e}") };
             ToolError::new(1, m)
         })?;
-        if p.mmap_file.is_some() {
+        if p.buf.mmap_file.is_some() {
             // perftest 6.06 (pp_init_mmap) prints this on stdout, also with --output.
             self.out.result(&format!("allocated mmap buffer of size {} at {:#x}\n", layout.total(), ep.buf_addr()));
         }
@@ -500,7 +500,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let port2 = self.dev.port2;
         // -c XRC: ports alternate within each half (perftest's halved num_of_qps).
         let port_qps = params::lane_plan(p).map_or(nq, |x| x.lanes());
-        let on_port2 = |q: usize| p.dualport && crate::engine::dualport::port_slot(q, port_qps) == 1;
+        let on_port2 = |q: usize| p.dev.dualport && crate::engine::dualport::port_slot(q, port_qps) == 1;
         self.my_keys = (0..nq)
             .map(|q| KeyMsg {
                 lid: match port2 {
@@ -589,7 +589,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
 
     fn connect(&mut self) -> Result<(), ToolError> {
         let p = self.p;
-        if p.work_rdma_cm {
+        if p.conn.work_rdma_cm {
             // Connected through rdma_cm already (Action::ConnectCm).
             return Ok(());
         }
@@ -599,7 +599,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             }
         }
         let to_rts = p.kind == TestKind::Lat || self.is_test_client() || p.duplex;
-        let mut hw_pending = p.rate_limit_type == params::RateLimitType::Hw;
+        let mut hw_pending = p.rate.limit_type == params::RateLimitType::Hw;
         let xrc = params::lane_plan(p);
         for q in 0..p.num_qps as usize {
             // -c XRC, -c DC split: senders and receivers pair up with the peer's other kind.
@@ -608,23 +608,23 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 path_mtu: self.mtu,
                 remote_qpn: r.qpn,
                 remote_psn: r.psn,
-                remote_lid: p.dlid.unwrap_or(r.lid),
+                remote_lid: p.dev.dlid.unwrap_or(r.lid),
                 remote_gid: r.gid,
                 sgid_index: match self.dev.port2 {
-                    Some((_, ix2, _)) if p.dualport && crate::engine::dualport::port_slot(q, xrc.map_or(p.num_qps as usize, |x| x.lanes())) == 1 => ix2,
+                    Some((_, ix2, _)) if p.dev.dualport && crate::engine::dualport::port_slot(q, xrc.map_or(p.num_qps as usize, |x| x.lanes())) == 1 => ix2,
                     _ => self.dev.gid_index,
                 },
-                sl: p.sl,
-                traffic_class: p.tclass as u8,
-                flow_label: if p.flow_labels.is_empty() { 0 } else { p.flow_labels[q % p.flow_labels.len()] },
+                sl: p.dev.sl,
+                traffic_class: p.dev.tclass as u8,
+                flow_label: if p.dev.flow_labels.is_empty() { 0 } else { p.dev.flow_labels[q % p.dev.flow_labels.len()] },
                 own_psn: self.my_keys[q].psn,
                 max_dest_rd_atomic: self.out_reads.min(255) as u8,
                 max_rd_atomic: u32::from(r.out_reads).clamp(1, 255) as u8,
-                timeout: p.qp_timeout,
+                timeout: p.dev.qp_timeout,
                 retry_cnt: 7,
                 rnr_retry: 7,
                 to_rts,
-                static_rate: if hw_pending { p.hw_rate } else { 0 },
+                static_rate: if hw_pending { p.rate.hw_rate } else { 0 },
             };
             self.ep()?.connect(q, &c).map_err(|e| ToolError::new(1, format!("{e}\n Unable to Connect the HCA's through the link")))?;
             if hw_pending {
@@ -633,7 +633,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 if queried.is_none() {
                     self.out.err(hw_rate::QUERY_FAILED_NOTICE);
                 }
-                match hw_rate::verdict(queried, p.hw_rate, !self.dev.ethernet, p.rate_limit_type_explicit) {
+                match hw_rate::verdict(queried, p.rate.hw_rate, !self.dev.ethernet, p.rate.limit_type_explicit) {
                     hw_rate::Verdict::Taken => self.hw_rate_taken = true,
                     hw_rate::Verdict::FallBackToSw => {
                         self.out.err(hw_rate::FALLBACK_NOTICE);
@@ -661,11 +661,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
     fn addr_show(&self) -> AddrShow {
         AddrShow {
             verb: self.p.verb,
-            rdma_cm: self.p.use_rdma_cm,
+            rdma_cm: self.p.conn.use_rdma_cm,
             srqn: matches!(self.p.connection, Connection::Dc | Connection::Xrc),
             gid: self.dev.gid_index.is_some(),
             mgid: false,
-            dlid: self.p.dlid,
+            dlid: self.p.dev.dlid,
         }
     }
 
@@ -749,7 +749,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
 
     /// `--cpu_util` with `-D`: /proc/stat is read when the sample window opens and closes.
     fn cpu_probe(&self) -> Option<engine::CpuProbe> {
-        (self.p.cpu_util && self.p.test_type == TestType::Duration).then_some(read_proc_stat as engine::CpuProbe)
+        (self.p.report.cpu_util && self.p.test_type == TestType::Duration).then_some(read_proc_stat as engine::CpuProbe)
     }
 
     fn lat_config(&self, size: u64) -> LatConfig {
@@ -764,7 +764,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
             stall_timeout: self.stall,
             duration: (p.test_type == TestType::Duration).then(|| Duration::from_secs(u64::from(p.duration))),
             margin: Duration::from_secs(u64::from(p.margin.unwrap_or(p.duration / 4))),
-            gap: Duration::from_micros(u64::from(p.latency_gap)),
+            gap: Duration::from_micros(u64::from(p.buf.latency_gap)),
             recv_len: self.recv_len(size),
             rx_depth: p.recv_depth_per_qp(),
             compare_add,
@@ -792,16 +792,16 @@ impl<'a, P: Provider> SideRun<'a, P> {
             ticks_per_sec: clock::TICKS_PER_SEC as f64,
             peak,
             duration,
-            report_gbits: p.report_fmt == ReportFormat::Gbs,
+            report_gbits: p.report.fmt == ReportFormat::Gbs,
             run_inf_bi_factor: 1,
-            iters_per_port: if p.report_per_port { crate::engine::dualport::iters_per_port(&s.per_qp) } else { [0, 0] },
+            iters_per_port: if p.report.per_port { crate::engine::dualport::iters_per_port(&s.per_qp) } else { [0, 0] },
         };
         stats::bandwidth(&inp).map_err(|e| ToolError::new(1, format!("Can't produce a report: {e}")))
     }
 
     fn lat_result(&self, s: &LatSamples) -> Result<RunResult, ToolError> {
         let p = self.p;
-        let tpu = if p.cycles { 1.0 } else { clock::TICKS_PER_SEC as f64 / 1e6 };
+        let tpu = if p.report.cycles { 1.0 } else { clock::TICKS_PER_SEC as f64 / 1e6 };
         let rtt = p.verb.rtt_factor();
         match s.window {
             Some((a, b)) => {
@@ -948,12 +948,12 @@ fn plan_options(p: &Params, sizes: &[u64], local_mtu: u8) -> oob::PlanOptions {
         all_sizes,
         write_with_imm: p.verb == Verb::WriteImm,
         duration: p.test_type == TestType::Duration,
-        report_per_port: p.report_per_port,
+        report_per_port: p.report.per_port,
         // The step is there whenever versions are exchanged; it sends only when both versions
         // call for it (oob::msg::PeerVersion::negotiates_with).
-        negotiate: !p.dont_xchg_versions,
-        rdma_cm: p.use_rdma_cm,
-        cm_qps: p.work_rdma_cm,
-        exchange_versions: !p.dont_xchg_versions,
+        negotiate: !p.conn.dont_xchg_versions,
+        rdma_cm: p.conn.use_rdma_cm,
+        cm_qps: p.conn.work_rdma_cm,
+        exchange_versions: !p.conn.dont_xchg_versions,
     }
 }

@@ -97,19 +97,19 @@ fn check_options(tool: Tool, opts: &[String]) -> Result<Box<Params>, String> {
     if p.server_name.is_some() {
         mine.push("a server name");
     }
-    if p.ib_dev.is_some() {
+    if p.dev.ib_dev.is_some() {
         mine.push("-d (use --devices)");
     }
-    if p.gid_index.is_some() {
+    if p.dev.gid_index.is_some() {
         mine.push("-x (chosen per node)");
     }
-    if p.out_json {
+    if p.report.out_json {
         mine.push("--out_json");
     }
     if opts.iter().any(|o| o == "-p" || o.starts_with("--port") || (o.starts_with("-p") && o.len() > 2 && !o.starts_with("--"))) {
         mine.push("-p (use --port-base)");
     }
-    if p.ib_port != 1 {
+    if p.dev.ib_port != 1 {
         mine.push("-i (port 1 only)");
     }
     if !mine.is_empty() {
@@ -144,7 +144,7 @@ pub fn parse_config(args: &[String]) -> Result<Config, clap::Error> {
         let params = check_options(tool, &options).map_err(bad)?;
         let unit = if super::judge::is_lat(tool.name()) {
             "usec"
-        } else if params.report_fmt == ReportFormat::Gbs {
+        } else if params.report.fmt == ReportFormat::Gbs {
             "Gb/sec"
         } else {
             "MB/sec"

@@ -78,7 +78,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         self.own_report()
     }
     fn report_per_port(&self) -> bool {
-        self.p.report_per_port
+        self.p.report.per_port
     }
     fn run_timeout(&self) -> Option<(Duration, String)> {
         Some((self.run_bound.limit.unwrap_or(Duration::ZERO), self.run_bound.basis.clone()))
@@ -121,7 +121,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
         self.setup()
     }
     fn on_key(&mut self, qp: usize, purpose: KeyPurpose, remote: KeyMsg) -> Result<(), ToolError> {
-        if !self.p.use_rdma_cm {
+        if !self.p.conn.use_rdma_cm {
             // Over rdma_cm (-z/-R) the records travel in their own binary exchange.
             self.key_ledger.check(qp, purpose, &remote)?;
         }
@@ -181,7 +181,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
                 } else {
                     self.out.text(&report::lat_result_header(
                         p.test_type == TestType::Duration,
-                        p.cpu_util && p.test_type == TestType::Duration,
+                        p.report.cpu_util && p.test_type == TestType::Duration,
                     ));
                 }
             }

@@ -41,17 +41,17 @@ impl<'a, P: Provider> SideRun<'a, P> {
                 ticks_per_sec: clock::TICKS_PER_SEC as f64,
                 peak: false,
                 duration: true,
-                report_gbits: p.report_fmt == ReportFormat::Gbs,
+                report_gbits: p.report.fmt == ReportFormat::Gbs,
                 run_inf_bi_factor: if p.duplex { 2 } else { 1 },
                 iters_per_port: [0, 0],
             };
             if let Ok(r) = stats::bandwidth(&inp) {
                 let line = BwLine { size, iters: r.iters, bw_peak: 0.0, bw_avg: r.bw_avg, msg_rate: r.msg_rate, ..Default::default() };
-                out.result(&report::bw_result_line(p.persona.style(), cols, &line, cpu, output_mode(p.output)));
+                out.result(&report::bw_result_line(p.persona.style(), cols, &line, cpu, output_mode(p.report.output)));
                 print_counters(out, &counters);
                 if let Some(h) = &header {
                     let r = bw_json(&line, cols.gbits);
-                    recorder.borrow_mut().line(&json::json_report(h, &r, JSON_STYLE, cpu, output_mode(p.output)), true, out);
+                    recorder.borrow_mut().line(&json::json_report(h, &r, JSON_STYLE, cpu, output_mode(p.report.output)), true, out);
                 }
             }
         }
@@ -59,9 +59,9 @@ impl<'a, P: Provider> SideRun<'a, P> {
 
     pub(super) fn columns(&self) -> BwColumns {
         BwColumns {
-            gbits: self.p.report_fmt == ReportFormat::Gbs,
-            per_port: self.p.report_per_port && self.p.kind == TestKind::Bw,
-            cpu_util: self.p.cpu_util && self.p.test_type == TestType::Duration,
+            gbits: self.p.report.fmt == ReportFormat::Gbs,
+            per_port: self.p.report.per_port && self.p.kind == TestKind::Bw,
+            cpu_util: self.p.report.cpu_util && self.p.test_type == TestType::Duration,
         }
     }
 
@@ -69,21 +69,21 @@ impl<'a, P: Provider> SideRun<'a, P> {
     /// `--plot` / `--series`.
     pub(super) fn write_json(&self, r: &json::JsonResults, cpu: Option<f32>, record: bool) {
         let recording = record && self.recorder.borrow().active();
-        if !self.p.out_json && !recording {
+        if !self.p.report.out_json && !recording {
             return;
         }
         if let Some(h) = &self.header {
             // Valid JSON (6.29's layout) under both personas: 6.06's pseudo-JSON breaks every
             // parser, and the VM suite checks our files with one (docs/compat.md).
-            let content = json::json_report(h, r, JSON_STYLE, cpu, output_mode(self.p.output));
+            let content = json::json_report(h, r, JSON_STYLE, cpu, output_mode(self.p.report.output));
             if recording {
                 self.recorder.borrow_mut().line(&content, false, self.out);
             }
-            if !self.p.out_json {
+            if !self.p.report.out_json {
                 return;
             }
-            if let Err(e) = json::write_json_file(std::path::Path::new(&self.p.out_json_file), &content) {
-                self.out.err(&format!(" Failed to write {}: {e}\n", self.p.out_json_file));
+            if let Err(e) = json::write_json_file(std::path::Path::new(&self.p.report.out_json_file), &content) {
+                self.out.err(&format!(" Failed to write {}: {e}\n", self.p.report.out_json_file));
             }
         }
     }
@@ -95,7 +95,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
     pub(super) fn print_bw_line(&self, line: &BwLine, cpu: Option<f32>) {
         self.last_line.set(Some((line.bw_avg, line.msg_rate)));
         let c = self.columns();
-        self.out.result(&report::bw_result_line(self.p.persona.style(), c, line, cpu, output_mode(self.p.output)));
+        self.out.result(&report::bw_result_line(self.p.persona.style(), c, line, cpu, output_mode(self.p.report.output)));
         print_counters(self.out, &self.counters);
         self.write_json(&bw_json(line, c.gbits), cpu, true);
     }
@@ -104,11 +104,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
         let p = self.p;
         let Some((r, cpu)) = self.results.get(size_index) else { return };
         let size = self.sizes.get(size_index).copied().unwrap_or(p.size);
-        let mode = output_mode(p.output);
+        let mode = output_mode(p.report.output);
         match r {
             RunResult::Bw(b) => self.print_bw(b, *cpu),
             RunResult::Lat(rep, iters) => {
-                self.out.result(&report::lat_report(size, *iters, rep, p.unsorted, p.histogram, p.cycles, *cpu, mode));
+                self.out.result(&report::lat_report(size, *iters, rep, p.report.unsorted, p.report.histogram, p.report.cycles, *cpu, mode));
                 print_counters(self.out, &self.counters);
                 let st = &rep.stats;
                 self.write_json(
@@ -127,7 +127,7 @@ impl<'a, P: Provider> SideRun<'a, P> {
                     true,
                 );
                 // -H on one size: the samples behind the histogram lines.
-                if p.histogram && self.sizes.len() <= 1 {
+                if p.report.histogram && self.sizes.len() <= 1 {
                     self.recorder.borrow_mut().samples(&rep.sorted, self.out);
                 }
             }
@@ -146,11 +146,11 @@ impl<'a, P: Provider> SideRun<'a, P> {
     /// report: perftest prints its uninitialised remote record there; rperftest prints zeros.
     pub(super) fn print_report_both(&self, cpu: Option<f32>) {
         let p = self.p;
-        if !(p.report_both && p.duplex && p.kind == TestKind::Bw && p.test_method == TestMethod::Regular) {
+        if !(p.report.both && p.duplex && p.kind == TestKind::Bw && p.test_method == TestMethod::Regular) {
             return;
         }
         let c = self.columns();
-        let mode = output_mode(p.output);
+        let mode = output_mode(p.report.output);
         let cpu = if c.cpu_util { Some(cpu.unwrap_or(0.0)) } else { None };
         let local = self.own_report();
         let remote = self.peer_report.unwrap_or_default();
@@ -218,7 +218,7 @@ pub(super) fn plot_meta(p: &Params) -> crate::plot::run::RunMeta {
     crate::plot::run::RunMeta {
         hosts,
         options: options.join(" "),
-        bw_unit: if p.report_fmt == ReportFormat::Gbs { "Gb/sec".into() } else { "MB/sec".into() },
+        bw_unit: if p.report.fmt == ReportFormat::Gbs { "Gb/sec".into() } else { "MB/sec".into() },
         ..Default::default()
     }
 }
