@@ -1,17 +1,17 @@
 //! Bandwidth loops: the sender (`run_iter_bw`), the duration (`-D`) window, and (in `recv`)
 //! the receiving server of send tests and `-b` for send tests.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use uverbs::wr::{RemoteAddr, SendFlags, SendWr, Sge, UdDest, WorkCompletion, WrOpcode};
+use uverbs::wr::{RemoteAddr, UdDest, WrOpcode};
 
-use super::addr::AddrCycle;
-use super::clock::{self, TICKS_PER_SEC};
-use super::rate::{Bursts, RateLimiter};
-use super::{check_wc, make_wr_id, wait_event, CpuProbe, CqKind, Endpoint, EngineError, WaitMode};
+use super::clock::TICKS_PER_SEC;
+use super::rate::RateLimiter;
+use super::{CpuProbe, Endpoint, EngineError, WaitMode};
 
 mod recv;
+mod send;
 #[cfg(test)]
 mod tests;
 
@@ -197,8 +197,6 @@ impl BwSamples {
 const POLL_BATCH: usize = 16;
 /// How many empty polls between clock reads (keeps the stall check off the hot path).
 const POLLS_PER_CLOCK_CHECK: u32 = 1024;
-/// Most WRs built on the stack for one post call; longer post lists ring one doorbell per chunk.
-const CHAIN_MAX: usize = 32;
 
 /// The client side of every BW test (and both sides with `-b` for write/read/atomic).
 pub fn run_sender<E: Endpoint>(
@@ -230,214 +228,7 @@ pub fn run_sender_infinitely<E: Endpoint>(
     sender_loop(ep, &cfg, targets, stop, Some((DurationWindow::ticks(period).max(1), report)))
 }
 
-/// `--run_infinitely`: the report period in ticks and the callback that prints a line.
-type PeriodicReport<'a> = (u64, &'a mut dyn FnMut(u64, u64));
-
-fn sender_loop<E: Endpoint>(
-    ep: &mut E,
-    cfg: &BwConfig,
-    targets: &[QpTarget],
-    stop: &AtomicBool,
-    mut periodic: Option<PeriodicReport<'_>>,
-) -> Result<BwSamples, EngineError> {
-    let nq = targets.len();
-    if nq == 0 || nq != ep.num_qps() {
-        return Err(EngineError::Verbs(format!("BW sender: {} targets for {} QPs", nq, ep.num_qps())));
-    }
-    let tx_depth = cfg.tx_depth.max(1) as u64;
-    // A moderation group or post list larger than the send queue would never be signaled:
-    // perftest clamps these while parsing; the engine refuses to deadlock regardless.
-    let cq_mod = (cfg.cq_mod.max(1) as u64).min(tx_depth);
-    let post_list = (cfg.post_list.max(1) as u64).min(tx_depth);
-    let duration = cfg.duration;
-    let iters = if duration.is_some() { u64::MAX } else { cfg.iters };
-    let total = if duration.is_some() { u64::MAX } else { cfg.iters.saturating_mul(nq as u64) };
-    let peak = cfg.record_peak && duration.is_none();
-
-    let mut samples = BwSamples::default();
-    if peak {
-        samples.tposted = super::stamp_array(total as usize);
-        samples.tcompleted = super::stamp_array(total as usize);
-    } else {
-        samples.tposted = vec![0; 1];
-        samples.tcompleted = vec![0; 1];
-    }
-
-    let mut scnt = vec![0u64; nq];
-    let mut ccnt = vec![0u64; nq];
-    let mut cycles: Vec<AddrCycle> = targets
-        .iter()
-        .map(|t| AddrCycle::new(t.local_addr, t.remote.addr, cfg.size as u64, cfg.cycle_buffer, cfg.cache_line))
-        .collect();
-    let mut tot_scnt = 0u64;
-    let mut tot_ccnt = 0u64;
-    let mut wcs = [WorkCompletion::default(); POLL_BATCH];
-    let mut sges = [Sge::default(); CHAIN_MAX];
-    let base_flags = if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
-
-    let start = clock::now();
-    let mut phases = duration.map(|d| SampleClock::new(start, d));
-    let mut in_sample = false;
-    let mut sampled = 0u64;
-    samples.per_qp = vec![0; nq];
-    // --run_infinitely: messages since the last report, and when that was.
-    let mut since = 0u64;
-    let mut last_report = start;
-    if duration.is_none() && !peak {
-        samples.tposted[0] = start;
-    }
-
-    let mut idle_polls = 0u32;
-    let mut last_progress = start;
-    let stall_ticks = DurationWindow::ticks(cfg.stall_timeout);
-    let mut bursts = cfg.rate_limit.map(Bursts::new);
-
-    loop {
-        if stop.load(Ordering::Relaxed) || crate::signal::requested() {
-            return Err(EngineError::Interrupted);
-        }
-        // Duration mode: drive the START → SAMPLE → STOP_SAMPLE → END states from the clock.
-        if let Some(ph) = phases.as_mut() {
-            let now = clock::now();
-            if let Some(t) = ph.advance(now) {
-                in_sample = t == Transition::Sample;
-                if samples.record(t, now, cfg.cpu_probe, sampled) {
-                    return Ok(samples);
-                }
-            }
-        } else if let Some((period, report)) = periodic.as_mut() {
-            let now = clock::now();
-            if now.saturating_sub(last_report) >= *period {
-                report(since, now - last_report);
-                since = 0;
-                last_report = now;
-            }
-        } else if tot_scnt >= total && tot_ccnt >= total {
-            break;
-        }
-
-        // Post as much as the send queue allows, per QP (and, with the rate limiter, as the
-        // current burst allows; between bursts nothing is posted until the gap has passed).
-        for q in 0..nq {
-            if let Some(b) = bursts.as_mut() {
-                if !b.may_post(clock::now) {
-                    continue;
-                }
-            }
-            while scnt[q] < iters
-                && scnt[q] + post_list <= tx_depth + ccnt[q]
-                && bursts.as_ref().is_none_or(|b| b.sending())
-            {
-                let chain = post_list.min(CHAIN_MAX as u64) as usize;
-                // SGEs first (they move with the address cycle), then the WRs that borrow them.
-                let mut remotes = [0u64; CHAIN_MAX];
-                for j in 0..chain {
-                    let (l, r) = cycles[q].current();
-                    sges[j] = Sge { addr: l, length: cfg.size, lkey: targets[q].lkey };
-                    remotes[j] = r;
-                    cycles[q].advance();
-                }
-                let make = |j: usize| {
-                    let n = scnt[q] + j as u64;
-                    let signaled = if post_list > 1 {
-                        (j as u64 + 1).is_multiple_of(cq_mod) || j + 1 == chain
-                    } else {
-                        n % cq_mod == cq_mod - 1 || n + 1 == iters
-                    };
-                    SendWr {
-                        wr_id: make_wr_id(q, (n & 0xffff_ffff) as u32),
-                        opcode: cfg.opcode,
-                        flags: if signaled { base_flags | SendFlags::SIGNALED } else { base_flags },
-                        sgl: std::slice::from_ref(&sges[j]),
-                        imm_data: 0,
-                        remote: RemoteAddr { addr: remotes[j], rkey: targets[q].remote.rkey },
-                        compare_add: cfg.compare_add,
-                        swap: cfg.swap,
-                        ud: targets[q].ud,
-                        remote_srqn: targets[q].remote_srqn,
-                        dci_stream: 0,
-                    }
-                };
-                if peak {
-                    let now = clock::now();
-                    for k in 0..chain as u64 {
-                        if let Some(slot) = samples.tposted.get_mut((tot_scnt + k) as usize) {
-                            *slot = now;
-                        }
-                    }
-                }
-                if chain == 1 {
-                    ep.post_send(q, &[make(0)])?;
-                } else {
-                    let mut wrs = [make(0); CHAIN_MAX];
-                    for (j, wr) in wrs.iter_mut().enumerate().take(chain).skip(1) {
-                        *wr = make(j);
-                    }
-                    ep.post_send(q, &wrs[..chain])?;
-                }
-                scnt[q] += chain as u64;
-                tot_scnt += chain as u64;
-                if let Some(b) = bursts.as_mut() {
-                    b.posted(chain as u64);
-                }
-            }
-        }
-
-        // Reap completions.
-        let n = ep.poll_send(&mut wcs)?;
-        if n == 0 {
-            idle_polls += 1;
-            // Between bursts with nothing outstanding no completion can come: keep polling the
-            // clock instead of sleeping on the CQ (perftest would wait for an event for ever).
-            let gap_only = bursts.as_ref().is_some_and(|b| b.in_gap()) && tot_ccnt >= tot_scnt;
-            if cfg.wait == WaitMode::Event && tot_ccnt < total && !gap_only {
-                if !wait_event(ep, CqKind::Send, cfg.stall_timeout, stop)? {
-                    return Err(stalled("send completions", tot_ccnt, total, cfg.stall_timeout));
-                }
-                continue;
-            }
-            if idle_polls >= POLLS_PER_CLOCK_CHECK {
-                idle_polls = 0;
-                crate::signal::watch_tick();
-                let now = clock::now();
-                if gap_only {
-                    // Waiting for the rate limiter is not a stall.
-                    last_progress = now;
-                } else if now.saturating_sub(last_progress) > stall_ticks {
-                    return Err(stalled("send completions", tot_ccnt, total, cfg.stall_timeout));
-                }
-            }
-            continue;
-        }
-        idle_polls = 0;
-        let now = clock::now();
-        last_progress = now;
-        for wc in &wcs[..n] {
-            let q = check_wc(wc, "client")?;
-            if q >= nq {
-                return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
-            }
-            let add = if duration.is_none() && ccnt[q] + cq_mod > iters { iters - ccnt[q] } else { cq_mod };
-            ccnt[q] += add;
-            tot_ccnt += add;
-            if in_sample {
-                sampled += add;
-                samples.per_qp[q] += add;
-            }
-            since += add;
-            if peak && tot_ccnt > 0 {
-                if let Some(slot) = samples.tcompleted.get_mut((tot_ccnt - 1) as usize) {
-                    *slot = now;
-                }
-            }
-        }
-    }
-    if !peak {
-        samples.tcompleted[0] = last_progress;
-    }
-    samples.messages = total;
-    Ok(samples)
-}
+use send::sender_loop;
 
 fn stalled(what: &str, done: u64, total: u64, timeout: Duration) -> EngineError {
     let waiting_for = if total == u64::MAX {

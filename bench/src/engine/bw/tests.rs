@@ -2,6 +2,7 @@
 
 use super::super::model::{Model, ModelSide};
 use super::*;
+use std::sync::atomic::Ordering;
 
 fn cfg(opcode: WrOpcode, iters: u64, tx: u32, cq_mod: u32, post_list: u32) -> BwConfig {
     BwConfig {
