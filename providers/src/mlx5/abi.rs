@@ -320,30 +320,15 @@ pub mod qp_req {
     pub const DCI_STREAMS: usize = offset_of!(CreateQp, dci_log_num_concurent);
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QpReq {
-    pub buf_addr: u64,
-    pub db_addr: u64,
-    pub sq_wqe_count: u32,
-    pub rq_wqe_count: u32,
-    pub rq_wqe_shift: u32,
-    pub flags: u32,
-    pub uidx: u32,
-}
+/// The CREATE_QP driver request as we fill it: the kernel's struct (`mlx5_ib_create_qp`), with
+/// the buffer, doorbell record, counts, flags and user index set and the rest zero (DC adds its
+/// key or streams). bfreg_index 0 without MLX5_QP_FLAG_BFREG_INDEX: the kernel picks the bfreg
+/// (static mode).
+pub type QpReq = sys::CreateQp;
 
-impl QpReq {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut b = vec![0u8; CREATE_QP_REQ_LEN];
-        put64(&mut b, qp_req::BUF_ADDR, self.buf_addr);
-        put64(&mut b, qp_req::DB_ADDR, self.db_addr);
-        put32(&mut b, qp_req::SQ_WQE_COUNT, self.sq_wqe_count);
-        put32(&mut b, qp_req::RQ_WQE_COUNT, self.rq_wqe_count);
-        put32(&mut b, qp_req::RQ_WQE_SHIFT, self.rq_wqe_shift);
-        put32(&mut b, qp_req::FLAGS, self.flags);
-        put32(&mut b, qp_req::UIDX, self.uidx);
-        // bfreg_index 0 without MLX5_QP_FLAG_BFREG_INDEX: the kernel picks the bfreg (static mode).
-        b
-    }
+/// The request's bytes, as the kernel reads them.
+pub fn encode_qp_req(r: &QpReq) -> Vec<u8> {
+    zerocopy::IntoBytes::as_bytes(r).to_vec()
 }
 
 /// `mlx5_ib_create_qp_resp.bfreg_index` (a "gross" index: 4 per UAR, see `uar::UarPlan`).
@@ -474,8 +459,9 @@ mod tests {
             rq_wqe_shift: 5,
             flags: 6,
             uidx: 7,
-        }
-        .encode();
+            ..QpReq::default()
+        };
+        let b = encode_qp_req(&b);
         assert_eq!(b.len(), 56);
         assert_eq!(b[qp_req::SQ_WQE_COUNT], 3);
         assert_eq!(b[qp_req::UIDX], 7);

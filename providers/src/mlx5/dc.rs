@@ -23,7 +23,7 @@ use uverbs::error::{Error, Result};
 use uverbs::dv::DcInit;
 use uverbs::provider::{QpInitAttr, QpType};
 
-use super::abi::{self, qp_req};
+use super::abi;
 use super::geometry::{self, QpGeometry};
 use super::uar::UarWriter;
 use super::{Mlx5, Mlx5QpPrep, UidxReservation, MAX_UIDX};
@@ -34,7 +34,9 @@ pub const QP_FLAG_TYPE_DCT: u32 = 1 << 4;
 pub const QP_FLAG_TYPE_DCI: u32 = 1 << 5;
 /// `MLX5_QP_FLAG_DCI_STREAM`.
 pub const QP_FLAG_DCI_STREAM: u32 = 1 << 11;
-/// Offsets inside `struct mlx5_ib_create_qp_dci_streams` (at `qp_req::DCI_STREAMS`).
+/// Offsets inside `struct mlx5_ib_create_qp_dci_streams` (at `qp_req::DCI_STREAMS`), which
+/// `sys::CreateQp` flattens into `dci_log_num_concurent` / `dci_log_num_errored` (the layout
+/// test checks both against the header).
 pub const DCI_STREAMS_LOG_NUM_CONCURENT: usize = 0;
 pub const DCI_STREAMS_LOG_NUM_ERRORED: usize = 1;
 
@@ -57,15 +59,15 @@ pub fn dc_qp_req(base: &abi::QpReq, qp_type: QpType, dc: &DcInit) -> Result<Vec<
         }
         t => return Err(Error::msg("mlx5 create DC QP", format!("{} is not a DC type", t.name()))),
     }
-    let mut b = r.encode();
     if qp_type == QpType::Dct {
-        b[qp_req::SQ_BUF_ADDR..qp_req::SQ_BUF_ADDR + 8].copy_from_slice(&dc.access_key.to_ne_bytes());
+        // `access_key` shares its slot with `sq_buf_addr` (a DCT has no send queue).
+        r.sq_buf_addr = dc.access_key;
     }
     if let (QpType::Dci, Some(s)) = (qp_type, dc.dci_streams) {
-        b[qp_req::DCI_STREAMS + DCI_STREAMS_LOG_NUM_CONCURENT] = s.log_num_concurent;
-        b[qp_req::DCI_STREAMS + DCI_STREAMS_LOG_NUM_ERRORED] = s.log_num_errored;
+        r.dci_log_num_concurent = s.log_num_concurent;
+        r.dci_log_num_errored = s.log_num_errored;
     }
-    Ok(b)
+    Ok(abi::encode_qp_req(&r))
 }
 
 /// `struct mlx5_ib_modify_qp` size (the driver request of EX_MODIFY_QP; all zero here: no
@@ -138,6 +140,7 @@ impl<U: UarWriter> Mlx5<U> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use super::super::abi::qp_req;
     use uverbs::dv::DciStreams;
 
     fn base() -> abi::QpReq {
@@ -149,6 +152,7 @@ mod tests {
             rq_wqe_shift: 0,
             flags: 0,
             uidx: 7,
+            ..abi::QpReq::default()
         }
     }
 

@@ -93,6 +93,7 @@ impl Mlx5QpPrep {
             rq_wqe_shift: self.geo.rq_wqe_shift,
             flags: 0,
             uidx,
+            ..abi::QpReq::default()
         }
     }
 }
@@ -129,7 +130,7 @@ impl<U: UarWriter> Mlx5<U> {
         } else {
             prep.uidx.uidx
         };
-        let req = prep.request(true, req_uidx).encode();
+        let req = abi::encode_qp_req(&prep.request(true, req_uidx));
         Ok((
             prep,
             Udata {
