@@ -5,6 +5,7 @@
 
 use uverbs::wr::{wc_flags, WcOpcode, WcStatus, WorkCompletion};
 
+use super::hw::{Cqe64, ErrCqe};
 use super::umr::OPCODE_UMR;
 use super::wqe::opcode as sop;
 
@@ -51,20 +52,31 @@ pub mod syndrome {
     pub const REMOTE_ABORTED: u8 = 0x22;
 }
 
-/// Byte offsets in `struct mlx5_cqe64` / `struct mlx5_err_cqe`.
+/// Byte offsets in `struct mlx5_cqe64` / `struct mlx5_err_cqe`, from their one definition in
+/// `hw.rs` (the CQ ring reads `op_own` by offset; tests and the fuzz target build CQEs with
+/// them).
 pub mod off {
-    pub const ML_PATH: usize = 17;
-    pub const SLID: usize = 22;
-    pub const FLAGS_RQPN: usize = 24;
-    pub const SRQN_UIDX: usize = 32;
-    pub const IMM_INVAL_PKEY: usize = 36;
-    pub const BYTE_CNT: usize = 44;
-    pub const VENDOR_ERR_SYND: usize = 54;
-    pub const SYNDROME: usize = 55;
-    pub const SOP_DROP_QPN: usize = 56;
-    pub const WQE_COUNTER: usize = 60;
-    pub const SIGNATURE: usize = 62;
-    pub const OP_OWN: usize = 63;
+    use core::mem::offset_of;
+
+    use super::super::hw::{Cqe64, ErrCqe};
+
+    pub const ML_PATH: usize = offset_of!(Cqe64, ml_path);
+    pub const SLID: usize = offset_of!(Cqe64, slid);
+    pub const FLAGS_RQPN: usize = offset_of!(Cqe64, flags_rqpn);
+    pub const SRQN_UIDX: usize = offset_of!(Cqe64, srqn_uidx);
+    pub const IMM_INVAL_PKEY: usize = offset_of!(Cqe64, imm_inval_pkey);
+    pub const BYTE_CNT: usize = offset_of!(Cqe64, byte_cnt);
+    pub const VENDOR_ERR_SYND: usize = offset_of!(ErrCqe, vendor_err_synd);
+    pub const SYNDROME: usize = offset_of!(ErrCqe, syndrome);
+    pub const SOP_DROP_QPN: usize = offset_of!(Cqe64, sop_drop_qpn);
+    pub const WQE_COUNTER: usize = offset_of!(Cqe64, wqe_counter);
+    pub const SIGNATURE: usize = offset_of!(Cqe64, signature);
+    pub const OP_OWN: usize = offset_of!(Cqe64, op_own);
+
+    // The values the code was written against (mlx5dv.h; the layout test checks the header).
+    const _: () = assert!(ML_PATH == 17 && SLID == 22 && FLAGS_RQPN == 24 && SRQN_UIDX == 32);
+    const _: () = assert!(IMM_INVAL_PKEY == 36 && BYTE_CNT == 44 && VENDOR_ERR_SYND == 54 && SYNDROME == 55);
+    const _: () = assert!(SOP_DROP_QPN == 56 && WQE_COUNTER == 60 && SIGNATURE == 62 && OP_OWN == 63);
 }
 
 /// Which work queue a CQE completes.
@@ -115,15 +127,6 @@ impl std::fmt::Display for CqeError {
             CqeError::Opcode(o) => write!(f, "unsupported CQE opcode {o:#x}"),
         }
     }
-}
-
-#[inline]
-fn be16(b: &[u8; 64], o: usize) -> u16 {
-    u16::from_be_bytes([b[o], b[o + 1]])
-}
-#[inline]
-fn be32(b: &[u8; 64], o: usize) -> u32 {
-    u32::from_be_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
 }
 
 /// Is the CQE with this `op_own` byte, at consumer index `ci` of a ring of `ncqe` entries
@@ -207,13 +210,14 @@ pub fn parse(b: &[u8; 64]) -> Result<Cqe, CqeError> {
 /// values. The poll loop decodes straight into the caller's array with this. Never panics.
 #[inline(always)]
 pub fn parse_into(b: &[u8; 64], wc: &mut WorkCompletion) -> Result<CqeInfo, CqeError> {
-    let op_own = b[off::OP_OWN];
+    let c: &Cqe64 = zerocopy::transmute_ref!(b);
+    let op_own = c.op_own;
     let opcode = op_own >> 4;
     let format = (op_own >> 2) & 3;
     if format == FORMAT_COMPRESSED {
         return Err(CqeError::Compressed);
     }
-    let sop_drop_qpn = be32(b, off::SOP_DROP_QPN);
+    let sop_drop_qpn = c.sop_drop_qpn.get();
     let qpn = sop_drop_qpn & 0xff_ffff;
     *wc = WorkCompletion {
         qp_num: qpn,
@@ -221,9 +225,9 @@ pub fn parse_into(b: &[u8; 64], wc: &mut WorkCompletion) -> Result<CqeInfo, CqeE
     };
     let mut info = CqeInfo {
         queue: Queue::Send,
-        wqe_counter: be16(b, off::WQE_COUNTER),
+        wqe_counter: c.wqe_counter.get(),
         qpn,
-        srqn_uidx: be32(b, off::SRQN_UIDX) & 0xff_ffff,
+        srqn_uidx: c.srqn_uidx.get() & 0xff_ffff,
         inline_scatter_32: false,
     };
     match opcode {
@@ -232,7 +236,7 @@ pub fn parse_into(b: &[u8; 64], wc: &mut WorkCompletion) -> Result<CqeInfo, CqeE
             wc.opcode = o;
             wc.wc_flags = flags;
             wc.byte_len = match o {
-                WcOpcode::RdmaRead => be32(b, off::BYTE_CNT),
+                WcOpcode::RdmaRead => c.byte_cnt.get(),
                 WcOpcode::CompSwap | WcOpcode::FetchAdd => 8,
                 _ => 0,
             };
@@ -244,8 +248,8 @@ pub fn parse_into(b: &[u8; 64], wc: &mut WorkCompletion) -> Result<CqeInfo, CqeE
         }
         op::RESP_WR_IMM | op::RESP_SEND | op::RESP_SEND_IMM | op::RESP_SEND_INV => {
             info.queue = Queue::Recv;
-            let iip = be32(b, off::IMM_INVAL_PKEY);
-            wc.byte_len = be32(b, off::BYTE_CNT);
+            let iip = c.imm_inval_pkey.get();
+            wc.byte_len = c.byte_cnt.get();
             match opcode {
                 op::RESP_WR_IMM => {
                     wc.opcode = WcOpcode::RecvRdmaWithImm;
@@ -264,11 +268,11 @@ pub fn parse_into(b: &[u8; 64], wc: &mut WorkCompletion) -> Result<CqeInfo, CqeE
                 }
                 _ => wc.opcode = WcOpcode::Recv,
             }
-            let frq = be32(b, off::FLAGS_RQPN);
-            wc.slid = be16(b, off::SLID);
+            let frq = c.flags_rqpn.get();
+            wc.slid = c.slid.get();
             wc.sl = ((frq >> 24) & 0xf) as u8;
             wc.src_qp = frq & 0xff_ffff;
-            wc.dlid_path_bits = b[off::ML_PATH] & 0x7f;
+            wc.dlid_path_bits = c.ml_path & 0x7f;
             if (frq >> 28) & 3 != 0 {
                 wc.wc_flags |= wc_flags::GRH;
             }
@@ -280,8 +284,9 @@ pub fn parse_into(b: &[u8; 64], wc: &mut WorkCompletion) -> Result<CqeInfo, CqeE
             }
         }
         op::REQ_ERR | op::RESP_ERR => {
-            wc.status = status_for_syndrome(b[off::SYNDROME]);
-            wc.vendor_err = b[off::VENDOR_ERR_SYND] as u32;
+            let e: &ErrCqe = zerocopy::transmute_ref!(b);
+            wc.status = status_for_syndrome(e.syndrome);
+            wc.vendor_err = e.vendor_err_synd as u32;
             if opcode == op::REQ_ERR {
                 wc.opcode = req_opcode((sop_drop_qpn >> 24) as u8).0;
             } else {

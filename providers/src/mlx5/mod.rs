@@ -30,6 +30,8 @@ pub mod devx;
 mod dv;
 #[forbid(unsafe_code)]
 pub mod geometry;
+#[forbid(unsafe_code)]
+pub mod hw;
 pub mod mem;
 mod qp;
 #[forbid(unsafe_code)]

@@ -5,12 +5,16 @@
 //! segment (UD), then data-pointer segments or one inline segment. The SQ is a ring of WQEBBs; a
 //! WQE that reaches the end of the ring continues at its start (segments never straddle the end
 //! because they are 16-byte units and the ring is a multiple of 64; inline payload copies are
-//! split). All fields are big-endian.
+//! split). All fields are big-endian; the segments are the structs of `hw.rs`.
 //!
 //! No I/O and no unsafe: the SQ is a `&mut [u8]`, inline payload comes through a caller-supplied
 //! copy function.
 
 use uverbs::error::{Error, Result};
+use zerocopy::byteorder::big_endian::{U16, U32, U64};
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::hw::{AtomicSeg, Av, CtrlSeg, DataSeg, RaddrSeg, XrcSeg};
 use uverbs::provider::QpType;
 use uverbs::wr::{RecvWr, SendFlags, SendWr, Sge, WrOpcode};
 
@@ -70,59 +74,51 @@ pub fn ctrl_seg(
     fm_ce_se: u8,
     imm_raw: u32,
 ) -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[0..4].copy_from_slice(&(((wqe_index as u32) << 8) | opcode as u32).to_be_bytes());
-    s[4..8].copy_from_slice(&(((qpn & 0xff_ffff) << 8) | (ds as u32 & 0x3f)).to_be_bytes());
-    // bytes 8..11: signature, dci_stream_channel_id: zero.
-    s[11] = fm_ce_se;
-    // imm: the application's value is already in network order; store its memory bytes as-is.
-    s[12..16].copy_from_slice(&imm_raw.to_ne_bytes());
-    s
+    zerocopy::transmute!(CtrlSeg {
+        opmod_idx_opcode: U32::new(((wqe_index as u32) << 8) | opcode as u32),
+        qpn_ds: U32::new(((qpn & 0xff_ffff) << 8) | (ds as u32 & 0x3f)),
+        // signature, dci_stream_channel_id: zero.
+        signature: 0,
+        dci_stream_channel_id: U16::ZERO,
+        fm_ce_se,
+        // The application's value is already in network order: its memory bytes as they are.
+        imm: imm_raw.to_ne_bytes(),
+    })
 }
 
 /// Remote-address segment (16 bytes).
 pub fn raddr_seg(addr: u64, rkey: u32) -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[0..8].copy_from_slice(&addr.to_be_bytes());
-    s[8..12].copy_from_slice(&rkey.to_be_bytes());
-    s
+    zerocopy::transmute!(RaddrSeg { raddr: U64::new(addr), rkey: U32::new(rkey), reserved: U32::ZERO })
 }
 
 /// Atomic segment (16 bytes): swap (CAS) or addend (FAA), then compare.
 pub fn atomic_seg(swap_add: u64, compare: u64) -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[0..8].copy_from_slice(&swap_add.to_be_bytes());
-    s[8..16].copy_from_slice(&compare.to_be_bytes());
-    s
+    zerocopy::transmute!(AtomicSeg { swap_add: U64::new(swap_add), compare: U64::new(compare) })
 }
 
 /// Data-pointer segment (16 bytes).
 pub fn data_seg(byte_count: u32, lkey: u32, addr: u64) -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[0..4].copy_from_slice(&byte_count.to_be_bytes());
-    s[4..8].copy_from_slice(&lkey.to_be_bytes());
-    s[8..16].copy_from_slice(&addr.to_be_bytes());
-    s
+    zerocopy::transmute!(DataSeg { byte_count: U32::new(byte_count), lkey: U32::new(lkey), addr: U64::new(addr) })
 }
 
 /// UD datagram segment (`struct mlx5_wqe_datagram_seg`, 48 bytes): the AH's address vector
 /// with the Q_Key in bytes 0..4 and the destination QPN, extended-AV bit set, in bytes 8..12.
 pub fn ud_datagram_seg(av: &[u8; 48], qkey: u32, remote_qpn: u32) -> [u8; 48] {
-    let mut d = *av;
-    d[0..4].copy_from_slice(&qkey.to_be_bytes());
-    d[8..12].copy_from_slice(&((remote_qpn & 0xff_ffff) | EXTENDED_UD_AV).to_be_bytes());
-    d
+    let mut d: Av = zerocopy::transmute!(*av);
+    // `key.qkey.qkey`: the high word; the reserved word after it stays as the AH has it.
+    d.key = U64::new((u64::from(qkey) << 32) | (d.key.get() & 0xffff_ffff));
+    d.dqp_dct = U32::new((remote_qpn & 0xff_ffff) | EXTENDED_UD_AV);
+    zerocopy::transmute!(d)
 }
 
 /// DC datagram segment (libmlx5 `mlx5dv_wr_set_dc_addr`): the AH's address vector with the
 /// 64-bit DC access key in bytes 0..8 (`key.dc_key`, big-endian) and the target DCT number
 /// OR-ed into `dqp_dct` with the extended-AV bit.
 pub fn dc_datagram_seg(av: &[u8; 48], dc_key: u64, dctn: u32) -> [u8; 48] {
-    let mut d = *av;
-    let dqp = u32::from_be_bytes([d[8], d[9], d[10], d[11]]) | (dctn & 0xff_ffff) | EXTENDED_UD_AV;
-    d[8..12].copy_from_slice(&dqp.to_be_bytes());
-    d[0..8].copy_from_slice(&dc_key.to_be_bytes());
-    d
+    let mut d: Av = zerocopy::transmute!(*av);
+    d.dqp_dct = U32::new(d.dqp_dct.get() | (dctn & 0xff_ffff) | EXTENDED_UD_AV);
+    d.key = U64::new(dc_key);
+    zerocopy::transmute!(d)
 }
 
 /// Per-QP constants the encoder needs.
@@ -190,9 +186,7 @@ impl ErrnoExt for Error {
 /// The 16-byte XRC segment of an XRC initiator's send WQE: `xrc_srqn` (24 bits, big endian)
 /// and 12 reserved bytes.
 pub fn xrc_seg(remote_srqn: u32) -> [u8; 16] {
-    let mut s = [0u8; 16];
-    s[0..4].copy_from_slice(&(remote_srqn & 0xff_ffff).to_be_bytes());
-    s
+    zerocopy::transmute!(XrcSeg { xrc_srqn: U32::new(remote_srqn & 0xff_ffff), reserved: [0; 12] })
 }
 
 /// Validate `wr` against the QP without touching the ring.
@@ -477,9 +471,10 @@ where
     );
     c.sq[start..start + 16].copy_from_slice(&ctrl);
     if p.qp_type == QpType::Dci {
-        // libmlx5's mlx5_send_wr_set_dc_addr_stream: the stream id, big endian, in the control
-        // segment's dci_stream_channel_id (bytes 9..11, after the signature byte).
-        c.sq[start + 9..start + 11].copy_from_slice(&wr.dci_stream.to_be_bytes());
+        // libmlx5's mlx5_send_wr_set_dc_addr_stream: the stream id in the control segment's
+        // dci_stream_channel_id.
+        const AT: usize = core::mem::offset_of!(CtrlSeg, dci_stream_channel_id);
+        c.sq[start + AT..start + AT + 2].copy_from_slice(U16::new(wr.dci_stream).as_bytes());
     }
     let mut head = [0u8; 8];
     head.copy_from_slice(&ctrl[..8]);
@@ -517,31 +512,29 @@ pub fn build_recv(slot: &mut [u8], wr: &RecvWr<'_>) -> Result<()> {
 /// to the terminator or the end of the slot.
 pub fn recv_scatter(slot: &[u8]) -> impl Iterator<Item = Sge> + '_ {
     slot.chunks_exact(DS)
-        .map(|s| Sge {
-            length: u32::from_be_bytes([s[0], s[1], s[2], s[3]]),
-            lkey: u32::from_be_bytes([s[4], s[5], s[6], s[7]]),
-            addr: u64::from_be_bytes([s[8], s[9], s[10], s[11], s[12], s[13], s[14], s[15]]),
-        })
+        .filter_map(|s| DataSeg::read_from_bytes(s).ok())
+        .map(|d| Sge { length: d.byte_count.get(), lkey: d.lkey.get(), addr: d.addr.get() })
         .take_while(|s| s.lkey != INVALID_LKEY || s.length != 0)
 }
 
 /// RoCE address vector (`struct mlx5_wqe_av`, 48 bytes) for an address handle. `dmac` is the
 /// peer MAC the kernel resolved (CREATE_AH response), `udp_sport` the RoCEv2 source port.
 pub fn roce_av(attr: &uverbs::provider::AhAttr, dmac: [u8; 6], udp_sport: u16) -> [u8; 48] {
-    let mut a = [0u8; 48];
-    // static rate 0 (port rate); RoCE carries SL in bits 1..3.
-    a[12] = (attr.sl & 7) << 1;
-    a[14..16].copy_from_slice(&udp_sport.to_be_bytes());
-    a[20..26].copy_from_slice(&dmac);
+    let mut a = Av {
+        // static rate 0 (port rate); RoCE carries SL in bits 1..3.
+        stat_rate_sl: (attr.sl & 7) << 1,
+        rlid: U16::new(udp_sport),
+        rmac: dmac,
+        ..Av::default()
+    };
     if attr.is_global {
-        a[26] = attr.traffic_class;
-        a[27] = attr.hop_limit;
+        a.tclass = attr.traffic_class;
+        a.hop_limit = attr.hop_limit;
         // grh bit (30) stays clear for RoCE: the GRH is implied.
-        let w = ((attr.sgid_index as u32) << 20) | (attr.flow_label & 0xf_ffff);
-        a[28..32].copy_from_slice(&w.to_be_bytes());
-        a[32..48].copy_from_slice(&attr.dgid);
+        a.grh_gid_fl = U32::new(((attr.sgid_index as u32) << 20) | (attr.flow_label & 0xf_ffff));
+        a.rgid = attr.dgid;
     }
-    a
+    zerocopy::transmute!(a)
 }
 
 /// RoCEv2 UDP source port from the flow label (`ibv_flow_label_to_udp_sport`), or from a
