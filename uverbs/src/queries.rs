@@ -30,8 +30,8 @@ pub fn device_attr(
     let b = &ex.base;
     attr::DeviceAttr {
         fw_ver: fw_ver_text(driver_id, b.fw_ver),
-        node_guid: u64::from_be(b.node_guid),
-        sys_image_guid: u64::from_be(b.sys_image_guid),
+        node_guid: b.node_guid.get(),
+        sys_image_guid: b.sys_image_guid.get(),
         max_mr_size: b.max_mr_size,
         page_size_cap: b.page_size_cap,
         vendor_id: b.vendor_id,
@@ -197,7 +197,7 @@ mod tests {
     #[test]
     fn guids_are_big_endian_on_the_wire() {
         let mut ex = sys::ExQueryDeviceResp::default();
-        ex.base.node_guid = u64::from_be_bytes([0x58, 0x9f, 0x07, 0xff, 0xfe, 0xd0, 0x57, 0x88]).to_be();
+        ex.base.node_guid = zerocopy::FromBytes::read_from_bytes(&[0x58, 0x9f, 0x07, 0xff, 0xfe, 0xd0, 0x57, 0x88][..]).unwrap();
         let a = device_attr(14, &ex, 2);
         assert_eq!(a.node_guid, 0x589f_07ff_fed0_5788);
         assert_eq!(a.num_comp_vectors, 2);

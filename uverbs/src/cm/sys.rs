@@ -7,6 +7,7 @@
 //! one struct per arm ([`ConnParam`], [`UdParam`]). Every size and offset is checked against the
 //! installed headers by `tests/cm_layout.rs`.
 
+use zerocopy::byteorder::{BigEndian, U64};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use crate::sys::AhAttr;
@@ -170,10 +171,12 @@ abi! {
         pub preference: u8,
     }
 
-    /// `struct rdma_ucm_query_route_resp` (208 bytes).
+    /// `struct rdma_ucm_query_route_resp` (208 bytes; 8-byte aligned like its `__be64`, which
+    /// the byte-order type is not).
+    #[repr(align(8))]
     pub struct QueryRouteResp {
-        /// `__be64` in memory (network order).
-        pub node_guid: u64,
+        /// `__be64`.
+        pub node_guid: U64<BigEndian>,
         pub ib_route: [UserPathRec; 2],
         pub src_addr: SockaddrIn6,
         pub dst_addr: SockaddrIn6,
@@ -186,8 +189,8 @@ abi! {
 
     /// `struct rdma_ucm_query_addr_resp` (280 bytes).
     pub struct QueryAddrResp {
-        /// `__be64` in memory (network order).
-        pub node_guid: u64,
+        /// `__be64`.
+        pub node_guid: U64<BigEndian>,
         pub port_num: u8,
         pub reserved: u8,
         pub pkey: u16,

@@ -562,7 +562,7 @@ pub fn decode_query_addr(b: &[u8]) -> Result<AddrInfo> {
     let src = &r.src_addr.as_bytes()[..(r.src_size as usize).min(128)];
     let dst = &r.dst_addr.as_bytes()[..(r.dst_size as usize).min(128)];
     Ok(AddrInfo {
-        node_guid: u64::from_be(r.node_guid),
+        node_guid: r.node_guid.get(),
         port_num: r.port_num,
         pkey: r.pkey,
         src: decode_sockaddr(src),
@@ -643,7 +643,7 @@ pub fn decode_query_route(b: &[u8]) -> Result<RouteInfo> {
         .map_err(|_| Error::msg("decode rdma_cm QUERY_ROUTE", format!("{} bytes, expected 208", b.len())))?;
     let p = &r.ib_route[0];
     Ok(RouteInfo {
-        node_guid: u64::from_be(r.node_guid),
+        node_guid: r.node_guid.get(),
         port_num: r.port_num,
         num_paths: r.num_paths,
         sgid: p.sgid,

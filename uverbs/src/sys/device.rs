@@ -1,6 +1,7 @@
 //! The device, its ports and GIDs: GET_CONTEXT, QUERY_DEVICE (plain and extended), QUERY_PORT,
 //! the GID table entry, the async event, and their constants.
 
+use zerocopy::byteorder::{BigEndian, U64};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 abi! {
@@ -17,10 +18,10 @@ abi! {
     /// `struct ib_uverbs_query_device_resp` (176 bytes).
     pub struct QueryDeviceResp {
         pub fw_ver: u64,
-        /// Big-endian on the wire (`__be64`), kept as raw.
-        pub node_guid: u64,
-        /// Big-endian on the wire (`__be64`), kept as raw.
-        pub sys_image_guid: u64,
+        /// `__be64`.
+        pub node_guid: U64<BigEndian>,
+        /// `__be64`.
+        pub sys_image_guid: U64<BigEndian>,
         pub max_mr_size: u64,
         pub page_size_cap: u64,
         pub vendor_id: u32,
