@@ -1,7 +1,8 @@
 //! The device formats of `providers::mlx5::hw` (WQE segments, address vector, CQEs) against
 //! Debian 12's installed `<infiniband/mlx5dv.h>` (rdma-core 44, package libibverbs-dev),
-//! through the gcc probe of tests/support/c_probe.rs. The XRC segment lives in rdma-core's
-//! private wqe.h (not installed): its size is checked at compile time in hw.rs.
+//! through the gcc probe of tests/support/c_probe.rs. The XRC segment and the crypto BSF live in
+//! rdma-core's private wqe.h (not installed): their sizes are checked at compile time in hw.rs,
+//! the BSF's bytes by umr.rs's unit tests.
 
 #[path = "../../tests/support/c_probe.rs"]
 mod c_probe;
@@ -39,6 +40,11 @@ fn device_formats_match_installed_mlx5dv_h() {
     ));
     t.extend(fields!(
         ErrCqe, "mlx5_err_cqe", srqn, vendor_err_synd, syndrome, s_wqe_opcode_qpn, wqe_counter, signature, op_own
+    ));
+    t.extend(fields!(UmrCtrlSeg, "mlx5_wqe_umr_ctrl_seg", flags, klm_octowords, bsf_octowords, mkey_mask, rsvd1));
+    t.extend(fields!(
+        MkeyContextSeg, "mlx5_wqe_mkey_context_seg", free, access_flags, sf, qpn_mkey, flags_pd, start_addr, len,
+        bsf_octword_size, reserved3, translations_octword_size, log_page_size, reserved
     ));
     let exprs: Vec<&str> = t.iter().map(|(e, _)| e.as_str()).collect();
     let c = c_probe::c_values("mlx5-hw-layout", &["infiniband/mlx5dv.h"], "", &exprs);

@@ -127,3 +127,60 @@ pub struct ErrCqe {
 const _: () = assert!(size_of::<CtrlSeg>() == 16 && size_of::<RaddrSeg>() == 16 && size_of::<AtomicSeg>() == 16);
 const _: () = assert!(size_of::<DataSeg>() == 16 && size_of::<XrcSeg>() == 16 && size_of::<Av>() == 48);
 const _: () = assert!(size_of::<Cqe64>() == 64 && size_of::<ErrCqe>() == 64);
+
+/// `struct mlx5_wqe_umr_ctrl_seg` (48 bytes), the UMR control segment after a UMR WQE's
+/// control segment.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct UmrCtrlSeg {
+    pub flags: u8,
+    pub rsvd0: [u8; 3],
+    pub klm_octowords: U16,
+    /// Shares its slot with `translation_offset`.
+    pub bsf_octowords: U16,
+    pub mkey_mask: U64,
+    pub rsvd1: [u8; 32],
+}
+
+/// `struct mlx5_wqe_mkey_context_seg` (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct MkeyContextSeg {
+    pub free: u8,
+    pub reserved1: u8,
+    pub access_flags: u8,
+    pub sf: u8,
+    pub qpn_mkey: U32,
+    pub reserved2: U32,
+    pub flags_pd: U32,
+    pub start_addr: U64,
+    pub len: U64,
+    pub bsf_octword_size: U32,
+    pub reserved3: [U32; 4],
+    pub translations_octword_size: U32,
+    pub reserved4: [u8; 3],
+    pub log_page_size: u8,
+    pub reserved: U32,
+}
+
+/// `struct mlx5_crypto_bsf` (64 bytes; rdma-core's private wqe.h, not installed: umr.rs's unit
+/// tests check its bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+pub struct CryptoBsf {
+    pub size_type: u8,
+    pub enc_order: u8,
+    pub rsvd0: u8,
+    pub enc_standard: u8,
+    pub raw_data_size: U32,
+    pub crypto_block_size_pointer: u8,
+    pub rsvd1: [u8; 7],
+    pub xts_init_tweak: [u8; 16],
+    /// The DEK id in bits 0..23.
+    pub rsvd_dek_pointer: U32,
+    pub rsvd2: [u8; 4],
+    pub keytag: [u8; 8],
+    pub rsvd3: [u8; 16],
+}
+
+const _: () = assert!(size_of::<UmrCtrlSeg>() == 48 && size_of::<MkeyContextSeg>() == 64 && size_of::<CryptoBsf>() == 64);

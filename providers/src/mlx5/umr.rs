@@ -22,11 +22,15 @@
 //! The pure functions here encode each segment; [`build_crypto_mkey_configure`] validates like
 //! libmlx5 and writes the WQE into the SQ ring. No I/O and no unsafe.
 
+use core::mem::size_of;
+
 use uverbs::error::{Error, Result};
+use zerocopy::byteorder::big_endian::{U16, U32, U64};
 use uverbs::dv::CryptoAttr;
 use uverbs::provider::QpType;
 use uverbs::wr::Sge;
 
+use super::hw::{CryptoBsf, MkeyContextSeg, UmrCtrlSeg};
 use super::wqe::{ctrl_flags, ctrl_seg, data_seg, Built, SqParams, DS, WQEBB};
 
 /// `MLX5_OPCODE_UMR`.
@@ -105,22 +109,26 @@ pub const UCTX_RESP_MASK_MKEY_UPDATE_TAG: u32 = 1 << 5;
 /// Field offsets of the UMR control and mkey context segments (checked against Debian's
 /// installed `<infiniband/mlx5dv.h>` by tests/mlx5_umr_layout.rs).
 pub mod off {
-    pub const UMR_FLAGS: usize = 0;
-    pub const UMR_KLM_OCTOWORDS: usize = 4;
-    pub const UMR_BSF_OCTOWORDS: usize = 6;
-    pub const UMR_MKEY_MASK: usize = 8;
-    pub const MKC_FREE: usize = 0;
-    pub const MKC_ACCESS_FLAGS: usize = 2;
-    pub const MKC_QPN_MKEY: usize = 4;
-    pub const MKC_FLAGS_PD: usize = 12;
-    pub const MKC_START_ADDR: usize = 16;
-    pub const MKC_LEN: usize = 24;
+    use core::mem::offset_of;
+
+    use super::super::hw::{MkeyContextSeg, UmrCtrlSeg};
+
+    pub const UMR_FLAGS: usize = offset_of!(UmrCtrlSeg, flags);
+    pub const UMR_KLM_OCTOWORDS: usize = offset_of!(UmrCtrlSeg, klm_octowords);
+    pub const UMR_BSF_OCTOWORDS: usize = offset_of!(UmrCtrlSeg, bsf_octowords);
+    pub const UMR_MKEY_MASK: usize = offset_of!(UmrCtrlSeg, mkey_mask);
+    pub const MKC_FREE: usize = offset_of!(MkeyContextSeg, free);
+    pub const MKC_ACCESS_FLAGS: usize = offset_of!(MkeyContextSeg, access_flags);
+    pub const MKC_QPN_MKEY: usize = offset_of!(MkeyContextSeg, qpn_mkey);
+    pub const MKC_FLAGS_PD: usize = offset_of!(MkeyContextSeg, flags_pd);
+    pub const MKC_START_ADDR: usize = offset_of!(MkeyContextSeg, start_addr);
+    pub const MKC_LEN: usize = offset_of!(MkeyContextSeg, len);
 }
 
 /// Sizes of the fixed segments.
-pub const UMR_CTRL_LEN: usize = 48;
-pub const MKEY_CTX_LEN: usize = 64;
-pub const CRYPTO_BSF_LEN: usize = 64;
+pub const UMR_CTRL_LEN: usize = size_of::<UmrCtrlSeg>();
+pub const MKEY_CTX_LEN: usize = size_of::<MkeyContextSeg>();
+pub const CRYPTO_BSF_LEN: usize = size_of::<CryptoBsf>();
 
 /// The BSF's block-size selector for an AES-XTS data-unit size in bytes (`bs_to_bs_selector`:
 /// 512 → 1, 520 → 2, 4048 → 6, 4096 → 3, 4160 → 4); `None` for any other size.
@@ -171,12 +179,13 @@ pub const CRYPTO_CONFIGURE_MASK: u64 =
 
 /// UMR control segment (`struct mlx5_wqe_umr_ctrl_seg`, 48 bytes).
 pub fn umr_ctrl_seg(flags: u8, klm_octowords: u16, bsf_octowords: u16, mask: u64) -> [u8; UMR_CTRL_LEN] {
-    let mut s = [0u8; UMR_CTRL_LEN];
-    s[off::UMR_FLAGS] = flags;
-    s[off::UMR_KLM_OCTOWORDS..][..2].copy_from_slice(&klm_octowords.to_be_bytes());
-    s[off::UMR_BSF_OCTOWORDS..][..2].copy_from_slice(&bsf_octowords.to_be_bytes());
-    s[off::UMR_MKEY_MASK..][..8].copy_from_slice(&mask.to_be_bytes());
-    s
+    zerocopy::transmute!(UmrCtrlSeg {
+        flags,
+        klm_octowords: U16::new(klm_octowords),
+        bsf_octowords: U16::new(bsf_octowords),
+        mkey_mask: U64::new(mask),
+        ..UmrCtrlSeg::default()
+    })
 }
 
 /// Mkey context segment (`struct mlx5_wqe_mkey_context_seg`, 64 bytes) as the configure UMR
@@ -184,16 +193,15 @@ pub fn umr_ctrl_seg(flags: u8, klm_octowords: u16, bsf_octowords: u16, mask: u64
 /// byte, `flags_pd` = BSF enable only (the PD is not in the mask), start address 0, the
 /// length of the mapping; everything else 0.
 pub fn mkey_context_seg(access: u32, mkey_lkey: u32, len: u64, bsf_enable: bool) -> [u8; MKEY_CTX_LEN] {
-    let mut s = [0u8; MKEY_CTX_LEN];
-    s[off::MKC_FREE] = 0;
-    s[off::MKC_ACCESS_FLAGS] = mkc_access_flags(access);
-    s[off::MKC_QPN_MKEY..][..4].copy_from_slice(&(0xffff_ff00 | (mkey_lkey & 0xff)).to_be_bytes());
-    if bsf_enable {
-        s[off::MKC_FLAGS_PD..][..4].copy_from_slice(&MKC_FLAGS_BSF_ENABLE.to_be_bytes());
-    }
-    // start_addr (off::MKC_START_ADDR) stays 0: the mkey's address 0 is the first range.
-    s[off::MKC_LEN..][..8].copy_from_slice(&len.to_be_bytes());
-    s
+    zerocopy::transmute!(MkeyContextSeg {
+        free: 0,
+        access_flags: mkc_access_flags(access),
+        qpn_mkey: U32::new(0xffff_ff00 | (mkey_lkey & 0xff)),
+        flags_pd: U32::new(if bsf_enable { MKC_FLAGS_BSF_ENABLE } else { 0 }),
+        // start_addr stays 0: the mkey's address 0 is the first range.
+        len: U64::new(len),
+        ..MkeyContextSeg::default()
+    })
 }
 
 /// The inline translation list (`umr_sg_list_create`): one data segment per range, then zero
@@ -215,22 +223,21 @@ pub fn klm_list(sgl: &[Sge]) -> (Vec<u8>, u64) {
 /// `None` when the data-unit size has no selector.
 pub fn crypto_bsf(attr: &CryptoAttr, dek_id: u32, engines: u8) -> Option<[u8; CRYPTO_BSF_LEN]> {
     let bs = data_unit_selector(attr.data_unit_size)?;
-    let mut s = [0u8; CRYPTO_BSF_LEN];
-    s[0] = CRYPTO_BSF_SIZE_TYPE;
-    s[1] = encryption_order(attr.encrypt_on_tx, attr.signature_before_crypto_on_tx);
-    s[3] = ENCRYPTION_STANDARD_AES_XTS;
-    s[4..8].copy_from_slice(&u32::MAX.to_be_bytes()); // raw_data_size
-    s[8] = bs;
+    let mut tweak = attr.initial_tweak;
     if engines & engines::MULTI_BLOCK != 0 {
-        for (i, b) in attr.initial_tweak.iter().rev().enumerate() {
-            s[16 + i] = *b;
-        }
-    } else {
-        s[16..32].copy_from_slice(&attr.initial_tweak);
+        tweak.reverse();
     }
-    s[32..36].copy_from_slice(&(dek_id & 0xff_ffff).to_be_bytes());
-    s[40..48].copy_from_slice(&attr.keytag);
-    Some(s)
+    Some(zerocopy::transmute!(CryptoBsf {
+        size_type: CRYPTO_BSF_SIZE_TYPE,
+        enc_order: encryption_order(attr.encrypt_on_tx, attr.signature_before_crypto_on_tx),
+        enc_standard: ENCRYPTION_STANDARD_AES_XTS,
+        raw_data_size: U32::new(u32::MAX),
+        crypto_block_size_pointer: bs,
+        xts_init_tweak: tweak,
+        rsvd_dek_pointer: U32::new(dek_id & 0xff_ffff),
+        keytag: attr.keytag,
+        ..CryptoBsf::default()
+    }))
 }
 
 /// What a crypto mkey-configure needs besides the QP.
