@@ -57,14 +57,12 @@ const HINT_PROTO: &str = "is the peer perftest (or rperftest) started with the s
 // MTU
 // ------------------------------------------------------------------------------------------------
 
-/// Bytes of an `ibv_mtu` enum value (1 → 256 … 5 → 4096).
-pub fn mtu_bytes(mtu_enum: u8) -> Option<u32> {
-    (1..=5).contains(&mtu_enum).then(|| 1u32 << (7 + mtu_enum))
-}
+/// `ibv_mtu` enum of a byte size (256 … 4096): the verbs layer's one mapping.
+pub use uverbs::device::mtu_enum;
 
-/// `ibv_mtu` enum of a byte size (256 … 4096).
-pub fn mtu_enum(bytes: u32) -> Option<u8> {
-    (1u8..=5).find(|&e| 1u32 << (7 + e) == bytes)
+/// Bytes of an `ibv_mtu` enum value (1 → 256 … 5 → 4096; `None` otherwise).
+pub fn mtu_bytes(mtu_enum: u8) -> Option<u32> {
+    uverbs::attr::mtu_bytes(mtu_enum.into())
 }
 
 /// The MTU block: the enum as an ASCII digit, NUL-terminated, in `len` bytes (2, or 4 for
