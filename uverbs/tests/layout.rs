@@ -88,11 +88,6 @@ fn all_checks() -> Vec<Check> {
             response, user_handle, pd_handle, send_cq_handle, recv_cq_handle, srq_handle, max_send_wr, max_recv_wr,
             max_send_sge, max_recv_sge, max_inline_data, sq_sig_all, qp_type, is_srq, reserved
         }
-        sys::ExCreateQp = "struct ib_uverbs_ex_create_qp" {
-            user_handle, pd_handle, send_cq_handle, recv_cq_handle, srq_handle, max_send_wr, max_recv_wr,
-            max_send_sge, max_recv_sge, max_inline_data, sq_sig_all, qp_type, is_srq, reserved, comp_mask,
-            create_flags, rwq_ind_tbl_handle, source_qpn
-        }
         sys::CreateQpResp = "struct ib_uverbs_create_qp_resp" {
             qp_handle, qpn, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, max_inline_data, reserved
         }

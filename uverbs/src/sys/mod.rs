@@ -73,7 +73,7 @@ pub use pd::{
 };
 pub use qp::{
     AhAttr, AttachMcast, CreateAh, CreateAhResp, CreateQp, CreateQpResp, DestroyAh, DestroyQp,
-    DestroyQpResp, DetachMcast, ExCreateQp, ExCreateQpResp, ExModifyQp, ExModifyQpResp, GlobalRoute,
+    DestroyQpResp, DetachMcast, ExCreateQpResp, ExModifyQp, ExModifyQpResp, GlobalRoute,
     ModifyQp, PostSend, PostSendResp, QpAttrResp, QpCap, QpDest, QueryQp, QueryQpResp, UverbsSendWr, UverbsSge,
     IB_UVERBS_QPT_RC, IB_UVERBS_QPT_UC, IB_UVERBS_QPT_UD, IB_UVERBS_QPT_XRC_INI,
     IB_UVERBS_QPT_XRC_TGT, IB_UVERBS_QP_CREATE_SQ_SIG_ALL, qp_attr,

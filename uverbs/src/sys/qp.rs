@@ -45,28 +45,6 @@ abi! {
         pub reserved: u8,
     }
 
-    /// `struct ib_uverbs_ex_create_qp`.
-    pub struct ExCreateQp {
-        pub user_handle: u64,
-        pub pd_handle: u32,
-        pub send_cq_handle: u32,
-        pub recv_cq_handle: u32,
-        pub srq_handle: u32,
-        pub max_send_wr: u32,
-        pub max_recv_wr: u32,
-        pub max_send_sge: u32,
-        pub max_recv_sge: u32,
-        pub max_inline_data: u32,
-        pub sq_sig_all: u8,
-        pub qp_type: u8,
-        pub is_srq: u8,
-        pub reserved: u8,
-        pub comp_mask: u32,
-        pub create_flags: u32,
-        pub rwq_ind_tbl_handle: u32,
-        pub source_qpn: u32,
-    }
-
     /// `struct ib_uverbs_create_qp_resp`.
     pub struct CreateQpResp {
         pub qp_handle: u32,
