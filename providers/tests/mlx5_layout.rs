@@ -5,6 +5,8 @@
 #[path = "../../tests/support/c_probe.rs"]
 mod c_probe;
 
+use std::mem::offset_of;
+
 use providers::mlx5::abi::*;
 
 fn table() -> Vec<(&'static str, usize)> {
@@ -258,11 +260,12 @@ fn dc_layout_matches_the_kernel_headers() {
         ("sizeof(struct mlx5_ib_create_qp_dci_streams)", 2),
         (
             "offsetof(struct mlx5_ib_create_qp_dci_streams, log_num_concurent)",
-            dc::DCI_STREAMS_LOG_NUM_CONCURENT,
+            // `sys::CreateQp` flattens the struct into two fields at `qp_req::DCI_STREAMS`.
+            offset_of!(uverbs::sys::mlx5::CreateQp, dci_log_num_concurent) - qp_req::DCI_STREAMS,
         ),
         (
             "offsetof(struct mlx5_ib_create_qp_dci_streams, log_num_errored)",
-            dc::DCI_STREAMS_LOG_NUM_ERRORED,
+            offset_of!(uverbs::sys::mlx5::CreateQp, dci_log_num_errored) - qp_req::DCI_STREAMS,
         ),
         ("IB_UVERBS_QPT_DRIVER", uverbs::provider::QPT_DRIVER as usize),
     ];

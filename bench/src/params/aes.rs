@@ -72,8 +72,7 @@ impl AesXts {
     /// The set-up for `--aes_xts` (`None` without it). `verb_encrypts`: the tool's verb is one of
     /// perftest's encrypted paths.
     pub fn engine_setup(&self, verb_encrypts: bool) -> Option<CryptoSetup> {
-        let a = self;
-        if !a.enabled {
+        if !self.enabled {
             return None;
         }
         let mut tweak = [0u8; 16];
@@ -82,15 +81,15 @@ impl AesXts {
         }
         Some(CryptoSetup {
             attr: CryptoAttr {
-                encrypt_on_tx: a.encrypt_on_tx,
-                signature_before_crypto_on_tx: a.sig_before,
+                encrypt_on_tx: self.encrypt_on_tx,
+                signature_before_crypto_on_tx: self.sig_before,
                 initial_tweak: tweak,
                 keytag: [0; 8],
-                data_unit_size: a.block_size(),
+                data_unit_size: self.block_size(),
             },
-            keys: a.keys_number,
-            app_path: a.app_path.clone().unwrap_or_default(),
-            kek_path: a.kek_path.clone().unwrap_or_default(),
+            keys: self.keys_number,
+            app_path: self.app_path.clone().unwrap_or_default(),
+            kek_path: self.kek_path.clone().unwrap_or_default(),
             encrypted_posts: verb_encrypts,
         })
     }

@@ -34,11 +34,6 @@ pub const QP_FLAG_TYPE_DCT: u32 = 1 << 4;
 pub const QP_FLAG_TYPE_DCI: u32 = 1 << 5;
 /// `MLX5_QP_FLAG_DCI_STREAM`.
 pub const QP_FLAG_DCI_STREAM: u32 = 1 << 11;
-/// Offsets inside `struct mlx5_ib_create_qp_dci_streams` (at `qp_req::DCI_STREAMS`), which
-/// `sys::CreateQp` flattens into `dci_log_num_concurent` / `dci_log_num_errored` (the layout
-/// test checks both against the header).
-pub const DCI_STREAMS_LOG_NUM_CONCURENT: usize = 0;
-pub const DCI_STREAMS_LOG_NUM_ERRORED: usize = 1;
 
 /// The CREATE_QP driver request of a DC QP: `base` (addresses, counts, uidx) with the DC
 /// flags, the DCT access key and the DCI stream counts filled in.

@@ -12,7 +12,7 @@
 
 use uverbs::error::{Error, Result};
 use zerocopy::byteorder::big_endian::{U16, U32, U64};
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::FromBytes;
 
 use super::hw::{AtomicSeg, Av, CtrlSeg, DataSeg, RaddrSeg, XrcSeg};
 use uverbs::provider::QpType;
@@ -461,7 +461,7 @@ where
     }
     let fm_ce_se = fm_ce_se_of(p, wr);
     let imm = if wr.opcode.has_imm() { wr.imm_data } else { 0 };
-    let ctrl = ctrl_seg(
+    let mut ctrl = ctrl_seg(
         cur_post as u16,
         mlx5_opcode(wr.opcode),
         p.qpn,
@@ -469,13 +469,14 @@ where
         fm_ce_se,
         imm,
     );
-    c.sq[start..start + 16].copy_from_slice(&ctrl);
     if p.qp_type == QpType::Dci {
         // libmlx5's mlx5_send_wr_set_dc_addr_stream: the stream id in the control segment's
-        // dci_stream_channel_id.
-        const AT: usize = core::mem::offset_of!(CtrlSeg, dci_stream_channel_id);
-        c.sq[start + AT..start + AT + 2].copy_from_slice(U16::new(wr.dci_stream).as_bytes());
+        // dci_stream_channel_id (not in the doorbell's first 8 bytes).
+        let mut seg: CtrlSeg = zerocopy::transmute!(ctrl);
+        seg.dci_stream_channel_id = U16::new(wr.dci_stream);
+        ctrl = zerocopy::transmute!(seg);
     }
+    c.sq[start..start + 16].copy_from_slice(&ctrl);
     let mut head = [0u8; 8];
     head.copy_from_slice(&ctrl[..8]);
     Ok(Built {

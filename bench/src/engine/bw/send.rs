@@ -122,7 +122,8 @@ impl<'a> Sender<'a> {
     /// Post one chain of up to `post_list` WRs on QP `q` (one doorbell); returns its length.
     fn post_chain<E: Endpoint>(&mut self, ep: &mut E, q: usize, samples: &mut BwSamples) -> Result<u64, EngineError> {
         let chain = self.post_list.min(CHAIN_MAX as u64) as usize;
-        let t = self.targets[q];
+        let targets = self.targets;
+        let t = &targets[q];
         // SGEs first (they move with the address cycle), then the WRs that borrow them.
         let mut remotes = [0u64; CHAIN_MAX];
         for (sge, remote) in self.sges.iter_mut().zip(remotes.iter_mut()).take(chain) {
