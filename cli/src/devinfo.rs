@@ -50,13 +50,12 @@ impl SysfsSource {
 
 impl DevinfoSource for SysfsSource {
     fn device_attr(&mut self, dev: &DeviceInfo) -> Result<DeviceAttr> {
-        Ok(DeviceAttr {
-            fw_ver: dev.fw_ver.clone(),
-            node_guid: dev.node_guid,
-            sys_image_guid: dev.sys_image_guid,
-            phys_port_cnt: u8::try_from(dev.port_count).unwrap_or(u8::MAX),
-            ..DeviceAttr::default()
-        })
+        let mut a = DeviceAttr { fw_ver: dev.fw_ver.clone(), ..DeviceAttr::default() };
+        let base = &mut a.resp.base;
+        base.node_guid.set(dev.node_guid);
+        base.sys_image_guid.set(dev.sys_image_guid);
+        base.phys_port_cnt = u8::try_from(dev.port_count).unwrap_or(u8::MAX);
+        Ok(a)
     }
 
     fn port_attr(&mut self, dev: &DeviceInfo, port: u32) -> Result<PortAttr> {

@@ -4,9 +4,9 @@
 //! (the kernel's QUERY_DEVICE / QUERY_PORT / QUERY_GID_TABLE, or sysfs) can fill them and
 //! [`crate::devinfo`] can print them. No logic beyond small, total conversions.
 //!
-//! GUIDs are held as host-order numbers whose hex digits read the way `ibv_devinfo` prints them
+//! GUIDs read as host-order numbers whose hex digits go the way `ibv_devinfo` prints them
 //! (`fc3c:7aff:feba:5df3` is `0xfc3c_7aff_feba_5df3`). The kernel's QUERY_DEVICE response carries
-//! them big-endian (`__be64`): convert with `u64::from_be_bytes` of the raw bytes.
+//! them big-endian (`__be64`), which [`DeviceAttr`] keeps: `a.node_guid.get()`.
 
 use std::fmt;
 
@@ -200,84 +200,26 @@ pub fn fw_ver_from_raw(raw: u64) -> String {
     )
 }
 
-/// Every device attribute `ibv_devinfo -v` prints (`struct ibv_device_attr_ex`, flattened).
+/// Every device attribute `ibv_devinfo -v` prints: the kernel's (EX_)QUERY_DEVICE answer as it
+/// came, with the firmware text and GET_CONTEXT's vector count beside it. The plain attributes
+/// read through `Deref` (`a.max_qp`); the GUIDs stay big-endian as the kernel sends them
+/// (`a.node_guid.get()`), the extended ones are under [`Self::resp`] (`a.resp.odp_caps`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceAttr {
     /// Firmware version text; empty means "none" and `ibv_devinfo` omits the line.
     pub fw_ver: String,
-    pub node_guid: u64,
-    pub sys_image_guid: u64,
-    pub max_mr_size: u64,
-    pub page_size_cap: u64,
-    pub vendor_id: u32,
-    pub vendor_part_id: u32,
-    pub hw_ver: u32,
-    pub max_qp: u32,
-    pub max_qp_wr: u32,
-    pub device_cap_flags: u32,
-    pub max_sge: u32,
-    pub max_sge_rd: u32,
-    pub max_cq: u32,
-    pub max_cqe: u32,
-    pub max_mr: u32,
-    pub max_pd: u32,
-    pub max_qp_rd_atom: u32,
-    pub max_ee_rd_atom: u32,
-    pub max_res_rd_atom: u32,
-    pub max_qp_init_rd_atom: u32,
-    pub max_ee_init_rd_atom: u32,
-    /// `enum ibv_atomic_cap`: 0 none, 1 HCA, 2 global.
-    pub atomic_cap: u32,
-    pub max_ee: u32,
-    pub max_rdd: u32,
-    pub max_mw: u32,
-    pub max_raw_ipv6_qp: u32,
-    pub max_raw_ethy_qp: u32,
-    pub max_mcast_grp: u32,
-    pub max_mcast_qp_attach: u32,
-    pub max_total_mcast_qp_attach: u32,
-    pub max_ah: u32,
-    pub max_fmr: u32,
-    pub max_map_per_fmr: u32,
-    pub max_srq: u32,
-    pub max_srq_wr: u32,
-    pub max_srq_sge: u32,
-    pub max_pkeys: u16,
-    pub local_ca_ack_delay: u8,
-    pub phys_port_cnt: u8,
-    // ---- extended attributes (EX_QUERY_DEVICE) ----
-    pub odp_general_caps: u64,
-    pub rc_odp_caps: u32,
-    pub uc_odp_caps: u32,
-    pub ud_odp_caps: u32,
-    pub xrc_odp_caps: u32,
-    pub completion_timestamp_mask: u64,
-    /// kHz.
-    pub hca_core_clock: u64,
-    pub device_cap_flags_ex: u64,
-    pub max_tso: u32,
-    pub tso_supported_qpts: u32,
-    pub rss_supported_qpts: u32,
-    pub max_rwq_indirection_tables: u32,
-    pub max_rwq_indirection_table_size: u32,
-    pub rx_hash_function: u32,
-    pub rx_hash_fields_mask: u64,
-    pub max_wq_type_rq: u32,
-    pub raw_packet_caps: u32,
-    /// kbps.
-    pub qp_rate_limit_min: u32,
-    pub qp_rate_limit_max: u32,
-    pub packet_pacing_supported_qpts: u32,
-    pub tm_max_rndv_hdr_size: u32,
-    pub tm_max_num_tags: u32,
-    pub tm_flags: u32,
-    pub tm_max_ops: u32,
-    pub tm_max_sge: u32,
-    pub max_cq_moderation_count: u16,
-    pub max_cq_moderation_period: u16,
-    pub max_dm_size: u64,
+    /// The EX_QUERY_DEVICE answer (`base` alone, the rest zero, from a plain QUERY_DEVICE or
+    /// from sysfs).
+    pub resp: crate::sys::ExQueryDeviceResp,
     /// From GET_CONTEXT (`NUM_COMP_VECTORS`), not QUERY_DEVICE.
     pub num_comp_vectors: u32,
+}
+
+impl std::ops::Deref for DeviceAttr {
+    type Target = crate::sys::QueryDeviceResp;
+    fn deref(&self) -> &Self::Target {
+        &self.resp.base
+    }
 }
 
 impl DeviceAttr {

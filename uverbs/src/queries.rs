@@ -21,84 +21,14 @@ pub fn fw_ver_text(driver_id: u32, raw: u64) -> String {
     }
 }
 
-/// QUERY_DEVICE (+EX) answer → [`attr::DeviceAttr`]. GUIDs arrive big-endian.
+/// QUERY_DEVICE (+EX) answer → [`attr::DeviceAttr`]: the answer kept whole, the firmware
+/// version formatted the driver's way.
 pub fn device_attr(
     driver_id: u32,
     ex: &sys::ExQueryDeviceResp,
     num_comp_vectors: u32,
 ) -> attr::DeviceAttr {
-    let b = &ex.base;
-    attr::DeviceAttr {
-        fw_ver: fw_ver_text(driver_id, b.fw_ver),
-        node_guid: b.node_guid.get(),
-        sys_image_guid: b.sys_image_guid.get(),
-        max_mr_size: b.max_mr_size,
-        page_size_cap: b.page_size_cap,
-        vendor_id: b.vendor_id,
-        vendor_part_id: b.vendor_part_id,
-        hw_ver: b.hw_ver,
-        max_qp: b.max_qp,
-        max_qp_wr: b.max_qp_wr,
-        device_cap_flags: b.device_cap_flags,
-        max_sge: b.max_sge,
-        max_sge_rd: b.max_sge_rd,
-        max_cq: b.max_cq,
-        max_cqe: b.max_cqe,
-        max_mr: b.max_mr,
-        max_pd: b.max_pd,
-        max_qp_rd_atom: b.max_qp_rd_atom,
-        max_ee_rd_atom: b.max_ee_rd_atom,
-        max_res_rd_atom: b.max_res_rd_atom,
-        max_qp_init_rd_atom: b.max_qp_init_rd_atom,
-        max_ee_init_rd_atom: b.max_ee_init_rd_atom,
-        atomic_cap: b.atomic_cap,
-        max_ee: b.max_ee,
-        max_rdd: b.max_rdd,
-        max_mw: b.max_mw,
-        max_raw_ipv6_qp: b.max_raw_ipv6_qp,
-        max_raw_ethy_qp: b.max_raw_ethy_qp,
-        max_mcast_grp: b.max_mcast_grp,
-        max_mcast_qp_attach: b.max_mcast_qp_attach,
-        max_total_mcast_qp_attach: b.max_total_mcast_qp_attach,
-        max_ah: b.max_ah,
-        max_fmr: b.max_fmr,
-        max_map_per_fmr: b.max_map_per_fmr,
-        max_srq: b.max_srq,
-        max_srq_wr: b.max_srq_wr,
-        max_srq_sge: b.max_srq_sge,
-        max_pkeys: b.max_pkeys,
-        local_ca_ack_delay: b.local_ca_ack_delay,
-        phys_port_cnt: b.phys_port_cnt,
-        odp_general_caps: ex.odp_caps.general_caps,
-        rc_odp_caps: ex.odp_caps.rc_odp_caps,
-        uc_odp_caps: ex.odp_caps.uc_odp_caps,
-        ud_odp_caps: ex.odp_caps.ud_odp_caps,
-        xrc_odp_caps: ex.xrc_odp_caps,
-        completion_timestamp_mask: ex.timestamp_mask,
-        hca_core_clock: ex.hca_core_clock,
-        device_cap_flags_ex: ex.device_cap_flags_ex,
-        max_tso: 0,
-        tso_supported_qpts: 0,
-        rss_supported_qpts: ex.rss_caps.supported_qpts,
-        max_rwq_indirection_tables: ex.rss_caps.max_rwq_indirection_tables,
-        max_rwq_indirection_table_size: ex.rss_caps.max_rwq_indirection_table_size,
-        rx_hash_function: 0,
-        rx_hash_fields_mask: 0,
-        max_wq_type_rq: ex.max_wq_type_rq,
-        raw_packet_caps: ex.raw_packet_caps,
-        qp_rate_limit_min: 0,
-        qp_rate_limit_max: 0,
-        packet_pacing_supported_qpts: 0,
-        tm_max_rndv_hdr_size: ex.tm_caps.max_rndv_hdr_size,
-        tm_max_num_tags: ex.tm_caps.max_num_tags,
-        tm_flags: ex.tm_caps.flags,
-        tm_max_ops: ex.tm_caps.max_ops,
-        tm_max_sge: ex.tm_caps.max_sge,
-        max_cq_moderation_count: ex.cq_moderation_caps.max_cq_moderation_count,
-        max_cq_moderation_period: ex.cq_moderation_caps.max_cq_moderation_period,
-        max_dm_size: ex.max_dm_size,
-        num_comp_vectors,
-    }
+    attr::DeviceAttr { fw_ver: fw_ver_text(driver_id, ex.base.fw_ver), resp: *ex, num_comp_vectors }
 }
 
 /// QUERY_PORT answer → [`attr::PortAttr`].
@@ -199,7 +129,7 @@ mod tests {
         let mut ex = sys::ExQueryDeviceResp::default();
         ex.base.node_guid = zerocopy::FromBytes::read_from_bytes(&[0x58, 0x9f, 0x07, 0xff, 0xfe, 0xd0, 0x57, 0x88][..]).unwrap();
         let a = device_attr(14, &ex, 2);
-        assert_eq!(a.node_guid, 0x589f_07ff_fed0_5788);
+        assert_eq!(a.node_guid.get(), 0x589f_07ff_fed0_5788);
         assert_eq!(a.num_comp_vectors, 2);
     }
 

@@ -35,10 +35,11 @@ fn put(root: &Path, rel: &str, text: &str) {
 /// QUERY_DEVICE (EX) response values of rxe, decoded from our capture of `ibv_devinfo`'s uverbs
 /// commands (its 4th command), with the GUIDs of the boot the sysfs and text captures come from.
 fn rxe_device_attr() -> DeviceAttr {
-    DeviceAttr {
-        fw_ver: uverbs::attr::fw_ver_from_raw(0),
-        node_guid: 0xfc3c7afffeba5df3,
-        sys_image_guid: 0xfc3c7afffeba5df3,
+    use uverbs::sys::{ExQueryDeviceResp, QueryDeviceResp};
+    use zerocopy::byteorder::U64;
+    let base = QueryDeviceResp {
+        node_guid: U64::new(0xfc3c7afffeba5df3),
+        sys_image_guid: U64::new(0xfc3c7afffeba5df3),
         max_mr_size: 0xffffffffffffffff,
         page_size_cap: 0xfffff000,
         vendor_id: 16777215,
@@ -62,7 +63,7 @@ fn rxe_device_attr() -> DeviceAttr {
         max_ee: 0,
         max_rdd: 0,
         max_mw: 524287,
-        max_raw_ipv6_qp: 0,
+            max_raw_ipv6_qp: 0,
         max_raw_ethy_qp: 0,
         max_mcast_grp: 8192,
         max_mcast_qp_attach: 56,
@@ -76,9 +77,12 @@ fn rxe_device_attr() -> DeviceAttr {
         max_pkeys: 64,
         local_ca_ack_delay: 15,
         phys_port_cnt: 1,
-        device_cap_flags_ex: 0x1223c76,
+        ..Default::default()
+    };
+    DeviceAttr {
+        fw_ver: uverbs::attr::fw_ver_from_raw(0),
+        resp: ExQueryDeviceResp { base, device_cap_flags_ex: 0x1223c76, ..Default::default() },
         num_comp_vectors: 2, // GET_CONTEXT NUM_COMP_VECTORS (#2)
-        ..DeviceAttr::default()
     }
 }
 

@@ -134,7 +134,6 @@ fn all_checks() -> Vec<Check> {
         sys::IoctlHdr = "struct ib_uverbs_ioctl_hdr" { length, object_id, method_id, num_attrs, reserved1, driver_id, reserved2 }
 
         // ---- rxe ----
-        rxe::GlobalRoute = "struct rxe_global_route" { dgid, flow_label, sgid_index, hop_limit, traffic_class }
         rxe::Av = "struct rxe_av" { port_num, network_type, dmac, grh, sgid_addr, dgid_addr }
         rxe::SendWr = "struct rxe_send_wr" { wr_id, reserved, opcode, send_flags, ex = "ex.imm_data", wr }
         rxe::WrRdma = "struct rxe_send_wr" @ "wr.rdma" { remote_addr, rkey, reserved }
@@ -192,6 +191,19 @@ fn all_checks() -> Vec<Check> {
     v.push(Check { what: "rxe_queue_buf consumer".into(), rust: rxe::QUEUE_CONSUMER_INDEX_OFFSET as u64, c_expr: "offsetof(struct rxe_queue_buf, consumer_index)".into() });
     v.push(Check { what: "rxe_queue_buf mask".into(), rust: rxe::QUEUE_INDEX_MASK_OFFSET as u64, c_expr: "offsetof(struct rxe_queue_buf, index_mask)".into() });
     v.push(Check { what: "wc invalidate_rkey".into(), rust: offset_of!(sys::Wc, ex) as u64, c_expr: "offsetof(struct ib_uverbs_wc, ex.invalidate_rkey)".into() });
+    // rxe_global_route is sys::GlobalRoute (ib_uverbs_global_route's fields, which rxe_av holds at
+    // offset 8): every field and the size, but not the alignment, which its `union ib_gid` raises
+    // to 8 and rxe_av's own checked alignment provides.
+    for (f, rust) in [
+        ("dgid", offset_of!(rxe::GlobalRoute, dgid)),
+        ("flow_label", offset_of!(rxe::GlobalRoute, flow_label)),
+        ("sgid_index", offset_of!(rxe::GlobalRoute, sgid_index)),
+        ("hop_limit", offset_of!(rxe::GlobalRoute, hop_limit)),
+        ("traffic_class", offset_of!(rxe::GlobalRoute, traffic_class)),
+    ] {
+        v.push(Check { what: format!("rxe_global_route {f}"), rust: rust as u64, c_expr: format!("offsetof(struct rxe_global_route, {f})") });
+    }
+    v.push(Check { what: "rxe_global_route size".into(), rust: size_of::<rxe::GlobalRoute>() as u64, c_expr: "sizeof(struct rxe_global_route)".into() });
     v.push(Check { what: "rxe av sockaddr_in6 size".into(), rust: 28, c_expr: "sizeof(((struct rxe_av *)0)->sgid_addr)".into() });
     v.push(Check { what: "send_wr rdma.rkey".into(), rust: 32, c_expr: "offsetof(struct ib_uverbs_send_wr, wr.rdma.rkey)".into() });
     v.push(Check { what: "send_wr atomic.rkey".into(), rust: 48, c_expr: "offsetof(struct ib_uverbs_send_wr, wr.atomic.rkey)".into() });

@@ -54,13 +54,13 @@ const ODP_SRQ_RECV: u32 = 1 << 5;
 /// and role. `None` when ODP may be used; else perftest's line plus what to do.
 pub fn odp_problem(attr: &DeviceAttr, p: &Params) -> Option<String> {
     let hint = " (run without --odp)";
-    if attr.odp_general_caps & ODP_SUPPORT == 0 {
+    if attr.resp.odp_caps.general_caps & ODP_SUPPORT == 0 {
         return Some(format!(" The device does not support On-Demand Paging.{hint}"));
     }
     let (caps, name) = match p.connection {
-        Connection::Rc => (attr.rc_odp_caps, "RC"),
-        Connection::Ud => (attr.ud_odp_caps, "UD"),
-        Connection::Xrc => (attr.xrc_odp_caps, "XRC"),
+        Connection::Rc => (attr.resp.odp_caps.rc_odp_caps, "RC"),
+        Connection::Ud => (attr.resp.odp_caps.ud_odp_caps, "UD"),
+        Connection::Xrc => (attr.resp.xrc_odp_caps, "XRC"),
         Connection::Uc => return Some(format!(" ODP is not available on UC transport.{hint}")),
         Connection::Srd => return Some(format!(" ODP is not available on SRD transport.{hint}")),
         Connection::Dc => return None,
@@ -95,9 +95,9 @@ mod tests {
         let mut a = DeviceAttr::default();
         let wb = parsed(Tool::WriteBw, &["--odp"]);
         assert_eq!(odp_problem(&a, &wb).unwrap(), " The device does not support On-Demand Paging. (run without --odp)");
-        a.odp_general_caps = ODP_SUPPORT;
+        a.resp.odp_caps.general_caps = ODP_SUPPORT;
         assert!(odp_problem(&a, &wb).unwrap().starts_with(" ODP Write is not supported for RC transport."));
-        a.rc_odp_caps = ODP_WRITE | ODP_SEND;
+        a.resp.odp_caps.rc_odp_caps = ODP_WRITE | ODP_SEND;
         assert_eq!(odp_problem(&a, &wb), None);
         // send_bw: the client needs SEND, the server RECV (or SRQ RECV), -b both.
         let client = parsed(Tool::SendBw, &["--odp", "host"]);
@@ -106,7 +106,7 @@ mod tests {
         assert_eq!(odp_problem(&a, &client), None);
         assert!(odp_problem(&a, &server).unwrap().starts_with(" ODP Recv is not supported for RC"));
         assert!(odp_problem(&a, &duplex).unwrap().starts_with(" ODP bidirectional Send is not supported"));
-        a.rc_odp_caps |= ODP_SRQ_RECV;
+        a.resp.odp_caps.rc_odp_caps |= ODP_SRQ_RECV;
         assert_eq!(odp_problem(&a, &server), None);
         assert!(odp_problem(&a, &parsed(Tool::ReadBw, &["--odp"])).unwrap().starts_with(" ODP Read is"));
         assert!(odp_problem(&a, &parsed(Tool::AtomicBw, &["--odp"])).unwrap().starts_with(" ODP Atomics are"));

@@ -29,19 +29,13 @@ const _: () = assert!(SEND_WQE_PAYLOAD_OFFSET == 208);
 const _: () = assert!(RECV_WQE_PAYLOAD_OFFSET == 40);
 const _: () = assert!(size_of::<GlobalRoute>() == 24 && size_of::<Av>() == 88 && size_of::<SendWr>() == 144);
 
-abi! {
-    /// `struct rxe_global_route` (24 bytes incl. one byte of trailing padding).
-    #[repr(align(8))]
-    pub struct GlobalRoute {
-        pub dgid: [u8; 16],
-        pub flow_label: u32,
-        pub sgid_index: u8,
-        pub hop_limit: u8,
-        pub traffic_class: u8,
-        /// Implicit C padding.
-        pub _pad: u8,
-    }
+/// `struct rxe_global_route` is `ib_uverbs_global_route` field for field (24 bytes, the last one
+/// padding); only its `union ib_gid dgid` makes the C struct 8-byte aligned, and [`Av`], the one
+/// place rxe puts it, is 8-byte aligned itself with the route at offset 8. So one struct serves.
+pub use super::GlobalRoute;
+const _: () = assert!(core::mem::offset_of!(Av, grh) == 8);
 
+abi! {
     /// `struct rxe_av` (88 bytes). `sgid_addr`/`dgid_addr` are `sockaddr_in`/`sockaddr_in6`
     /// unions, kept as bytes.
     #[repr(align(8))]
