@@ -164,10 +164,11 @@ pub struct AhCreated {
     pub handle: u32,
 }
 
-/// QP states (values of `enum ib_qp_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// QP states (values of `enum ib_qp_state`); a new QP is in `Reset`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum QpState {
+    #[default]
     Reset = 0,
     Init = 1,
     Rtr = 2,

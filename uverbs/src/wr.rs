@@ -145,8 +145,9 @@ pub struct RecvWr<'a> {
 
 /// Completion status (values of `enum ibv_wc_status`), with the name perftest and rdma-core print
 /// and the most likely cause, so no user ever sees a bare number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WcStatus {
+    #[default]
     Success,
     LocLenErr,
     LocQpOpErr,
@@ -302,8 +303,9 @@ impl core::fmt::Display for WcStatus {
 }
 
 /// Completion opcodes (values of `enum ibv_wc_opcode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WcOpcode {
+    #[default]
     Send,
     RdmaWrite,
     RdmaRead,
@@ -364,8 +366,9 @@ pub mod wc_flags {
     pub const WITH_INV: u32 = 8;
 }
 
-/// One completion, provider-neutral (the fields of `struct ibv_wc`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One completion, provider-neutral (the fields of `struct ibv_wc`). The default is a zeroed
+/// successful send.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkCompletion {
     pub wr_id: u64,
     pub status: WcStatus,
@@ -381,26 +384,6 @@ pub struct WorkCompletion {
     pub slid: u16,
     pub sl: u8,
     pub dlid_path_bits: u8,
-}
-
-impl Default for WorkCompletion {
-    fn default() -> Self {
-        WorkCompletion {
-            wr_id: 0,
-            status: WcStatus::Success,
-            opcode: WcOpcode::Send,
-            vendor_err: 0,
-            byte_len: 0,
-            imm_data: 0,
-            qp_num: 0,
-            src_qp: 0,
-            wc_flags: 0,
-            pkey_index: 0,
-            slid: 0,
-            sl: 0,
-            dlid_path_bits: 0,
-        }
-    }
 }
 
 #[cfg(test)]

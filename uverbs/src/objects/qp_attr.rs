@@ -9,8 +9,8 @@ use crate::sys;
 pub const DEFAULT_QKEY: u32 = 0x1111_1111;
 
 /// QP attributes for MODIFY_QP (the fields of `ibv_qp_attr` that a non-ex MODIFY_QP carries).
-/// Only the fields named in the mask are sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Only the fields named in the mask are sent. The default is all zero in `Reset`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpAttr {
     pub qp_state: QpState,
     pub cur_qp_state: QpState,
@@ -37,36 +37,6 @@ pub struct QpAttr {
     /// The primary path (AV).
     pub ah_attr: AhAttr,
     pub alt_ah_attr: AhAttr,
-}
-
-impl Default for QpAttr {
-    fn default() -> Self {
-        QpAttr {
-            qp_state: QpState::Reset,
-            cur_qp_state: QpState::Reset,
-            path_mtu: 0,
-            path_mig_state: 0,
-            qkey: 0,
-            rq_psn: 0,
-            sq_psn: 0,
-            dest_qp_num: 0,
-            qp_access_flags: AccessFlags::empty(),
-            pkey_index: 0,
-            alt_pkey_index: 0,
-            en_sqd_async_notify: 0,
-            max_rd_atomic: 0,
-            max_dest_rd_atomic: 0,
-            min_rnr_timer: 0,
-            port_num: 0,
-            timeout: 0,
-            retry_cnt: 0,
-            rnr_retry: 0,
-            alt_port_num: 0,
-            alt_timeout: 0,
-            ah_attr: AhAttr::default(),
-            alt_ah_attr: AhAttr::default(),
-        }
-    }
 }
 
 /// A [`QpAttr`] from a kernel answer that carries its fields under the same names: QUERY_QP's
