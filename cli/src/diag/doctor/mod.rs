@@ -30,13 +30,11 @@ pub use local::{Env, Target};
 use report::Check;
 
 fn cli() -> Command {
-    // clap takes the default as text: made from the one constant (once per process).
-    let port_default: &'static str = Box::leak(peer::DEFAULT_PORT.to_string().into_boxed_str());
     Command::new("rperftest doctor")
         .about("why RDMA does not work: local checks, and with PEER the path to it (rperftest doctor --serve there)")
         .arg(Arg::new("peer").value_name("PEER").help("host running 'rperftest doctor --serve' (or any perftest server, for the TCP check alone)"))
         .arg(Arg::new("serve").long("serve").action(ArgAction::SetTrue).help("answer one 'rperftest doctor PEER' from another host"))
-        .arg(Arg::new("port").short('p').long("port").value_parser(value_parser!(u16)).default_value(port_default).help("TCP port of the exchange"))
+        .arg(Arg::new("port").short('p').long("port").value_parser(value_parser!(u16)).default_value(peer::DEFAULT_PORT.to_string()).help("TCP port of the exchange"))
         .arg(Arg::new("dev").short('d').long("ib-dev").value_name("DEV").help("only this RDMA device"))
         .arg(Arg::new("ibport").short('i').long("ib-port").value_parser(value_parser!(u32).range(1..)).help("only this port (peer mode: default 1)"))
         .arg(Arg::new("gidx").short('x').long("gid-index").value_parser(value_parser!(u32)).help("the GID index the tools would be given (default: their own choice)"))
