@@ -1,12 +1,13 @@
 //! Provider-neutral device, port and GID attributes.
 //!
-//! Plain structs with integer fields named as `ibv_devinfo` names them, so that either source
-//! (the kernel's QUERY_DEVICE / QUERY_PORT / QUERY_GID_TABLE, or sysfs) can fill them and
-//! [`crate::devinfo`] can print them. No logic beyond small, total conversions.
+//! [`DeviceAttr`] is the kernel's QUERY_DEVICE answer itself (sysfs fills the few fields it
+//! knows); the port and GID structs have integer fields named as `ibv_devinfo` names them, so
+//! that either source (QUERY_PORT / QUERY_GID_TABLE, or sysfs) can fill them. [`crate::devinfo`]
+//! prints them all. No logic beyond small, total conversions.
 //!
-//! GUIDs read as host-order numbers whose hex digits go the way `ibv_devinfo` prints them
-//! (`fc3c:7aff:feba:5df3` is `0xfc3c_7aff_feba_5df3`). The kernel's QUERY_DEVICE response carries
-//! them big-endian (`__be64`), which [`DeviceAttr`] keeps: `a.node_guid.get()`.
+//! A GUID's host-order number has hex digits that read the way `ibv_devinfo` prints them
+//! (`fc3c:7aff:feba:5df3` is `0xfc3c_7aff_feba_5df3`). The kernel sends them big-endian
+//! (`__be64`), and [`DeviceAttr`] keeps them so: `a.node_guid.get()` is that number.
 
 use std::fmt;
 
@@ -202,7 +203,8 @@ pub fn fw_ver_from_raw(raw: u64) -> String {
 
 /// Every device attribute `ibv_devinfo -v` prints: the kernel's (EX_)QUERY_DEVICE answer as it
 /// came, with the firmware text and GET_CONTEXT's vector count beside it. The plain attributes
-/// read through `Deref` (`a.max_qp`); the GUIDs stay big-endian as the kernel sends them
+/// read through `Deref` (`a.max_qp`), except `fw_ver`, which is the text here (the raw number is
+/// `a.resp.base.fw_ver`); the GUIDs stay big-endian as the kernel sends them
 /// (`a.node_guid.get()`), the extended ones are under [`Self::resp`] (`a.resp.odp_caps`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceAttr {

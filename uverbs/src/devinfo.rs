@@ -301,43 +301,45 @@ fn device_verbose(s: &mut String, a: &DeviceAttr) {
     line!("\tmax_pkeys:\t\t\t{}", a.max_pkeys);
     line!("\tlocal_ca_ack_delay:\t\t{}", a.local_ca_ack_delay);
 
+    // The extended attributes (EX_QUERY_DEVICE).
+    let r = &a.resp;
     // ODP.
     line!("\tgeneral_odp_caps:");
-    if a.resp.odp_caps.general_caps & 1 != 0 {
+    if r.odp_caps.general_caps & 1 != 0 {
         line!("{FLAG_INDENT}ODP_SUPPORT");
     }
-    if a.resp.odp_caps.general_caps & 2 != 0 {
+    if r.odp_caps.general_caps & 2 != 0 {
         line!("{FLAG_INDENT}ODP_SUPPORT_IMPLICIT");
     }
-    if a.resp.odp_caps.general_caps & !3 != 0 {
+    if r.odp_caps.general_caps & !3 != 0 {
         line!(
             "{FLAG_INDENT}Unknown flags: 0x{:X}",
-            a.resp.odp_caps.general_caps & !3
+            r.odp_caps.general_caps & !3
         );
     }
     line!("\trc_odp_caps:");
-    odp_trans(s, a.resp.odp_caps.rc_odp_caps);
+    odp_trans(s, r.odp_caps.rc_odp_caps);
     line!("\tuc_odp_caps:");
-    odp_trans(s, a.resp.odp_caps.uc_odp_caps);
+    odp_trans(s, r.odp_caps.uc_odp_caps);
     line!("\tud_odp_caps:");
-    odp_trans(s, a.resp.odp_caps.ud_odp_caps);
+    odp_trans(s, r.odp_caps.ud_odp_caps);
     line!("\txrc_odp_caps:");
-    odp_trans(s, a.resp.xrc_odp_caps);
+    odp_trans(s, r.xrc_odp_caps);
 
-    if a.resp.timestamp_mask != 0 {
+    if r.timestamp_mask != 0 {
         line!(
             "\tcompletion timestamp_mask:\t\t\t0x{:016x}",
-            a.resp.timestamp_mask
+            r.timestamp_mask
         );
     } else {
         line!("\tcompletion_timestamp_mask not supported");
     }
-    if a.resp.hca_core_clock != 0 {
-        line!("\thca_core_clock:\t\t\t{}kHZ", a.resp.hca_core_clock);
+    if r.hca_core_clock != 0 {
+        line!("\thca_core_clock:\t\t\t{}kHZ", r.hca_core_clock);
     } else {
         line!("\tcore clock not supported");
     }
-    if a.resp.raw_packet_caps != 0 {
+    if r.raw_packet_caps != 0 {
         line!("\traw packet caps:");
         for (bit, name) in [
             (1u32, "C-VLAN stripping offload"),
@@ -345,13 +347,13 @@ fn device_verbose(s: &mut String, a: &DeviceAttr) {
             (4, "IP csum offload"),
             (8, "Delay drop"),
         ] {
-            if a.resp.raw_packet_caps & bit != 0 {
+            if r.raw_packet_caps & bit != 0 {
                 line!("{FLAG_INDENT}{name}");
             }
         }
     }
-    line!("\tdevice_cap_flags_ex:\t\t0x{:X}", a.resp.device_cap_flags_ex);
-    let ex = a.resp.device_cap_flags_ex & 0xffff_ffff_0000_0000;
+    line!("\tdevice_cap_flags_ex:\t\t0x{:X}", r.device_cap_flags_ex);
+    let ex = r.device_cap_flags_ex & 0xffff_ffff_0000_0000;
     if ex & (1 << 34) != 0 {
         line!("{FLAG_INDENT}RAW_SCATTER_FCS");
     }
@@ -370,43 +372,43 @@ fn device_verbose(s: &mut String, a: &DeviceAttr) {
     line!("\trss_caps:");
     line!(
         "\t\tmax_rwq_indirection_tables:\t\t\t{}",
-        a.resp.rss_caps.max_rwq_indirection_tables
+        r.rss_caps.max_rwq_indirection_tables
     );
     line!(
         "\t\tmax_rwq_indirection_table_size:\t\t\t{}",
-        a.resp.rss_caps.max_rwq_indirection_table_size
+        r.rss_caps.max_rwq_indirection_table_size
     );
     line!("\t\trx_hash_function:\t\t\t\t0x0");
     line!("\t\trx_hash_fields_mask:\t\t\t\t0x0");
-    if a.resp.rss_caps.supported_qpts != 0 {
+    if r.rss_caps.supported_qpts != 0 {
         line!("\t\tsupported_qp:");
-        qpt_lines(s, a.resp.rss_caps.supported_qpts);
+        qpt_lines(s, r.rss_caps.supported_qpts);
     }
-    line!("\tmax_wq_type_rq:\t\t\t{}", a.resp.max_wq_type_rq);
+    line!("\tmax_wq_type_rq:\t\t\t{}", r.max_wq_type_rq);
     line!("\tpacket_pacing_caps:");
     line!("\t\tqp_rate_limit_min:\t0kbps");
     line!("\t\tqp_rate_limit_max:\t0kbps");
-    if a.resp.tm_caps.max_num_tags != 0 {
-        line!("\tmax_rndv_hdr_size:\t\t{}", a.resp.tm_caps.max_rndv_hdr_size);
-        line!("\tmax_num_tags:\t\t\t{}", a.resp.tm_caps.max_num_tags);
-        line!("\tmax_ops:\t\t\t{}", a.resp.tm_caps.max_ops);
-        line!("\tmax_sge:\t\t\t{}", a.resp.tm_caps.max_sge);
+    if r.tm_caps.max_num_tags != 0 {
+        line!("\tmax_rndv_hdr_size:\t\t{}", r.tm_caps.max_rndv_hdr_size);
+        line!("\tmax_num_tags:\t\t\t{}", r.tm_caps.max_num_tags);
+        line!("\tmax_ops:\t\t\t{}", r.tm_caps.max_ops);
+        line!("\tmax_sge:\t\t\t{}", r.tm_caps.max_sge);
         line!("\tflags:");
-        if a.resp.tm_caps.flags & 1 != 0 {
+        if r.tm_caps.flags & 1 != 0 {
             line!("{FLAG_INDENT}IBV_TM_CAP_RC");
         }
     } else {
         line!("\ttag matching not supported");
     }
-    if a.resp.cq_moderation_caps.max_cq_moderation_count != 0 && a.resp.cq_moderation_caps.max_cq_moderation_period != 0 {
+    if r.cq_moderation_caps.max_cq_moderation_count != 0 && r.cq_moderation_caps.max_cq_moderation_period != 0 {
         line!("\n\tcq moderation caps:");
-        line!("\t\tmax_cq_count:\t{}", a.resp.cq_moderation_caps.max_cq_moderation_count);
-        line!("\t\tmax_cq_period:\t{} us\n", a.resp.cq_moderation_caps.max_cq_moderation_period);
+        line!("\t\tmax_cq_count:\t{}", r.cq_moderation_caps.max_cq_moderation_count);
+        line!("\t\tmax_cq_period:\t{} us\n", r.cq_moderation_caps.max_cq_moderation_period);
     }
-    if a.resp.max_dm_size != 0 {
+    if r.max_dm_size != 0 {
         line!(
             "\tmaximum available device memory:\t{}Bytes\n",
-            a.resp.max_dm_size
+            r.max_dm_size
         );
     }
     line!("\tnum_comp_vectors:\t\t{}", a.num_comp_vectors as i32);
