@@ -38,7 +38,7 @@ def add(target: str, name: str, data: bytes) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def transcript_blocks():
-    dirs = [ROOT / "bench/tests/fixtures/tcp"]
+    dirs = [ROOT / "bench/perftest/tests/fixtures/tcp"]
     for d in dirs:
         for p in sorted(d.glob("*.transcript.txt")):
             for m in re.finditer(r"^\s*hex\s*:\s*([0-9a-f]+)\s*$", p.read_text(), re.M):

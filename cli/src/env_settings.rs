@@ -8,10 +8,13 @@
 //!   write; an unknown value is refused when an rxe context is opened).
 //! - `MLX5_SHUT_UP_BF` (set and not `0`: no BlueFlame) and `MLX5_POST_SEND_PREFER_BF` (`0`: a
 //!   plain doorbell where BlueFlame is optional), with libmlx5's meaning.
-//! - The perftest tools' own (`bench::settings`): `RPERFTEST_PERFTEST_VERSION`,
-//!   `RPERFTEST_OOB_TIMEOUT`, `RPERFTEST_STALL_TIMEOUT`, `RPERFTEST_CLOCK` (docs/faults.md,
-//!   docs/compat.md).
+//! - The perftest tools' own, handed to them as a [`RunSettings`] value:
+//!   `RPERFTEST_PERFTEST_VERSION`, `RPERFTEST_OOB_TIMEOUT`, `RPERFTEST_STALL_TIMEOUT`; and
+//!   `RPERFTEST_CLOCK=monotonic`, the time base's source, chosen before its first reading
+//!   (docs/faults.md, docs/compat.md).
 
+use bench_core::clock;
+use bench_core::settings::RunSettings;
 use providers::rxe::doorbell::DoorbellMode;
 use providers::settings::ProviderSettings;
 use uverbs::cmd::Transport;
@@ -22,6 +25,26 @@ pub const TRANSPORT_ENV: &str = "RPERFTEST_VERBS_TRANSPORT";
 pub const DOORBELL_ENV: &str = "RPERFTEST_RXE_DOORBELL";
 pub const MLX5_SHUT_UP_BF: &str = "MLX5_SHUT_UP_BF";
 pub const MLX5_PREFER_BF: &str = "MLX5_POST_SEND_PREFER_BF";
+/// `monotonic` makes every measurement read `CLOCK_MONOTONIC` instead of the calibrated TSC.
+pub const CLOCK_ENV: &str = "RPERFTEST_CLOCK";
+
+/// The perftest tools' settings from `var`, kept as written (the tool refuses a bad value
+/// with its own line when it uses it).
+pub fn run_settings(var: impl Fn(&str) -> Option<String>) -> RunSettings {
+    RunSettings {
+        persona: var(perftest::params::ENV_PERSONA),
+        oob_timeout: var(perftest::tool::ENV_OOB_TIMEOUT),
+        stall_timeout: var(perftest::tool::ENV_STALL_TIMEOUT),
+    }
+}
+
+/// The clock source `var` asks for.
+pub fn clock_source(var: impl Fn(&str) -> Option<String>) -> clock::Source {
+    match var(CLOCK_ENV).as_deref() {
+        Some("monotonic") => clock::Source::Monotonic,
+        _ => clock::Source::Tsc,
+    }
+}
 
 /// Both libraries' settings from `var` (the environment, or a table in tests).
 pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (Settings, ProviderSettings) {
@@ -46,7 +69,7 @@ fn to_stderr(w: &Warning) {
 /// How hints name a knob in the ib_* tools and our own commands: the two environment knobs, and
 /// perftest's options for the rest.
 pub fn perftest_spelling(k: Knob) -> Option<&'static str> {
-    env_spelling(k).or_else(|| bench::params::knobs::perftest_flag(k))
+    env_spelling(k).or_else(|| perftest::params::knobs::perftest_flag(k))
 }
 
 /// The knobs every command of this program has: the environment variables above.
@@ -58,17 +81,19 @@ pub fn env_spelling(k: Knob) -> Option<&'static str> {
     }
 }
 
-/// Read the environment, install the settings and the stderr warning sink; hints name knobs the
-/// perftest way unless `tool` has its own flags (qperf: only the environment knobs).
-pub fn install_from_env(tool: &str) {
+/// Read the environment, install the verbs layer's settings and the stderr warning sink, choose
+/// the clock, and return the perftest tools' settings; hints name knobs the perftest way unless
+/// `tool` has its own flags (qperf: only the environment knobs).
+pub fn install_from_env(tool: &str) -> RunSettings {
     let env = |k: &str| std::env::var(k).ok();
     let (u, p) = from_vars(env);
     uverbs::settings::install(u);
     providers::settings::install(p);
-    bench::settings::install(bench::settings::BenchSettings::from_vars(env));
     uverbs::settings::set_warning_sink(Some(to_stderr));
     let spelling: uverbs::knob::Spelling = if tool == "qperf" { env_spelling } else { perftest_spelling };
     uverbs::knob::set_spelling(Some(spelling));
+    clock::choose(clock_source(env));
+    run_settings(env)
 }
 
 #[cfg(test)]
@@ -108,6 +133,23 @@ mod tests {
         assert_eq!(perftest_spelling(Knob::GidIndex), Some("-x"));
         assert_eq!(perftest_spelling(Knob::WriteTransport), Some("RPERFTEST_VERBS_TRANSPORT=write"));
         assert_eq!(env_spelling(Knob::GidIndex), None);
+    }
+
+    #[test]
+    fn run_settings_keep_values_as_found() {
+        let t = [
+            ("RPERFTEST_PERFTEST_VERSION", "6.06"),
+            ("RPERFTEST_OOB_TIMEOUT", "abc"),
+            ("RPERFTEST_STALL_TIMEOUT", " 5 "),
+            ("RPERFTEST_CLOCK", "monotonic"),
+        ];
+        let s = run_settings(vars(&t));
+        assert_eq!(s.persona.as_deref(), Some("6.06"));
+        assert_eq!(s.oob_timeout.as_deref(), Some("abc"));
+        assert_eq!(s.stall_timeout.as_deref(), Some(" 5 "));
+        assert_eq!(clock_source(vars(&t)), clock::Source::Monotonic);
+        assert_eq!(run_settings(vars(&[])), RunSettings::default());
+        assert_eq!(clock_source(vars(&[("RPERFTEST_CLOCK", "tsc")])), clock::Source::Tsc);
     }
 
     #[test]

@@ -102,16 +102,16 @@ pub fn rping(data: &[u8]) {
 /// and a GID in their sysfs form, built from the input's first bytes.
 pub fn diag_sysfs(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let _ = (csys::strtoul(&text, 0), csys::strtoul(&text, 16), csys::parse_guid(&text), csys::parse_gid(&text));
+    let _ = (bench_core::cparse::strtoul(&text, 0), bench_core::cparse::strtoul(&text, 16), csys::parse_guid(&text), csys::parse_gid(&text));
     let mut w = [0u8; 16];
     for (d, s) in w.iter_mut().zip(data) {
         *d = *s;
     }
     let v = u64::from_le_bytes(w[..8].try_into().unwrap_or_default());
-    assert_eq!(csys::strtoul(&format!("{v}"), 0), v, "decimal {v}");
-    assert_eq!(csys::strtoul(&format!("0x{v:x}"), 0), v, "hex {v:x}");
-    assert_eq!(csys::strtoul(&format!("{v:x}"), 16), v, "base 16 {v:x}");
-    assert_eq!(csys::strtoul(&format!("{v}: STATE\n"), 0), v, "a number before text");
+    assert_eq!(bench_core::cparse::strtoul(&format!("{v}"), 0), v, "decimal {v}");
+    assert_eq!(bench_core::cparse::strtoul(&format!("0x{v:x}"), 0), v, "hex {v:x}");
+    assert_eq!(bench_core::cparse::strtoul(&format!("{v:x}"), 16), v, "base 16 {v:x}");
+    assert_eq!(bench_core::cparse::strtoul(&format!("{v}: STATE\n"), 0), v, "a number before text");
     let g: Vec<u16> = w.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
     let guid = format!("{:04x}:{:04x}:{:04x}:{:04x}\n", g[0], g[1], g[2], g[3]);
     assert_eq!(csys::parse_guid(&guid), Some(u64::from_be_bytes(w[..8].try_into().unwrap_or_default())), "{guid}");

@@ -2,6 +2,7 @@
 //! the first argument selects the tool; `devices`, `devinfo` and `selftest` are our own.
 
 use std::process::ExitCode;
+use bench_core::settings::RunSettings;
 
 #[forbid(unsafe_code)]
 mod check_json;
@@ -88,26 +89,26 @@ fn main() -> ExitCode {
         eprint!("{}", usage());
         return ExitCode::from(2);
     };
-    env_settings::install_from_env(cmd);
-    let code = run(cmd, rest);
+    let settings = env_settings::install_from_env(cmd);
+    let code = run(cmd, rest, &settings);
     ExitCode::from(code)
 }
 
-fn run(cmd: &str, rest: &[String]) -> u8 {
+fn run(cmd: &str, rest: &[String], settings: &RunSettings) -> u8 {
     match cmd {
         "-V" | "--version" | "version" => {
             println!("rperftest {}", env!("CARGO_PKG_VERSION"));
             0
         }
         "-h" | "--help" | "help" => {
-            print!("{}\n{}", usage(), bench::params::extensions_help());
+            print!("{}\n{}", usage(), perftest::params::extensions_help());
             0
         }
-        c if TOOLS.contains(&c) => match bench::params::Tool::from_name(c) {
-            Some(t) => exit_u8(bench::tool::run_tool(t, rest)),
+        c if TOOLS.contains(&c) => match perftest::params::Tool::from_name(c) {
+            Some(t) => exit_u8(perftest::tool::run_tool(t, rest, settings)),
             None => 2,
         },
-        "qperf" => exit_u8(bench::qperf::run(rest)),
+        "qperf" => exit_u8(qperf::run(rest)),
         "check-json" => check_json::run(rest),
         "devices" => exit_u8(devinfo::run_devices(rest)),
         "devinfo" => exit_u8(devinfo::run_devinfo(rest)),

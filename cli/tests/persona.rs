@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn fixture(rel: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bench/tests/fixtures").join(rel);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bench/perftest/tests/fixtures").join(rel);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

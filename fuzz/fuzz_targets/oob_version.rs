@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bench::fuzzing::oob_version(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| perftest::fuzzing::oob_version(data));

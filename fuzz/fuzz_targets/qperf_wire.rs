@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bench::fuzzing::qperf_wire(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| qperf::fuzzing::qperf_wire(data));

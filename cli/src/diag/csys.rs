@@ -4,6 +4,7 @@
 //! hex or leading-zero octal, stopping at the first character that is not a digit, 0 when
 //! there is none). `"4: ACTIVE"` is 4, `"2.5 Gb/sec (1X SDR)"` is 2, `"0x0"` is 0.
 
+use bench_core::cparse::strtoul;
 use std::io::Read;
 use std::path::Path;
 
@@ -23,53 +24,6 @@ pub fn read_string(path: &Path, max_len: usize) -> Option<String> {
         buf.truncate(z);
     }
     Some(String::from_utf8_lossy(&buf).into_owned())
-}
-
-/// `strtoul(text, NULL, base)` for base 0 (auto) or 16, truncated to 64 bits (overflow
-/// saturates as in C).
-pub fn strtoul(text: &str, base: u32) -> u64 {
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() && (b[i] == b' ' || (b'\t'..=b'\r').contains(&b[i])) {
-        i += 1;
-    }
-    let mut neg = false;
-    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
-        neg = b[i] == b'-';
-        i += 1;
-    }
-    let mut radix = base;
-    let has_hex_prefix = i + 1 < b.len()
-        && b[i] == b'0'
-        && (b[i + 1] == b'x' || b[i + 1] == b'X')
-        && b.get(i + 2).is_some_and(|c| c.is_ascii_hexdigit());
-    if (radix == 0 || radix == 16) && has_hex_prefix {
-        radix = 16;
-        i += 2;
-    } else if radix == 0 {
-        radix = if b.get(i) == Some(&b'0') { 8 } else { 10 };
-    }
-    let mut v: u64 = 0;
-    let mut overflow = false;
-    while i < b.len() {
-        let d = match (b[i] as char).to_digit(radix) {
-            Some(d) => d,
-            None => break,
-        };
-        match v.checked_mul(radix as u64).and_then(|x| x.checked_add(d as u64)) {
-            Some(x) => v = x,
-            None => overflow = true,
-        }
-        i += 1;
-    }
-    if overflow {
-        return u64::MAX;
-    }
-    if neg {
-        v.wrapping_neg()
-    } else {
-        v
-    }
 }
 
 /// An attribute as libibumad's `sys_read_uint`: a 32-byte read, then `strtoul(.., 0)` kept
@@ -120,24 +74,6 @@ pub fn sorted_names(dir: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strtoul_like_c() {
-        assert_eq!(strtoul("4: ACTIVE", 0), 4);
-        assert_eq!(strtoul("2.5 Gb/sec (1X SDR)", 0), 2);
-        assert_eq!(strtoul("100 Gb/sec (4X EDR)", 0), 100);
-        assert_eq!(strtoul("0x0", 0), 0);
-        assert_eq!(strtoul("0x00010000\n", 0), 0x10000);
-        assert_eq!(strtoul("010", 0), 8);
-        assert_eq!(strtoul("  12abc", 0), 12);
-        assert_eq!(strtoul("abc", 0), 0);
-        assert_eq!(strtoul("", 0), 0);
-        assert_eq!(strtoul("0x", 0), 0);
-        assert_eq!(strtoul("-1", 0), u64::MAX);
-        assert_eq!(strtoul("99999999999999999999999", 0), u64::MAX);
-        assert_eq!(strtoul("fc3c", 16), 0xfc3c);
-        assert_eq!(strtoul("0xfc3c", 16), 0xfc3c);
-    }
 
     #[test]
     fn guids_and_gids_like_libibumad() {

@@ -22,7 +22,9 @@ use std::path::Path;
 use clap::{Arg, ArgAction, Command};
 use uverbs::discovery::SysfsRoot;
 
-use super::csys::{read_string, strtoul, sorted_names};
+use bench_core::cparse::strtoul;
+
+use super::csys::{read_string, sorted_names};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PortLink {

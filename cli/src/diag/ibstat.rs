@@ -307,7 +307,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
 
 /// C `strtol(text, NULL, 0)` for the port operand (`2`, `0x2`; garbage is 0).
 fn port_operand(t: &str) -> i64 {
-    let v = csys::strtoul(t, 0);
+    let v = bench_core::cparse::strtoul(t, 0);
     v as i64
 }
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bench::params::{parse, ParseOutcome, Params, ReportFormat, Tool};
+use perftest::params::{parse, ParseOutcome, Params, ReportFormat, Tool};
 use clap::{value_parser, Arg, ArgAction, Command};
 
 use super::hostlist;

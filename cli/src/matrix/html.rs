@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use bench::plot::heatmap::{self, Cell, Heatmap};
-use bench::plot::render::html_escape;
+use plot::heatmap::{self, Cell, Heatmap};
+use plot::render::html_escape;
 
 use super::results::{Record, Status};
 
@@ -119,6 +119,6 @@ mod tests {
         assert!(page.contains("median &lt;5&gt;"), "reasons are escaped");
         assert!(page.contains("<li>2 of 2 bad pairs include node3</li>"));
         assert!(!page.contains("<script") && !page.contains("http://") || page.matches("http://").count() == page.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(), "nothing fetched");
-        bench::plot::render::check_xml(&page.replace("<!DOCTYPE html>", "").replace("<meta charset=\"utf-8\"/>", "")).expect("well-formed");
+        plot::render::check_xml(&page.replace("<!DOCTYPE html>", "").replace("<meta charset=\"utf-8\"/>", "")).expect("well-formed");
     }
 }

@@ -368,7 +368,7 @@ fn run_config(cfg: &Config) -> Result<bool, String> {
 
 fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<bool, String> {
     let t_start = Instant::now();
-    bench::signal::install();
+    bench_core::signal::install();
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("--out {}: {e}", cfg.out.display()))?;
     let jsonl = cfg.out.join("results.jsonl");
     let mut done: Vec<Record> = Vec::new();
@@ -484,13 +484,13 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
                 if jobs.is_empty() {
                     continue;
                 }
-                if bench::signal::requested() {
+                if bench_core::signal::requested() {
                     stopped = true;
                     break 'phases;
                 }
                 prog.phase = format!("{test} {} round {}/{}", rail.label, r + 1, rounds.len());
                 run_round(cfg, bin, &jobs, &mut prog, &mut log, &mut done).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-                if bench::signal::requested() {
+                if bench_core::signal::requested() {
                     stopped = true;
                     break 'phases;
                 }
@@ -509,7 +509,7 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
                 .collect();
             let again = pack(cfg, pairs);
             for (k, round) in again.iter().enumerate() {
-                if bench::signal::requested() {
+                if bench_core::signal::requested() {
                     stopped = true;
                     break 'phases;
                 }

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bench::params::Tool;
+use perftest::params::Tool;
 use serde_json::Value;
 
 use super::exec::TAG;
@@ -162,7 +162,7 @@ pub fn run(l: &Launcher, bin: &str, job: &Job) -> Option<Record> {
             ready = true;
             break;
         }
-        if bench::signal::requested() {
+        if bench_core::signal::requested() {
             return None;
         }
     }
@@ -201,7 +201,7 @@ pub fn run(l: &Launcher, bin: &str, job: &Job) -> Option<Record> {
         if (s || c) && first_end.is_none() {
             first_end = Some(Instant::now());
         }
-        if bench::signal::requested() {
+        if bench_core::signal::requested() {
             server.terminate();
             client.terminate();
             return None;

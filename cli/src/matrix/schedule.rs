@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use bench::params::{Params, TestKind, TestMethod, TestType};
+use perftest::params::{Params, TestKind, TestMethod, TestType};
 
 /// One pair of a round: indices into the host list; `a` runs the server, `b` the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,7 +98,7 @@ pub fn pair_deadline(p: &Params, f: &Floors) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bench::params::{parse, ParseOutcome, Tool};
+    use perftest::params::{parse, ParseOutcome, Tool};
 
     fn check(n: usize, rounds: &[Vec<Pair>]) {
         let want_rounds = if n < 2 { 0 } else if n % 2 == 1 { n } else { n - 1 };

@@ -1,7 +1,7 @@
 //! `rperftest compare`: base against new, per size and figure, with a tolerance. Pure
 //! arithmetic on parsed runs; the command around it reads files and prints.
 
-use bench::plot::run::{higher_is_better, RunData};
+use plot::run::{higher_is_better, RunData};
 use serde_json::{json, Value};
 
 /// Figures compared (the noisy extremes t_max and t_stdev are left out: a gate on them fails on
@@ -151,7 +151,7 @@ pub fn table(rows: &[Row], tolerance: f64) -> String {
         ));
     }
     let bad = regressed_sizes(rows);
-    let tol = bench::plot::model::value_label(tolerance * 100.0);
+    let tol = plot::model::value_label(tolerance * 100.0);
     if bad.is_empty() {
         s.push_str(&format!(" No regression beyond {tol}% in {} comparisons\n", rows.len()));
     } else {
@@ -185,7 +185,7 @@ pub fn to_json(rows: &[Row], tolerance: f64, base_files: &[String], new_files: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bench::plot::run::parse_run;
+    use plot::run::parse_run;
 
     fn bw(points: &[(u64, f64)]) -> RunData {
         let mut s = String::from("{\"rperftest_series\":1,\"test_info\":{\"test\":\"RDMA_Write_BW\"}}\n");

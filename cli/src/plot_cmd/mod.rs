@@ -4,7 +4,7 @@
 
 pub mod compare;
 
-use bench::plot::{burnin, charts, render, run};
+use plot::{burnin, charts, render, run};
 use clap::{Arg, ArgAction, Command};
 
 const COMPARE_AFTER: &str = "\
@@ -164,7 +164,7 @@ pub fn run_compare(args: &[String]) -> u8 {
     } else {
         let test = base.first().map(|r| r.meta.test.clone()).unwrap_or_default();
         let other = new.iter().find(|r| r.meta.test != test).map(|r| r.meta.test.clone());
-        println!(" compare {test}: base {} run(s), new {} run(s), tolerance {}%", base.len(), new.len(), bench::plot::model::value_label(tol * 100.0));
+        println!(" compare {test}: base {} run(s), new {} run(s), tolerance {}%", base.len(), new.len(), plot::model::value_label(tol * 100.0));
         if let Some(o) = other {
             println!(" note: the new side includes {o}, not {test}");
         }

@@ -504,6 +504,23 @@ impl CmId {
         self.cmd("ACCEPT (RTU)", &wire::accept(0, self.id, None))
     }
 
+    /// The active side once CONNECT was answered: INIT again (the kernel now adds the access
+    /// flags the answer allows), RTR and RTS with the kernel's attributes, then the RTU. A
+    /// failure rejects the connection and is returned. (librdmacm's `rdma_connect` with a QP
+    /// takes the same steps; perftest's and qperf's clients both end their connect here.)
+    pub fn finish_active_connect<P: Provider>(&self, qp: &mut Qp<P>) -> Result<()> {
+        let r = (|| {
+            self.modify_qp(qp, QpState::Init)?;
+            self.modify_qp(qp, QpState::Rtr)?;
+            self.modify_qp(qp, QpState::Rts)?;
+            self.accept_active()
+        })();
+        if r.is_err() {
+            let _ = self.reject(0, &[]);
+        }
+        r
+    }
+
     /// REJECT a connect request (reason 0: consumer defined; ≤ 148 bytes of private data).
     pub fn reject(&self, reason: u8, private_data: &[u8]) -> Result<()> {
         check_private("REJECT", private_data.len(), limits::REJECT)?;

@@ -8,7 +8,9 @@ use uverbs::attr::{GidEntry, GidType, LINK_LAYER_ETHERNET, LINK_LAYER_INFINIBAND
 use uverbs::discovery::{gid, SysfsRoot};
 
 use super::report::{human_bytes, Check};
-use crate::diag::csys::{read_string, sorted_names, strtoul};
+use bench_core::cparse::strtoul;
+
+use crate::diag::csys::{read_string, sorted_names};
 use crate::diag::ibdev2netdev::find_netdev;
 
 /// Opens a device node for read and write; the error's text.

@@ -24,11 +24,13 @@ use uverbs::wr::{RecvWr, RemoteAddr, SendFlags, SendWr, Sge, WcOpcode, WcStatus,
 use super::local::{v2_ipv4, Target};
 use super::report::Check;
 use super::wire::{Hello, Result1, MAGIC, MAX_LINE, VERSION};
-use crate::diag::csys::{read_string, strtoul};
+use bench_core::cparse::strtoul;
+
+use crate::diag::csys::read_string;
 use crate::diag::ibdev2netdev::find_netdev;
 
 /// perftest's exchange port: a `doctor --serve` answers where the tools would.
-pub use bench::oob::msg::DEFAULT_PORT;
+pub use perftest::oob::msg::DEFAULT_PORT;
 /// The WRITE and READ size, and the peer's buffer.
 const XFER: usize = 8192;
 /// MR layout: [0, XFER) the peer's target; then the local source, the READ sink, the SEND

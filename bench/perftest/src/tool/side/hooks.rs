@@ -1,0 +1,217 @@
+//! The out-of-band plan's hooks: what this side sends, what it does with what the peer sends,
+//! and the plan's actions (connect, run, print).
+
+use std::time::Duration;
+
+use uverbs::provider::Provider;
+
+use crate::oob::msg::{BwReport, KeyFormat, KeyMsg, PeerVersion, SysData};
+use crate::oob::{msg, Action, Hooks, KeyPurpose};
+use crate::params::{Connection, Params, ParseOutcome, Role, TestKind, TestType};
+use crate::report::{Side, DASH_LINE};
+use crate::tool::adopt::{adopted_cmdline, option_summary};
+use crate::tool::setup::to_tool;
+use crate::tool::{limits, negotiate, ToolError};
+use crate::{oob, params, report};
+
+use super::{local_mtu_for, plan_options, SideRun};
+
+impl<P: Provider> Hooks for SideRun<'_, P> {
+    type Error = ToolError;
+
+    fn own_version(&self) -> &str {
+        // The persona's version: what follows it on the wire adapts to the peer's version.
+        self.p.persona.wire_version()
+    }
+    fn options(&self) -> Option<Vec<(&'static str, String)>> {
+        Some(option_summary(self.p))
+    }
+    fn on_options_differ(&mut self, lines: Vec<String>) -> Result<(), ToolError> {
+        Err(ToolError::new(1, lines.join("\n")))
+    }
+    fn adopt(&mut self, theirs: &[(String, String)]) -> Result<Option<Vec<oob::Step>>, ToolError> {
+        if !self.p.adopt || self.p.is_tcp_client() {
+            return Ok(None);
+        }
+        let Some(args) = adopted_cmdline(self.p, theirs).map_err(|m| ToolError::new(1, m))? else { return Ok(None) };
+        let mut np = match params::parse_run(self.p.tool, &args, &self.p.settings) {
+            Ok(ParseOutcome::Run(np)) => np,
+            Ok(_) => return Err(ToolError::new(1, "--adopt: the client's options ask for help or the version")),
+            Err(e) => return Err(ToolError::new(1, format!("--adopt: the client's options do not work here: {e}"))),
+        };
+        np.cmdline = args;
+        // The run keeps borrowing its parameters for its whole life; the adopted set replaces
+        // the command line's once per process, so it is leaked rather than threaded through.
+        let np: &'static Params = Box::leak(np);
+        self.p = np;
+        self.sizes = np.sizes();
+        self.local_mtu = local_mtu_for(np, &self.dev, self.out);
+        self.mtu = self.local_mtu;
+        self.run_bound = limits::run_bound_for(np, &self.sizes, self.setup_timeout);
+        self.key_ledger =
+            oob::plausible::KeyLedger::new(np.num_qps as usize, !np.use_mcg && np.connection != Connection::Dc, np.connection == Connection::Dc);
+        let steps = oob::plan(to_tool(np.tool), self.oob_role, &plan_options(np, &self.sizes, self.local_mtu));
+        // The version exchange is done: the new plan continues after it.
+        let rest = steps.iter().position(|s| *s == oob::Step::Version).map_or(steps.clone(), |i| steps[i + 1..].to_vec());
+        Ok(Some(rest))
+    }
+    fn sysdata(&self) -> SysData {
+        self.sys
+    }
+    fn mtu_enum(&self) -> u8 {
+        self.local_mtu
+    }
+    fn negotiate(&mut self) -> (msg::Negotiate, msg::NegotiateLayout) {
+        // Sent to 6.28+ peers by the 6.29 persona (and to a 6.28 peer, which always sends it);
+        // byte-compatible with 6.29's block (golden-tested).
+        let blob = msg::device_attr_blob(self.dev.attr.vendor_id, self.dev.attr.vendor_part_id, self.out_reads as i32);
+        let size = self.sizes.last().copied().unwrap_or(self.p.size);
+        (negotiate::negotiate_block(self.p, size, blob), msg::NegotiateLayout::WithMlx5dv)
+    }
+    fn key_format(&self) -> KeyFormat {
+        KeyFormat::new(self.dev.gid_index.is_some(), false)
+    }
+    fn key(&mut self, qp: usize) -> KeyMsg {
+        self.my_keys.get(qp).copied().unwrap_or_default()
+    }
+    fn report(&mut self) -> BwReport {
+        self.own_report()
+    }
+    fn report_per_port(&self) -> bool {
+        self.p.report.per_port
+    }
+    fn run_timeout(&self) -> Option<(Duration, String)> {
+        Some((self.run_bound.limit.unwrap_or(Duration::ZERO), self.run_bound.basis.clone()))
+    }
+
+    fn on_options_match(&mut self) {
+        self.options_matched = true;
+    }
+    fn on_version(&mut self, peer: &PeerVersion) -> Result<(), ToolError> {
+        msg::check_version(peer)?;
+        self.negotiating = peer.negotiates_with(&PeerVersion::from_text(self.own_version()));
+        Ok(())
+    }
+    fn on_negotiate(&mut self, remote: &msg::Negotiate) -> Result<(), ToolError> {
+        let (local, _) = self.negotiate();
+        if let Err(e) = msg::compare_negotiation(&local, remote) {
+            // 6.29's two lines, nothing else: both sides print them and exit 1.
+            let lines = e.perftest_lines().unwrap_or_else(|| e.to_string());
+            return Err(ToolError::new(1, lines.trim_end()));
+        }
+        let theirs = remote.max_qp_rd_atom();
+        if self.p.connection != Connection::Dc && theirs >= 0 && self.out_reads > theirs as u32 {
+            self.out.text(" out_reads is greater than remote max_qp_rd_atom, using remote max_qp_rd_atom\n");
+            self.out_reads = theirs as u32;
+        }
+        self.negotiating = false;
+        self.setup()
+    }
+    fn on_sysdata(&mut self, remote: SysData) -> Result<(), ToolError> {
+        self.sys = self.sys.merged(remote);
+        Ok(())
+    }
+    fn on_mtu(&mut self, remote: Option<u8>) -> Result<(), ToolError> {
+        self.mtu = msg::effective_mtu(self.local_mtu, remote);
+        // The UD size clamp now: NEGOTIATE carries the clamped size.
+        self.clamp_ud_sizes()?;
+        if self.negotiating {
+            return Ok(());
+        }
+        self.setup()
+    }
+    fn on_key(&mut self, qp: usize, purpose: KeyPurpose, remote: KeyMsg) -> Result<(), ToolError> {
+        if !self.p.conn.use_rdma_cm {
+            // Over rdma_cm (-z/-R) the records travel in their own binary exchange.
+            self.key_ledger.check(qp, purpose, &remote)?;
+        }
+        if purpose == KeyPurpose::QpInfo {
+            if let Some(k) = self.remote_keys.get_mut(qp) {
+                *k = remote;
+            }
+        }
+        if purpose == KeyPurpose::RemoteInfo && self.p.connection == Connection::Dc {
+            // The peer's DCT numbers as they are after its RTR.
+            if let Some(k) = self.remote_keys.get_mut(qp) {
+                *k = remote;
+            }
+            if let Some(ep) = self.ep.as_mut() {
+                // The local DCI whose partner is that key (split: DCI i <-> peer DCT half+i).
+                let dci = params::lane_plan(self.p).map_or(qp, |x| x.peer_key(qp));
+                ep.set_dc_target(dci, remote.qpn & 0xff_ffff);
+            }
+        }
+        Ok(())
+    }
+    fn on_report(&mut self, remote: BwReport) -> Result<(), ToolError> {
+        // Only a report this side prints is checked: a uni-BW C server sends its client
+        // uninitialised memory, which the client never shows. -b sums both sides' lines, so
+        // the peer must have run the same size.
+        if self.p.duplex || self.p.machine == Role::Server {
+            let expect = self.p.duplex.then(|| self.own_report().size);
+            oob::plausible::check_report(&remote, expect, self.p.num_qps)?;
+        }
+        self.peer_report = Some(remote);
+        Ok(())
+    }
+
+    fn action(&mut self, action: Action) -> Result<(), ToolError> {
+        match action {
+            Action::ConnectQps => self.connect()?,
+            Action::ConnectCm => self.connect_cm()?,
+            Action::PrintLocal => {
+                let mut show = self.addr_show();
+                show.mgid = crate::mcast::gid_label_is_mgid(self.p, false);
+                for k in &self.my_keys {
+                    self.out.text(&report::address_line(Side::Local, k, &show));
+                }
+            }
+            Action::PrintRemote { qp } => {
+                let mut show = self.addr_show();
+                show.mgid = crate::mcast::gid_label_is_mgid(self.p, true);
+                if let Some(k) = self.remote_keys.get(qp) {
+                    self.out.text(&report::address_line(Side::Remote, k, &show));
+                }
+            }
+            Action::PrintResultHeader => {
+                self.measuring = true;
+                let p = self.p;
+                if p.kind == TestKind::Bw {
+                    self.out.text(&report::bw_result_header(self.p.persona.style(), self.columns()));
+                } else {
+                    self.out.text(&report::lat_result_header(
+                        p.test_type == TestType::Duration,
+                        p.report.cpu_util && p.test_type == TestType::Duration,
+                    ));
+                }
+            }
+            Action::PostReceives { size_index } => self.post_receives(size_index)?,
+            Action::Run { size_index } => self.run(size_index)?,
+            Action::PrintOwnResult { size_index } => {
+                self.print_own(size_index);
+                // send_bw -b -D prints its own line only (no report exchange), then the blocks.
+                let cpu = self.results.get(size_index).and_then(|r| r.1);
+                self.print_report_both(cpu);
+            }
+            Action::PrintSummedResult { size_index } => {
+                let cpu = self.results.get(size_index).and_then(|r| r.1);
+                let mine = self.own_report();
+                let peer = self.peer_report.unwrap_or_default();
+                let sum = mine.summed(&peer);
+                self.print_bw_line(&sum, cpu);
+                self.print_report_both(cpu);
+            }
+            Action::PrintPeerResult => {
+                if let Some(r) = self.peer_report {
+                    self.print_bw_line(&r, None);
+                }
+            }
+            Action::PrintDashLine => {
+                // --report-per-port: the wide dash line, as the per-port header's.
+                let wide = self.p.kind == TestKind::Bw && self.columns().per_port;
+                self.out.text(if wide { report::DASH_LINE_PER_PORT } else { DASH_LINE });
+            }
+        }
+        Ok(())
+    }
+}
