@@ -10,7 +10,10 @@ moved apart. A child naming its own parent (`super::Foo` from mod.rs) is not an 
 is the child's context, not its sibling.
 
 Usage: tests/import-circles.py [CRATE_DIR ...]   (default: every workspace crate)
-Exit 0 with no circle, 1 listing each circle (its modules and one file:line per edge).
+Exit 0 with no new circle, 1 listing each new circle (its modules and one file:line per edge).
+A circle listed in KNOWN below (crate dir, parent module, its modules) is printed as known and
+does not fail: each has a note on how it is to be broken; a circle with any module beyond its
+entry is new. An entry that no longer matches a circle is reported, to be deleted.
 Tests (`#[cfg(test)]` modules and tests/ folders) are not read: a test may see everything.
 """
 import os
@@ -24,6 +27,17 @@ PATH_ATTR_RE = re.compile(r'#\[path\s*=\s*"([^"]+)"\]\s*(?:pub(?:\([^)]*\))?\s+)
 CFG_TEST_MOD_RE = re.compile(r'#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*(;|\{)')
 # A path that starts at crate:: / super:: / self::, with an optional trailing `{...}` group.
 PATH_RE = re.compile(r'\b((?:crate|super|self)(?:::(?:super|[A-Za-z_][A-Za-z0-9_]*))*)(::\{)?')
+
+
+# Circles that predate this check, each to be broken; never add one to make CI pass.
+KNOWN = {
+    ('bench/perftest', 'params'): (
+        {'derive', 'error', 'getopt', 'options', 'parse'},
+        'getopt scans with the option tables of options, whose apply needs getopt::Found and '
+        'parse::State: the scanner should take the tables as values (as getopt_long does) and '
+        'State move to a leaf module',
+    ),
+}
 
 
 def strip_comments(src):
@@ -196,12 +210,22 @@ def check(crate_dir):
             for comp in cycles(set(adj) | {b for bs in adj.values() for b in bs}, adj):
                 edges = ['%s -> %s (%s)' % (a, b, g[a][b]) for a in comp for b in sorted(g.get(a, {})) if b in comp]
                 found.append((parent, comp, edges))
+        rel = os.path.relpath(crate_dir, ROOT)
+        new = 0
         for parent, comp, edges in found:
-            name = os.path.relpath(crate_dir, ROOT) + ':' + ('::'.join(parent) or 'crate')
+            name = rel + ':' + ('::'.join(parent) or 'crate')
+            known = KNOWN.get((rel, '::'.join(parent)))
+            if known and set(comp) <= known[0]:
+                print('known import circle in %s: %s (%s)' % (name, ' <-> '.join(comp), known[1]))
+                continue
+            new += 1
             print('import circle in %s: %s' % (name, ' <-> '.join(comp)))
             for e in edges:
                 print('    ' + e)
-        return len(found)
+        for (krel, kparent), (mods, _) in KNOWN.items():
+            if krel == rel and not any('::'.join(p) == kparent and set(c) <= mods for p, c, _ in found):
+                print('import-circles: the known circle in %s:%s is gone; delete its KNOWN entry' % (krel, kparent))
+        return new
     return 0
 
 
@@ -217,7 +241,7 @@ def workspace_crates():
 def main():
     dirs = sys.argv[1:] or workspace_crates()
     n = sum(check(os.path.abspath(d)) for d in dirs)
-    print('import-circles: %d crate(s), %d circle(s)' % (len(dirs), n))
+    print('import-circles: %d crate(s), %d new circle(s)' % (len(dirs), n))
     sys.exit(1 if n else 0)
 
 

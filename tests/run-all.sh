@@ -1,5 +1,6 @@
 #!/bin/bash
 # The project's whole test run (this is what .ci/run executes):
+#   0. no new import circle between modules: tests/import-circles.py
 #   1. unit tests:            cargo test --workspace --exclude vmtest
 #   2. static release binary: tests/vm/build-static.sh
 #   3. real-kernel VM suite:  cargo test -p vmtest --test vm
@@ -15,6 +16,9 @@ T0=$(date +%s)
 TIMES=()
 step() { echo; echo "=== run-all [$(( $(date +%s) - T0 ))s] $*"; }
 mark() { TIMES+=("$1 $(( $(date +%s) - $2 ))s"); }
+
+step "0/3 import circles: tests/import-circles.py"
+python3 tests/import-circles.py
 
 step "1/3 unit tests: cargo test --workspace --exclude vmtest"
 t=$(date +%s)

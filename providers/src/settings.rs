@@ -4,7 +4,28 @@
 
 use std::sync::RwLock;
 
-use crate::rxe::doorbell::DoorbellMode;
+/// How the rxe provider rings its doorbell (the POST_SEND command that kicks the kernel's
+/// requester): the io_uring experiment of `rxe::doorbell`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoorbellMode {
+    /// `write()` on the uverbs fd, one per post call.
+    Write,
+    /// `IORING_OP_WRITE` + `io_uring_enter` per post call.
+    Uring,
+    /// `IORING_OP_WRITE` picked up by the SQPOLL kernel thread (a syscall only to wake it).
+    UringSqpoll,
+}
+
+impl DoorbellMode {
+    pub fn parse(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "" | "write" => Ok(DoorbellMode::Write),
+            "uring" => Ok(DoorbellMode::Uring),
+            "uring-sqpoll" => Ok(DoorbellMode::UringSqpoll),
+            other => Err(format!("{other}: expected write, uring or uring-sqpoll")),
+        }
+    }
+}
 
 /// What the program chose for the providers. The defaults are what libibverbs' providers do.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -25,8 +25,12 @@ pub mod fuzzing;
 pub mod options;
 #[forbid(unsafe_code)]
 pub mod pars;
+#[forbid(unsafe_code)]
+pub mod pin;
 // Only rdma::rig has unsafe (posting over its MR); the rest of rdma forbids it.
 pub mod rdma;
+#[forbid(unsafe_code)]
+pub mod request;
 #[forbid(unsafe_code)]
 pub mod results;
 #[forbid(unsafe_code)]

@@ -9,6 +9,7 @@ use super::clock::new_stat;
 use super::conf::local_conf;
 use super::rdma::{self, plan::RdmaTest};
 use super::ctrl::{Ctrl, CtrlError};
+use super::pin::Pin;
 use super::tests_sock::{serve, wildcard, SockTest};
 use super::wire::{test_name, Req, REQ_LEN, REQ_VERSION_LEN, SYNC_BEFORE};
 
@@ -134,34 +135,6 @@ fn handle(ctrl: &mut Ctrl, opts: &ServerOpts) -> Result<End, CtrlError> {
             let mut stat = new_stat();
             serve(t, ctrl, &req, &mut stat)?;
             Ok(End::Served)
-        }
-    }
-}
-
-/// CPU pinning for the length of one request (REQ.affinity N pins to CPU N-1), undone after.
-pub struct Pin(Option<nix::sched::CpuSet>);
-
-impl Pin {
-    pub fn new(affinity: u32) -> Result<Pin, CtrlError> {
-        use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
-        use nix::unistd::Pid;
-        if affinity == 0 {
-            return Ok(Pin(None));
-        }
-        let cpu = (affinity - 1) as usize;
-        let old = sched_getaffinity(Pid::from_raw(0)).ok();
-        let mut set = CpuSet::new();
-        set.set(cpu)
-            .and_then(|_| sched_setaffinity(Pid::from_raw(0), &set))
-            .map_err(|e| CtrlError::Local(format!("cannot set processor affinity (cpu {cpu}): {e}")))?;
-        Ok(Pin(old))
-    }
-}
-
-impl Drop for Pin {
-    fn drop(&mut self) {
-        if let Some(old) = &self.0 {
-            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), old);
         }
     }
 }

@@ -11,9 +11,10 @@ use uverbs::wr::{WcStatus, WorkCompletion};
 use super::cqe::{self, Queue};
 use super::mem::{queue_mem_accessors, DmaBuf};
 use super::registry::QpShared;
-use super::srq::SrqShared;
+use super::scatter::scatter_into;
+use super::srq_ring::SrqShared;
 use super::uar::{self, UarWriter};
-use super::{abi, wqe, Mlx5};
+use super::{abi, Mlx5};
 
 /// CQ doorbell-record word indices (each a big-endian u32).
 const CQ_SET_CI: usize = 0;
@@ -292,23 +293,3 @@ fn cqe_error(e: cqe::CqeError) -> Error {
     Error::msg("mlx5 poll_cq", e.to_string())
 }
 
-/// Copy up to 32 bytes of payload carried in the CQE into the receive buffers named by the
-/// receive WQE's scatter list. LOC_LEN_ERR if they do not fit.
-pub(super) fn scatter_into(slot: &[u8], raw: &[u8; 64], byte_len: u32) -> WcStatus {
-    let mut left = &raw[..(byte_len as usize).min(32)];
-    for s in wqe::recv_scatter(slot) {
-        if left.is_empty() {
-            break;
-        }
-        let n = (s.length as usize).min(left.len());
-        // SAFETY: the address and length come from a receive request the application posted
-        // (registered memory it promised to keep valid until completion), as with any DMA target.
-        unsafe { std::ptr::copy_nonoverlapping(left.as_ptr(), s.addr as usize as *mut u8, n) };
-        left = &left[n..];
-    }
-    if left.is_empty() {
-        WcStatus::Success
-    } else {
-        WcStatus::LocLenErr
-    }
-}

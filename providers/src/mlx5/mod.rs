@@ -36,7 +36,9 @@ pub mod mem;
 mod qp;
 #[forbid(unsafe_code)]
 mod registry;
+mod scatter;
 mod srq;
+mod srq_ring;
 pub mod uar;
 #[forbid(unsafe_code)]
 pub mod umr;
@@ -59,7 +61,8 @@ pub use cq::{Mlx5Cq, Mlx5CqPrep};
 pub use qp::{Mlx5Qp, Mlx5QpPrep};
 pub use registry::{QpShared, Registry};
 use registry::{UidxReservation, MAX_UIDX};
-pub use srq::{Mlx5Srq, Mlx5SrqPrep, SrqShared};
+pub use srq::{Mlx5Srq, Mlx5SrqPrep};
+pub use srq_ring::SrqShared;
 use uar::{MmapUar, UarMap, UarPlan, UarWriter};
 
 /// Behaviour switches (libmlx5's environment variables, with the same defaults).

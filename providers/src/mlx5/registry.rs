@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use uverbs::error::{Error, Result};
 
 use super::mem::DmaBuf;
-use super::srq::SrqShared;
+use super::srq_ring::SrqShared;
 
 /// Largest user index (24 bits).
 pub(super) const MAX_UIDX: usize = 0xff_ffff;

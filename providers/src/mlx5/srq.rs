@@ -1,70 +1,20 @@
-//! Shared receive queues (basic and XRC): creation, the free list, `post_srq_recv`, and the
-//! completion of receives taken from an SRQ.
+//! Shared receive queues (basic and XRC): creation, binding to a QP and `post_srq_recv`. The
+//! ring state that CQ polling also reaches (the free list, completing a receive) is
+//! [`super::srq_ring`].
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use uverbs::error::Result;
 use uverbs::provider::{PostError, SrqCreated, Udata};
-use uverbs::wr::{RecvWr, WcStatus, WorkCompletion};
+use uverbs::wr::RecvWr;
 
-use super::cq::scatter_into;
-use super::cqe;
 use super::mem::DmaBuf;
 use super::qp::Mlx5Qp;
 use super::registry::{Registry, UidxReservation, MAX_UIDX};
+use super::srq_ring::SrqShared;
 use super::uar::UarWriter;
 use super::{abi, enomem, geometry, post_err, wqe, Mlx5};
-
-/// SRQ state shared with CQ polling (which returns completed entries to the free list).
-pub struct SrqShared {
-    pub srqn: u32,
-    /// An XRC SRQ (CREATE_XSRQ).
-    pub(super) xrc: bool,
-    buf: DmaBuf,
-    cnt: u32,
-    shift: u32,
-    wrid: Box<[AtomicU64]>,
-    /// Free list: head (next to post) and tail (last free entry); entries linked through
-    /// `next_wqe_index` in each WQE's first segment.
-    state: Mutex<(u32, u32)>,
-}
-
-impl SrqShared {
-    fn next_of(&self, i: u32) -> u32 {
-        let mut b = [0u8; 2];
-        self.buf.read(((i as usize) << self.shift) + 2, &mut b);
-        u16::from_be_bytes(b) as u32 & (self.cnt - 1)
-    }
-    fn set_next(&self, i: u32, next: u32) {
-        self.buf.write(
-            ((i as usize) << self.shift) + 2,
-            &(next as u16).to_be_bytes(),
-        );
-    }
-    /// A receive completed from this SRQ (basic or XRC): the work request id from the entry the
-    /// CQE's WQE counter names (masked: the counter comes from the device), the payload the
-    /// device scattered into the CQE copied out, and the entry back on the free list.
-    pub(super) fn complete_recv(&self, c: &cqe::CqeInfo, raw: &[u8; 64], wc: &mut WorkCompletion) {
-        let idx = c.wqe_counter as u32 & (self.cnt - 1);
-        wc.wr_id = self.wrid[idx as usize].load(Ordering::Relaxed);
-        if c.inline_scatter_32 && wc.status == WcStatus::Success {
-            // The entry's scatter list after its 16-byte next segment, on the stack as for a
-            // QP's receive queue (no allocation per completion; 31 SGEs cover any 32 bytes).
-            let mut slot = [0u8; 512];
-            let n = ((1usize << self.shift) - 16).min(slot.len());
-            self.buf.read(((idx as usize) << self.shift) + 16, &mut slot[..n]);
-            wc.status = scatter_into(&slot[..n], raw, wc.byte_len);
-        }
-        self.free(idx);
-    }
-
-    fn free(&self, idx: u32) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        self.set_next(st.1, idx);
-        st.1 = idx;
-    }
-}
 
 pub struct Mlx5SrqPrep {
     buf: DmaBuf,

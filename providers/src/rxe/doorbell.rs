@@ -21,30 +21,11 @@ const SQ_ENTRIES: u32 = 64;
 /// How long the SQPOLL kernel thread spins without work before it sleeps (ms).
 const SQPOLL_IDLE_MS: u32 = 50;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DoorbellMode {
-    /// `write()` on the uverbs fd, one per post call.
-    Write,
-    /// `IORING_OP_WRITE` + `io_uring_enter` per post call.
-    Uring,
-    /// `IORING_OP_WRITE` picked up by the SQPOLL kernel thread (a syscall only to wake it).
-    UringSqpoll,
-}
+pub use crate::settings::DoorbellMode;
 
-impl DoorbellMode {
-    pub fn parse(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "" | "write" => Ok(DoorbellMode::Write),
-            "uring" => Ok(DoorbellMode::Uring),
-            "uring-sqpoll" => Ok(DoorbellMode::UringSqpoll),
-            other => Err(format!("{other}: expected write, uring or uring-sqpoll")),
-        }
-    }
-
-    /// The program's choice ([`crate::settings`]; default `write`).
-    pub fn from_settings() -> Result<Self> {
-        crate::settings::current().rxe_doorbell.map_err(|d| Error::msg("choose the rxe doorbell", d))
-    }
+/// The program's choice of doorbell ([`crate::settings`]; default `write`).
+pub fn chosen_mode() -> Result<DoorbellMode> {
+    crate::settings::current().rxe_doorbell.map_err(|e| Error::msg("choose the rxe doorbell", e))
 }
 
 /// One QP handle's POST_SEND command and the word the kernel writes its response into.

@@ -339,7 +339,7 @@ impl Provider for Rxe {
     }
 
     fn new_context(fd: SharedFd, _dev: &DeviceDesc, _drv_resp: &[u8]) -> Result<Self> {
-        let uring = match DoorbellMode::from_settings()? {
+        let uring = match super::doorbell::chosen_mode()? {
             DoorbellMode::Write => None,
             mode => match UringDoorbell::new(fd.as_fd(), mode) {
                 Ok(u) => Some(Mutex::new(u)),

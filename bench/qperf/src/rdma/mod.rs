@@ -24,7 +24,7 @@ use uverbs::objects::{Ah, Context, RtrParams, RtsParams};
 use uverbs::provider::Provider;
 use uverbs::wr::{RemoteAddr, UdDest};
 
-use super::client::{build_req, open_req, report, show_results, warn_unused};
+use super::request::{build_req, open_req, report, show_results, warn_unused};
 use super::clock::new_stat;
 use super::ctrl::{Ctrl, CtrlError};
 use super::options::{Fatal, Par, Side, State};
