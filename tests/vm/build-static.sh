@@ -1,28 +1,50 @@
 #!/bin/bash
 # Build the release `rperftest` as a static executable and print its path
-# (the last line of stdout; cargo's progress goes to stderr).
+# (the last line of stdout; cargo's progress and every message go to stderr).
 #
 #   tests/vm/build-static.sh [extra cargo build args...]
 #
-# With the x86_64-unknown-linux-musl target installed (rustup target list
-# --installed) it builds for musl; otherwise for x86_64-unknown-linux-gnu
-# with -C target-feature=+crt-static (needs glibc's static libs: libc6-dev).
-# RPERFTEST_STATIC_TARGET=musl|gnu forces one.  Respects CARGO_TARGET_DIR.
+# The product is the x86_64-unknown-linux-musl build.  When rustup does not
+# list that target as installed, the script installs it (rustup target add
+# x86_64-unknown-linux-musl).  Only when that is impossible (no rustup, or
+# the add fails) does it build for x86_64-unknown-linux-gnu with -C
+# target-feature=+crt-static (a glibc static-pie; needs libc6-dev), and it
+# says so in one line on stderr.  RPERFTEST_STATIC_TARGET=musl|gnu forces
+# one (musl then fails if the target cannot be installed).  Respects
+# CARGO_TARGET_DIR.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 say() { echo "[build-static] $*" >&2; }
 
-want=${RPERFTEST_STATIC_TARGET:-}
-if [ -z "$want" ]; then
-    want=gnu
-    if command -v rustup >/dev/null 2>&1 \
-       && rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl; then
-        want=musl
+MUSL=x86_64-unknown-linux-musl
+# musl_ready: the musl target is installed, or rustup installs it now.  On
+# failure REASON says why, for the one-line fallback message.
+REASON=""
+musl_ready() {
+    if ! command -v rustup >/dev/null 2>&1; then
+        REASON="rustup not found"; return 1
     fi
-fi
+    rustup target list --installed 2>/dev/null | grep -qx "$MUSL" && return 0
+    local out
+    if out=$(rustup target add "$MUSL" 2>&1); then
+        say "installed the $MUSL target (rustup target add $MUSL)"
+        return 0
+    fi
+    REASON="rustup target add $MUSL failed: $(printf '%s\n' "$out" | grep -v '^ *$' | tail -n 1)"
+    return 1
+}
+
+want=${RPERFTEST_STATIC_TARGET:-}
 case "$want" in
-    musl) TRIPLE=x86_64-unknown-linux-musl
+    "") if musl_ready; then want=musl; else
+            say "WARNING: building a glibc static-pie, not the musl binary ($REASON)"
+            want=gnu
+        fi ;;
+    musl) musl_ready || { say "RPERFTEST_STATIC_TARGET=musl: $REASON"; exit 1; } ;;
+esac
+case "$want" in
+    musl) TRIPLE=$MUSL
           say "target $TRIPLE"
           cargo build --release -p rperftest --target "$TRIPLE" "$@" >&2 ;;
     gnu)  TRIPLE=x86_64-unknown-linux-gnu
