@@ -17,6 +17,8 @@ pub mod settings;
 pub mod signal;
 #[forbid(unsafe_code)]
 pub mod stats;
+#[forbid(unsafe_code)]
+pub mod suggest;
 pub mod tool;
 #[forbid(unsafe_code)]
 pub mod fuzzing;
