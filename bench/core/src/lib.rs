@@ -5,6 +5,7 @@
 //! - [`signal`]: Ctrl-C and dead peers, seen from inside a loop
 //! - [`settings`]: the run's settings from outside its command line, as a value
 //! - [`cparse`]: C's number scans (`strtol`, `strtoul`, `atof`) with their quirks
+//! - [`suggest`]: the name probably meant, for a command copied from a guide
 
 pub mod clock;
 #[forbid(unsafe_code)]
@@ -12,3 +13,5 @@ pub mod cparse;
 #[forbid(unsafe_code)]
 pub mod settings;
 pub mod signal;
+#[forbid(unsafe_code)]
+pub mod suggest;

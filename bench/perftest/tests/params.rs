@@ -461,6 +461,30 @@ fn options_a_tool_does_not_list_are_handled_like_perftest() {
     assert!(err(Tool::WriteBw, &["--bogus"]).shows_usage());
 }
 
+/// A long option copied with a typo gets `did you mean --x?` (printed on a line after the
+/// error); the error itself, its kind and exit status are what they were.
+#[test]
+fn unknown_long_options_name_the_option_probably_meant() {
+    for (tool, a, hint) in [
+        (Tool::WriteBw, "--tx_depth=64", Some("did you mean --tx-depth?")),
+        (Tool::WriteBw, "--ib_dev", Some("did you mean --ib-dev?")),
+        (Tool::SendLat, "--report-histogramm", Some("did you mean --report-histogram?")),
+        (Tool::WriteBw, "--bidirectonal", Some("did you mean --bidirectional?")),
+        (Tool::ReadBw, "--gid_index", Some("did you mean --gid-index?")),
+        (Tool::WriteBw, "--run_infinitly", Some("did you mean --run_infinitely?")),
+        (Tool::WriteBw, "--bogus", None),
+        (Tool::WriteBw, "--x", None),
+        // Short options get no guess: one letter is one edit from every other.
+        (Tool::WriteBw, "-G", None),
+    ] {
+        let e = err(tool, &[a]);
+        assert_eq!(e.hint.as_deref(), hint, "{tool} {a}");
+        assert_eq!((e.kind, e.exit_code()), (ErrorKind::Usage, 1), "{tool} {a}");
+        assert_eq!(e.message, "Invalid Command or flag (unknown option)");
+        assert!(!e.to_string().contains("did you mean"), "the error line itself is unchanged");
+    }
+}
+
 #[test]
 fn raw_ethernet_options_are_accepted_and_ignored() {
     let p = run(

@@ -13,7 +13,7 @@ use super::wire::{test_index, Conf, CONF_LEN, SYNC_BEFORE};
 
 /// Run one test with the state as parsed so far.
 pub fn run_test(st: &mut State, test: &str) -> Result<(), Fatal> {
-    let index = test_index(test).ok_or_else(|| Fatal(format!("{test}: bad test; try: qperf --help tests")))?;
+    let index = test_index(test).ok_or_else(|| super::options::bad_test(test))?;
     let p = &mut st.pars;
     p.start_test();
     for side in [Side::Loc, Side::Rem] {

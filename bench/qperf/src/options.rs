@@ -405,6 +405,50 @@ fn find_option(name: &str, out: &mut dyn FnMut(&str)) -> Option<&'static Opt> {
     OPTIONS.iter().find(|o| o.name == name)
 }
 
+/// A stock error line, then (on a line of its own, so that a script reading the first line
+/// still finds the stock text) what was probably meant.
+fn with_hint(stock: String, hint: Option<String>) -> Fatal {
+    Fatal(match hint {
+        Some(h) => format!("{stock}\n{h}"),
+        None => stock,
+    })
+}
+
+/// Guides often drop the RDMA transport (`rdma_read_lat` for `rc_rdma_read_lat`).
+const TRANSPORTS: [&str; 3] = ["rc_", "uc_", "ud_"];
+
+/// `NAME: bad test; try: qperf --help tests`, and the test probably meant.
+pub fn bad_test(name: &str) -> Fatal {
+    let hint = bench_core::suggest::did_you_mean(&bench_core::suggest::nearest(name, &super::wire::TESTS, &TRANSPORTS));
+    with_hint(format!("{name}: bad test; try: qperf --help tests"), hint)
+}
+
+/// Spellings of "bidirectional" that guides carry over from perftest or iperf; qperf 0.4.11
+/// has no such option (`-b` is a bad option there too): its bidirectional runs are tests of
+/// their own.
+const BIDIRECTIONAL: [&str; 2] = ["-b", "--bidirectional"];
+
+/// What a guide's `-b` probably wanted: the `_bi_bw` form of the tests after it, or the list.
+fn bidirectional_hint(rest: &[String]) -> String {
+    let bi: Vec<&str> = super::wire::TESTS.iter().copied().filter(|t| t.contains("_bi_")).collect();
+    let meant: Vec<&str> = bi.iter().copied().filter(|b| rest.iter().any(|w| b.replacen("_bi_", "_", 1) == *w)).collect();
+    let names = if meant.is_empty() { bi.clone() } else { meant };
+    let q = bench_core::suggest::did_you_mean(&names).unwrap_or_default();
+    format!("{q} (qperf has no -b: a bidirectional run is a test of its own, {})", bi.join(", "))
+}
+
+/// `OPT: bad option; try: qperf --help options`, and the option (or test) probably meant.
+/// `rest`: the words after the option.
+fn bad_option(name: &str, rest: &[String]) -> Fatal {
+    let hint = if BIDIRECTIONAL.contains(&name) {
+        Some(bidirectional_hint(rest))
+    } else {
+        let names: Vec<&str> = OPTIONS.iter().map(|o| o.name).collect();
+        bench_core::suggest::did_you_mean(&bench_core::suggest::nearest(name, &names, &[]))
+    };
+    with_hint(format!("{name}: bad option; try: qperf --help options"), hint)
+}
+
 fn arg(args: &[String], i: usize) -> Result<&str, Fatal> {
     args.get(i + 1).map(String::as_str).ok_or_else(|| Fatal(format!("missing argument to {}", args[i])))
 }
@@ -637,7 +681,7 @@ pub fn do_args(
     while i < args.len() {
         let a = args[i].as_str();
         if a.starts_with('-') {
-            let opt = find_option(a, out).ok_or_else(|| Fatal(format!("{a}: bad option; try: qperf --help options")))?;
+            let opt = find_option(a, out).ok_or_else(|| bad_option(a, &args[i + 1..]))?;
             if !opt.kind.is_server_option() {
                 is_client = true;
             }
@@ -653,7 +697,7 @@ pub fn do_args(
                 st.g.host = Some(a.to_string());
             } else {
                 if super::wire::test_index(a).is_none() {
-                    return Err(Fatal(format!("{a}: bad test; try: qperf --help tests")));
+                    return Err(bad_test(a));
                 }
                 let loops = st.g.loops.clone();
                 run_loops(st, &loops, a, out, run)?;
@@ -793,6 +837,36 @@ mod tests {
         let (r, lines, _) = parse("h -r 10 tcp_bw");
         assert_eq!(r, Ok(Outcome::Client));
         assert_eq!(lines, vec!["warning: obsolete option: -r; use -sr instead"]);
+    }
+
+    /// The stock line first, then a guess; the exit status (Fatal: 1) is unchanged.
+    #[test]
+    fn bad_names_from_guides_get_a_guess_on_a_second_line() {
+        let err = |s: &str| parse(s).0.unwrap_err().0;
+        let (r, _, runs) = parse("h tcp_bw rdma_read_lat");
+        assert_eq!(r, Err(Fatal("rdma_read_lat: bad test; try: qperf --help tests\ndid you mean rc_rdma_read_lat?".into())));
+        assert_eq!(runs.len(), 1, "tcp_bw ran before the bad word, as in stock qperf");
+        assert_eq!(err("h rdma_write_lat"), "rdma_write_lat: bad test; try: qperf --help tests\ndid you mean rc_rdma_write_lat or uc_rdma_write_lat?");
+        assert_eq!(err("h bi_bw"), "bi_bw: bad test; try: qperf --help tests\ndid you mean rc_bi_bw, uc_bi_bw or ud_bi_bw?");
+        assert_eq!(err("h tcp_lta"), "tcp_lta: bad test; try: qperf --help tests\ndid you mean tcp_lat?");
+        assert_eq!(err("h rc_rdma_raed_bw"), "rc_rdma_raed_bw: bad test; try: qperf --help tests\ndid you mean rc_rdma_read_bw?");
+        // Nothing close: the stock line alone.
+        assert_eq!(err("h nosuch"), "nosuch: bad test; try: qperf --help tests");
+        // Options.
+        assert_eq!(err("h --msgsize 4k tcp_bw"), "--msgsize: bad option; try: qperf --help options\ndid you mean --msg_size?");
+        assert_eq!(err("h -msg_size 4k tcp_bw"), "-msg_size: bad option; try: qperf --help options\ndid you mean --msg_size?");
+        assert_eq!(err("h --use-cm 1 rc_bw"), "--use-cm: bad option; try: qperf --help options\ndid you mean --use_cm?");
+        assert_eq!(err("h -zz"), "-zz: bad option; try: qperf --help options");
+        // -b: perftest's and iperf's bidirectional switch; qperf names those runs as tests.
+        let bi = " (qperf has no -b: a bidirectional run is a test of its own, rc_bi_bw, uc_bi_bw, ud_bi_bw)";
+        assert_eq!(err("h -b rc_bw"), format!("-b: bad option; try: qperf --help options\ndid you mean rc_bi_bw?{bi}"));
+        assert_eq!(err("h -b ud_bw uc_bw"), format!("-b: bad option; try: qperf --help options\ndid you mean uc_bi_bw or ud_bi_bw?{bi}"));
+        assert_eq!(err("h -b tcp_bw"), format!("-b: bad option; try: qperf --help options\ndid you mean rc_bi_bw, uc_bi_bw or ud_bi_bw?{bi}"));
+        assert_eq!(err("h --bidirectional"), format!("--bidirectional: bad option; try: qperf --help options\ndid you mean rc_bi_bw, uc_bi_bw or ud_bi_bw?{bi}"));
+        // Every name suggested is a real one.
+        for t in ["rc_bi_bw", "uc_bi_bw", "ud_bi_bw", "rc_rdma_read_lat", "uc_rdma_write_lat"] {
+            assert!(super::super::wire::test_index(t).is_some(), "{t}");
+        }
     }
 
     #[test]

@@ -52,8 +52,14 @@ fn line_rate(r: &Record) -> Option<(f64, f64)> {
     Some((gbps, in_unit))
 }
 
-/// Fill in each record's median and turn OK into LOW where the rules say so.
+/// Fill in each record's median and turn OK into LOW where the rules say so. A LOW from an
+/// earlier judgement (a resumed file, a pass before a re-run moved the median) is judged
+/// afresh, so judging twice gives what judging once does.
 pub fn judge(records: &mut [Record], rules: &Rules) {
+    for r in records.iter_mut().filter(|r| r.status == Status::Low) {
+        r.status = Status::Ok;
+        r.reason.clear();
+    }
     let mut values: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     for r in records.iter().filter(|r| r.status.measured()) {
         if let Some(v) = r.value {
@@ -254,6 +260,9 @@ mod tests {
         let mut lat2 = four("ib_send_lat", "r", [10.0; 6]);
         judge(&mut lat2, &Rules { max_lat: Some(9.0), ..RULES });
         assert!(lat2.iter().all(|r| r.status == Status::Low));
+        // Judged again under other rules: the earlier LOWs do not stick.
+        judge(&mut lat2, &RULES);
+        assert!(lat2.iter().all(|r| r.status == Status::Ok && r.reason.is_empty()));
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub mod push;
 #[forbid(unsafe_code)]
 pub mod report;
 #[forbid(unsafe_code)]
+pub mod rerun;
+#[forbid(unsafe_code)]
 pub mod results;
 #[forbid(unsafe_code)]
 pub mod schedule;
@@ -498,46 +500,55 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
             if !cfg.retry {
                 continue;
             }
-            // Suspects (judged as the end will judge them) run once more, in later rounds.
-            let mut group: Vec<Record> = done.iter().filter(|r| r.test == test && r.rail == rail.label).cloned().collect();
-            judge::judge(&mut group, &cfg.rules);
-            let suspects: Vec<Record> =
-                group.into_iter().filter(|r| matches!(r.status, Status::Low | Status::Fail | Status::Timeout) && r.retried.is_none()).collect();
-            let pairs: Vec<schedule::Pair> = suspects
-                .iter()
-                .filter_map(|r| Some(schedule::Pair { a: index_of(&r.server.node)?, b: index_of(&r.client.node)? }))
-                .collect();
-            let again = pack(cfg, pairs);
-            for (k, round) in again.iter().enumerate() {
-                if bench_core::signal::requested() {
-                    stopped = true;
-                    break 'phases;
-                }
-                let jobs: Vec<Job> = round.iter().enumerate().filter_map(|(slot, p)| job(p, rounds.len() + k, slot)).collect();
-                prog.phase = format!("{test} {} re-run {}/{}", rail.label, k + 1, again.len());
-                prog.total += jobs.len();
+            // Suspects (judged as the end will judge them) run once more, in later rounds, and
+            // the judgement is made again while re-runs bring new ones (rerun::settle).
+            let at: Vec<usize> = (0..done.len()).filter(|&i| done[i].test == test && done[i].rail == rail.label).collect();
+            let mut group: Vec<Record> = at.iter().map(|&i| done[i].clone()).collect();
+            let mut extra = 0;
+            let mut pass = 0;
+            let settled = rerun::settle(&mut group, &cfg.rules, rerun::MAX_PASSES, |r| rec_key(cfg, r), |suspects| -> Result<Vec<Record>, String> {
+                let pairs: Vec<schedule::Pair> = suspects
+                    .iter()
+                    .filter_map(|r| Some(schedule::Pair { a: index_of(&r.server.node)?, b: index_of(&r.client.node)? }))
+                    .collect();
+                let again = pack(cfg, pairs);
+                pass += 1;
                 let mut fresh = Vec::new();
-                run_round(cfg, bin, &jobs, &mut prog, &mut log, &mut fresh).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-                for mut rec in fresh {
-                    let key = rec_key(cfg, &rec);
-                    let Some(first) = suspects.iter().find(|s| rec_key(cfg, s) == key) else { continue };
-                    let was = format!("{}: {}", first.status.name(), first.reason);
-                    // Its verdict comes from the final judgement (a re-run is LOW only against
-                    // the median of its test and rail), so the line is written after it.
-                    retried.push((key.clone(), format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
-                    rec.retried = Some(was);
-                    done.retain(|d| rec_key(cfg, d) != key);
-                    done.push(rec);
+                for (k, round) in again.iter().enumerate() {
+                    if stopped || bench_core::signal::requested() {
+                        stopped = true;
+                        break;
+                    }
+                    let jobs: Vec<Job> = round.iter().enumerate().filter_map(|(slot, p)| job(p, rounds.len() + extra, slot)).collect();
+                    extra += 1;
+                    prog.phase = format!("{test} {} re-run pass {pass}, {}/{}", rail.label, k + 1, again.len());
+                    prog.total += jobs.len();
+                    run_round(cfg, bin, &jobs, &mut prog, &mut log, &mut fresh).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+                    // The pair counts once in the totals.
+                    prog.total -= jobs.len();
+                    prog.finished -= jobs.len().min(prog.finished);
                 }
-                // The pair counts once in the totals.
-                prog.total -= jobs.len();
-                prog.finished -= jobs.len().min(prog.finished);
-                prog.not_ok = done.iter().filter(|r| r.status != Status::Ok).count();
+                Ok(fresh)
+            })?;
+            for &g in &settled.rerun {
+                let rec = &group[g];
+                let was = rec.retried.as_deref().unwrap_or_default();
+                // Its verdict comes from the final judgement (a re-run is LOW only against
+                // the median of its test and rail), so the line is finished after it.
+                retried.push((rec_key(cfg, rec), format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
+            }
+            for (i, rec) in at.into_iter().zip(group) {
+                done[i] = rec;
+            }
+            prog.not_ok = done.iter().filter(|r| r.status != Status::Ok).count();
+            if stopped {
+                break 'phases;
             }
         }
     }
     prog.clear();
-    judge::judge(&mut done, &cfg.rules);
+    // No pair is LOW without its re-run: pairs the passes or a stop left are named instead.
+    notes.extend(rerun::final_verdict(&mut done, &cfg.rules, cfg.retry));
     let retried: Vec<String> = retried
         .into_iter()
         .map(|(key, line)| {

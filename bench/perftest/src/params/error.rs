@@ -39,6 +39,9 @@ pub struct ParamError {
     /// (`-D/--duration`), or `<host>` for positional arguments.
     pub option: String,
     pub message: String,
+    /// What was probably meant (`did you mean --size?`), printed on a line of its own after
+    /// the error, so that the stock lines come first unchanged.
+    pub hint: Option<String>,
 }
 
 impl ParamError {
@@ -47,7 +50,12 @@ impl ParamError {
             kind,
             option: option.into(),
             message: message.into(),
+            hint: None,
         }
+    }
+    pub(super) fn with_hint(mut self, hint: Option<String>) -> Self {
+        self.hint = hint;
+        self
     }
     /// perftest's exit status for every parser failure.
     pub fn exit_code(&self) -> i32 {

@@ -158,6 +158,17 @@ fn scan_into(
     Ok(())
 }
 
+/// For an unknown `--name`: the long option probably meant (`did you mean --size?`), when one
+/// is close. Short options get none: one letter is one edit from every other.
+pub(crate) fn long_hint(unknown: &str) -> Option<String> {
+    let name = unknown.strip_prefix("--")?;
+    let mut names: Vec<&str> = LONG.iter().map(|(n, _, _)| *n).collect();
+    names.dedup();
+    let near = bench_core::suggest::nearest(name, &names, &[]);
+    let spelled: Vec<String> = near.iter().map(|n| format!("--{n}")).collect();
+    bench_core::suggest::did_you_mean(&spelled.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
 /// Long options that only rperftest has.
 const OWN_OPTIONS: [Opt; 3] = [Opt::Loopback, Opt::Adopt, Opt::PerftestVersion];
 

@@ -89,11 +89,11 @@ pub fn parse_with_env(tool: Tool, args: &[String], env_persona: Option<&str>) ->
     }
     if let Some(e) = scan_err {
         return Err(match e {
-            ScanError::Unknown(o) => ParamError::new(
-                ErrorKind::Usage,
-                o,
-                "Invalid Command or flag (unknown option)",
-            ),
+            ScanError::Unknown(o) => {
+                let hint = super::getopt::long_hint(&o);
+                ParamError::new(ErrorKind::Usage, o, "Invalid Command or flag (unknown option)")
+                    .with_hint(hint)
+            }
             ScanError::Ambiguous(o, c) => ParamError::new(
                 ErrorKind::Usage,
                 o,

@@ -187,6 +187,9 @@ pub fn run_tool(tool: Tool, args: &[String], settings: &RunSettings) -> i32 {
                 eprintln!(" Invalid Command or flag.");
                 eprintln!(" Please check command line and run again.\n");
                 eprintln!("{e}");
+                if let Some(h) = &e.hint {
+                    eprintln!("{h}");
+                }
                 print!("{}", params::usage_for(params::persona_hint(args, settings.persona.as_deref()), tool, tool.name()));
             } else {
                 eprintln!("{e}");
