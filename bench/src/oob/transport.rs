@@ -392,6 +392,8 @@ impl Channel {
                 let len = if self.bytes_follow_within(NEGOTIATE_TAIL_GRACE) {
                     self.recv_into(STEP, &mut buf, msg::NEGOTIATE_LEN_NO_MLX5DV)?;
                     msg::NEGOTIATE_LEN
+                } else if crate::signal::requested() {
+                    return Err(OobError::Interrupted { step: STEP.to_string() });
                 } else {
                     msg::NEGOTIATE_LEN_NO_MLX5DV
                 };
