@@ -13,6 +13,11 @@ use super::plan::Role;
 /// Default read timeout once connected: generous enough for a 50× slow VM.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Server: how long to wait after a NEGOTIATE block's first 312 bytes for a 320-byte client's
+/// tail to begin. A 320-byte client writes its block with one write(), which TCP delivers
+/// whole, so the tail is normally there at once; a 312-byte client pays this once.
+pub const NEGOTIATE_TAIL_GRACE: Duration = Duration::from_millis(300);
+
 /// Transport settings.
 #[derive(Clone, Debug)]
 pub struct OobConfig {
@@ -367,8 +372,9 @@ impl Channel {
     }
 
     /// NEGOTIATE exchange and comparison. The server adapts to a 312- or 320-byte client (it
-    /// reads 312 bytes, then takes 8 more if they are already there, and answers in the
-    /// client's size); the client sends `layout` and expects the same size back.
+    /// reads 312 bytes; if anything follows within [`NEGOTIATE_TAIL_GRACE`] the client sent
+    /// 320 and the rest is read under the ordinary timeout), and answers in the client's size;
+    /// the client sends `layout` and expects the same size back.
     pub fn exchange_negotiate(&mut self, local: &Negotiate, layout: NegotiateLayout) -> Result<Negotiate, OobError> {
         const STEP: &str = "the parameter negotiation";
         let remote = match self.role {
@@ -379,12 +385,15 @@ impl Channel {
             Role::Server => {
                 let mut buf = vec![0u8; msg::NEGOTIATE_LEN];
                 self.recv_into(STEP, &mut buf[..msg::NEGOTIATE_LEN_NO_MLX5DV], 0)?;
-                // A 320-byte client wrote its block in one write(); the tail is normally already
-                // here. A 312-byte client is now blocked reading our answer, so nothing follows.
-                let extra = self.peek_available(Duration::from_millis(300));
-                let len = if extra >= 8 {
-                    self.recv_into(STEP, &mut buf[..msg::NEGOTIATE_LEN], msg::NEGOTIATE_LEN_NO_MLX5DV)?;
+                // A 312-byte client is now blocked reading our answer, so nothing follows. A
+                // 320-byte client's tail is normally here already, but may come in pieces: one
+                // byte of it decides, the whole of it is waited for (issue #39: a tail that had
+                // only partly arrived used to be taken for a 312-byte client).
+                let len = if self.bytes_follow_within(NEGOTIATE_TAIL_GRACE) {
+                    self.recv_into(STEP, &mut buf, msg::NEGOTIATE_LEN_NO_MLX5DV)?;
                     msg::NEGOTIATE_LEN
+                } else if bench_core::signal::requested() {
+                    return Err(OobError::Interrupted { step: STEP.to_string() });
                 } else {
                     msg::NEGOTIATE_LEN_NO_MLX5DV
                 };
@@ -399,14 +408,29 @@ impl Channel {
         Ok(remote)
     }
 
-    /// How many bytes are waiting, after at most `wait`.
-    fn peek_available(&mut self, wait: Duration) -> usize {
-        let old = self.stream.read_timeout().ok().flatten();
-        let _ = self.stream.set_read_timeout(Some(wait.max(Duration::from_millis(1))));
-        let mut tmp = [0u8; 16];
-        let n = self.stream.peek(&mut tmp).unwrap_or(0);
-        let _ = self.stream.set_read_timeout(old);
-        n
+    /// Whether at least one byte is waiting, or arrives within `wait` (false on EOF, an error
+    /// or a stop signal: the next read reports those).
+    fn bytes_follow_within(&mut self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        let mut tmp = [0u8; 1];
+        let found = loop {
+            if bench_core::signal::requested() {
+                break false;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break false;
+            }
+            let _ = self.stream.set_read_timeout(Some(left.min(bench_core::signal::POLL_SLICE).max(Duration::from_millis(1))));
+            match self.stream.peek(&mut tmp) {
+                Ok(n) => break n > 0,
+                Err(e) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(_) => break false,
+            }
+        };
+        let t = if self.timeout.is_zero() { None } else { Some(self.timeout) };
+        let _ = self.stream.set_read_timeout(t);
+        found
     }
 
     /// One key-record exchange. A peer using the other text format is reported at once (we read
