@@ -6,8 +6,10 @@
 #   tests/plot-render.sh [--install] [--from-log SUITE.log] [--bin RPERFTEST]
 #   tests/plot-render.sh [--install] --no-plots --html PAGE.html...
 #
-# Inputs: the series files in tests/fixtures/plots/ (captured from VM case 65), drawn here
-# with `rperftest plot`; with --from-log also the SVG/HTML artefacts VM case 65-plots printed
+# Inputs: the series files in tests/fixtures/plots/ (bw, lat, soak captured from VM case 65;
+# lat-tail.jsonl, 3000 samples near 40 us and 4 near 12 ms, and b1.json/b2.json, one 64 KiB
+# write_bw report each, written for issue 39), drawn here with `rperftest plot`; the tail
+# histogram must carry its overflow label and bar, the one-size overlay its run names; with --from-log also the SVG/HTML artefacts VM case 65-plots printed
 # (its "ARTEFACT name" blocks in a run-suite -v log). --install: apt-get install chromium if it
 # is missing (else the render half is skipped, saying so). --html PAGE: also render that page
 # (e.g. a matrix report.html; its inline SVGs are XML-checked too); --no-plots: only the --html
@@ -38,6 +40,23 @@ if [ $PLOTS = 1 ]; then
     "$BIN" plot "$FIX/lat.jsonl" -o "$W/lat.svg" >/dev/null
     "$BIN" plot "$FIX/soak.jsonl" -o "$W/soak.svg" >/dev/null
     "$BIN" plot "$FIX/bw.jsonl" "$FIX/bw.jsonl" --label a --label b -o "$W/overlay.html" >/dev/null
+    "$BIN" plot "$FIX/lat-tail.jsonl" -o "$W/lat-tail.svg" >/dev/null
+    "$BIN" plot "$FIX/b1.json" "$FIX/b2.json" -o "$W/one-size.svg" >/dev/null
+    "$BIN" plot "$FIX/b1.json" "$FIX/b2.json" -o "$W/one-size.html" >/dev/null
+fi
+fail=0
+# has FILE TEXT...: each TEXT is the whole of a <text> element of the SVG (plotters writes the
+# text on its own line).
+has() {
+    local f=$1; shift
+    for t in "$@"; do
+        grep -qxF -- "$t" "$W/$f" || { echo "FAIL: $f has no text \"$t\""; fail=1; }
+    done
+}
+if [ $PLOTS = 1 ]; then
+    has lat-tail.svg "&gt; 44.54 usec: 4 samples (max 12211)" "&gt; 44.54" "Latency CDF" \
+        "beyond the body: 4 samples" "100" "1000"
+    has one-size.svg "b1 · 64K" "b2 · 64K" "Bandwidth per run" "Message rate per run" "1020" "880"
 fi
 k=0
 for page in "${PAGES[@]}"; do
@@ -59,7 +78,6 @@ if [ -n "$LOG" ]; then
         { if (f != "") close(f); f = "" }' "$LOG"
     ls "$W"/vm-*.svg >/dev/null 2>&1 || { echo "plot-render: no ARTEFACT blocks in $LOG" >&2; exit 1; }
 fi
-fail=0
 for f in "$W"/*.svg "$W"/*.svg.xml; do
     [ -e "$f" ] || continue
     if python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$f"; then
@@ -77,11 +95,14 @@ if [ -z "$CHROME" ]; then
     echo "plot-render: chromium not installed: the render check is skipped (--install installs it)"
     exit $fail
 fi
-# png_check PNG W H: the PNG is W x H and not blank.
+# png_check PNG W H [R,G,B]: the PNG is W x H and not blank, and shows at least 20 pixels of
+# colour R,G,B (the overflow bin's vermillion) when given.
 png_check() {
     python3 - "$@" <<'PY'
 import struct, sys, zlib
 path, w, h = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+want = tuple(int(c) for c in sys.argv[4].split(",")) if len(sys.argv) > 4 else None
+hits = 0
 data = open(path, "rb").read()
 assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
 pos, idat, ihdr = 8, b"", None
@@ -112,17 +133,21 @@ for y in range(ph):
             p = a + b - c; pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
             line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
     ink += sum(1 for x in range(0, stride, bpp) if min(line[x:x + 3]) < 200)
+    if want:
+        hits += sum(1 for x in range(0, stride, bpp) if all(abs(line[x + k] - want[k]) <= 16 for k in range(3)))
     prev = line
 share = ink / (pw * ph)
 if share < 0.01:
     sys.exit(f"blank: {share:.3%} of the pixels are not white")
-print(f"{pw}x{ph}, {share:.1%} ink")
+if want and hits < 20:
+    sys.exit(f"{hits} pixels of colour {want}, want 20 or more")
+print(f"{pw}x{ph}, {share:.1%} ink" + (f", {hits} px of {want}" if want else ""))
 PY
 }
-render() { # render FILE W H
+render() { # render FILE W H [R,G,B]
     "$CHROME" --headless=new --no-sandbox --disable-gpu --hide-scrollbars --window-size="$2,$3" \
         --screenshot="$1.png" "file://$1" >/dev/null 2>&1 || { echo "FAIL: chromium could not render $1"; return 1; }
-    if out=$(png_check "$1.png" "$2" "$3" 2>&1); then
+    if out=$(png_check "$1.png" "$2" "$3" ${4:+"$4"} 2>&1); then
         echo "render ok: $(basename "$1") $out"
     else
         echo "FAIL: $(basename "$1"): $out"; return 1
@@ -132,7 +157,10 @@ for f in "$W"/*.svg; do
     [ -e "$f" ] || continue
     w=$(grep -o '^<svg width="[0-9]*" height="[0-9]*"' "$f" | head -1 | sed 's/[^0-9 ]//g' | awk '{print $1}')
     h=$(grep -o '^<svg width="[0-9]*" height="[0-9]*"' "$f" | head -1 | sed 's/[^0-9 ]//g' | awk '{print $2}')
-    render "$f" "$w" "$h" || fail=1
+    colour=""
+    # The tail histogram's overflow bar and CDF dots are vermillion (render.rs EDGE).
+    [ "$(basename "$f")" = lat-tail.svg ] && colour=213,94,0
+    render "$f" "$w" "$h" $colour || fail=1
 done
 for f in "$W"/*.html; do [ -e "$f" ] || continue; render "$f" 1000 1200 || fail=1; done
 [ $fail = 0 ] && echo "plot-render: passed" || echo "plot-render: FAILED"

@@ -5,6 +5,7 @@
 pub mod burnin;
 pub mod charts;
 pub mod heatmap;
+pub mod latency;
 pub mod model;
 pub mod render;
 pub mod run;

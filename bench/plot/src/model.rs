@@ -21,9 +21,17 @@ pub struct Axis {
     /// Range in data units (not transformed).
     pub min: f64,
     pub max: f64,
+    /// A categorical axis (one run each): the name at positions 0, 1, …; empty for a numeric
+    /// axis.
+    pub categories: Vec<String>,
 }
 
 impl Axis {
+    /// A numeric axis.
+    pub fn numeric(label: &str, unit: &str, scale: Scale, min: f64, max: f64) -> Axis {
+        Axis { label: label.into(), unit: unit.into(), scale, min, max, categories: Vec::new() }
+    }
+
     /// "Label [unit]", or the label alone.
     pub fn caption(&self) -> String {
         if self.unit.is_empty() {
@@ -42,6 +50,9 @@ pub enum Style {
     Bars,
     /// A step line (CDF).
     Step,
+    /// Bars on a categorical x axis, side by side with the chart's other grouped series: each
+    /// point is (category index, value).
+    GroupedBars,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -49,6 +60,28 @@ pub struct Series {
     pub name: String,
     pub style: Style,
     pub points: Vec<(f64, f64)>,
+}
+
+/// Samples a histogram counts beyond the end of its x axis (an overflow or underflow bin),
+/// drawn in a slot past the axis's end.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EdgeBin {
+    /// Above the axis's max (else below its min).
+    pub above: bool,
+    /// The axis end the samples lie beyond.
+    pub bound: f64,
+    pub count: u64,
+    /// Legend text, e.g. "> 42.1 usec: 5 samples (max 12100)".
+    pub label: String,
+}
+
+/// Where a chart's legend goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LegendPlace {
+    /// Inside the plot, in the corner that covers the least data (chosen when drawn).
+    Corner,
+    /// In a column right of the plot area: nothing is ever under it.
+    Right,
 }
 
 /// An x interval shaded on the chart (burn-in intervals below the running median).
@@ -67,6 +100,9 @@ pub struct Chart {
     pub bands: Vec<Band>,
     /// Legend text of the bands (empty: none).
     pub band_label: String,
+    /// Overflow and underflow bins of a histogram.
+    pub edges: Vec<EdgeBin>,
+    pub legend: LegendPlace,
 }
 
 /// One picture: a heading (test, device, hosts, options) over one or more charts stacked

@@ -17,7 +17,9 @@ Exit status: 0 no regression, 1 a regression beyond the tolerance, 2 bad input."
 const PLOT_AFTER: &str = "\
 Each RUN is an --out_json report or a --series file (ib_* --series FILE). Runs that are all
 periodic (--run_infinitely) are drawn against time, with every interval more than --drop
-below the running median shaded; one -H run with samples is drawn as histogram and CDF;
+below the running median shaded; one -H run with samples is drawn as histogram and CDF
+(a run with a tail: the histogram over the body, the samples beyond counted at its edge,
+the CDF on a log axis); runs of one size each side by side (a bar per figure and run);
 anything else against message size. OUT ending in .html is a self-contained page (inline
 SVG and the data as tables).";
 
@@ -107,7 +109,15 @@ pub fn run_plot(args: &[String]) -> u8 {
     if let Err(e) = std::fs::write(out, &doc) {
         return fail(&format!("-o {out}: cannot write it: {e}"));
     }
-    let kind = if marked.is_some() { "time series" } else if fig.charts.len() == 2 && !runs[0].1.is_bw() { "histogram" } else { "sweep" };
+    let kind = if marked.is_some() {
+        "time series"
+    } else if fig.charts.iter().any(|c| !c.x.categories.is_empty()) {
+        "side by side"
+    } else if fig.charts.len() == 2 && !runs[0].1.is_bw() {
+        "histogram"
+    } else {
+        "sweep"
+    };
     if m.get_flag("json") {
         let (w, h) = render::figure_size(&fig);
         let j = serde_json::json!({
@@ -118,9 +128,10 @@ pub fn run_plot(args: &[String]) -> u8 {
             "heading": fig.heading,
             "charts": fig.charts.iter().map(|c| serde_json::json!({
                 "title": c.title,
-                "x": {"caption": c.x.caption(), "scale": format!("{:?}", c.x.scale), "min": c.x.min, "max": c.x.max},
+                "x": {"caption": c.x.caption(), "scale": format!("{:?}", c.x.scale), "min": c.x.min, "max": c.x.max, "categories": c.x.categories},
                 "y": {"caption": c.y.caption(), "scale": format!("{:?}", c.y.scale), "min": c.y.min, "max": c.y.max},
                 "series": c.series.iter().map(|s| serde_json::json!({"name": s.name, "points": s.points})).collect::<Vec<_>>(),
+                "edges": c.edges.iter().map(|e| serde_json::json!({"above": e.above, "bound": e.bound, "count": e.count, "label": e.label})).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "drop": drop,
             "marked": marked.as_ref().map(|mk| mk.iter().map(|(l, i)| serde_json::json!({"label": l, "intervals": i})).collect::<Vec<_>>()),
@@ -228,6 +239,22 @@ mod tests {
         for f in [a, s, h] {
             std::fs::remove_file(f).ok();
         }
+    }
+
+    #[test]
+    fn one_size_runs_and_a_tail_run_draw_their_new_charts() {
+        let fix = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/plots/");
+        let svg = std::env::temp_dir().join(format!("rperftest-plotcmd-{}-new.svg", std::process::id()));
+        let s = svg.to_string_lossy().into_owned();
+        assert_eq!(run_plot(&[format!("{fix}b1.json"), format!("{fix}b2.json"), "-o".into(), s.clone()]), 0);
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("\nb1 · 64K\n</text>") && text.contains("\nBandwidth per run\n</text>"));
+        assert_eq!(run_plot(&[format!("{fix}lat-tail.jsonl"), "-o".into(), s.clone()]), 0);
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("\n&gt; 44.54 usec: 4 samples (max 12211)\n</text>"), "the overflow bin's label");
+        // The CDF's log axis has a tick at 100, which no linear 38..12211 axis has.
+        assert!(text.contains("\nLatency CDF\n</text>") && text.contains("\n100\n</text>"));
+        std::fs::remove_file(svg).ok();
     }
 
     #[test]
