@@ -3,7 +3,6 @@
 //! (sysfs text, as rdma-core's tools read it) and `atof`/`strtod` (perftest's version block,
 //! qperf's option values). One home, so each quirk (leading-zero octal, a sign before hex, a
 //! trailing exponent without digits) is written once.
-#![forbid(unsafe_code)]
 
 /// The sign, base and digits of a C integer as `strtol(s, _, 0)` reads it once leading white
 /// space is gone: an optional `-`/`+`, then `0x`/`0X` hex, a leading-zero octal, or decimal.
