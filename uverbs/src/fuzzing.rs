@@ -341,6 +341,30 @@ pub fn cm_event(data: &[u8]) {
     }
 }
 
+/// Reproducible pseudo-random bytes for the generated-input tests beside the corpora
+/// (xorshift64: no dependency, the same sequence on every run and host).
+#[derive(Clone, Debug)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from a non-zero seed (zero would stay zero).
+    pub fn new(seed: u64) -> XorShift {
+        XorShift(seed.max(1))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// `len` bytes, each the low byte of the next value.
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next_u64() as u8).collect()
+    }
+}
+
 /// The directory of a target's committed seed corpus (`fuzz/corpus/<target>` in the workspace).
 pub fn corpus_dir(target: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(target)

@@ -2,7 +2,7 @@
 //! bodies the cargo-fuzz targets run (`perftest::fuzzing`), on the stable toolchain. A missing or
 //! empty corpus directory is a failure. See docs/fuzzing.md.
 
-use uverbs::fuzzing::replay;
+use uverbs::fuzzing::{replay, XorShift};
 use perftest::fuzzing;
 
 #[test]
@@ -50,13 +50,8 @@ fn params() {
 /// version blocks with the mark and option blocks of text lines.
 #[test]
 fn issue_18_checks_hold_on_generated_blocks() {
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut x = XorShift::new(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || x.next_u64();
     let alphabet = b"0123456789abcdef:\t\n -=sqtmcnDA\0";
     for i in 0..20_000 {
         let len = match i % 4 {

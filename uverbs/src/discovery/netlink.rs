@@ -705,15 +705,9 @@ mod tests {
     #[test]
     fn pseudo_random_bytes_never_panic() {
         // A tiny deterministic fuzz: xorshift bytes through every parser.
-        let mut x: u64 = 0x9e3779b97f4a7c15;
+        let mut x = crate::fuzzing::XorShift::new(0x9e3779b97f4a7c15);
         for len in 0..400usize {
-            let mut b = vec![0u8; len];
-            for v in b.iter_mut() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                *v = x as u8;
-            }
+            let mut b = x.bytes(len);
             if len >= 4 {
                 b[0..2].copy_from_slice(&((len as u16) & 0xff).to_ne_bytes());
             }
