@@ -32,7 +32,7 @@ pub fn check_files(files: &[String], out: &mut dyn Write, err: &mut dyn Write) -
 }
 
 pub fn run(args: &[String]) -> u8 {
-    match rperftest::args::parse_std(cli(), "rperftest check-json", args) {
+    match cli_args::parse_std(cli(), "rperftest check-json", args) {
         Ok(m) => {
             let files: Vec<String> = m.get_many::<String>("files").map(|v| v.cloned().collect()).unwrap_or_default();
             check_files(&files, &mut std::io::stdout(), &mut std::io::stderr())

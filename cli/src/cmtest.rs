@@ -83,7 +83,7 @@ fn opts(m: &ArgMatches) -> Opts {
 
 /// Entry point; returns the exit code.
 pub fn run(args: &[String]) -> u8 {
-    let o = match rperftest::args::parse_std(cli(), "rperftest cm-ping", args) {
+    let o = match cli_args::parse_std(cli(), "rperftest cm-ping", args) {
         Ok(m) => opts(&m),
         Err(code) => return code,
     };

@@ -405,7 +405,7 @@ pub fn devices_main(
     err: &mut dyn Write,
 ) -> i32 {
     let cmd = clap::Command::new("rperftest devices").about("Lists RDMA devices and their node GUIDs, as ibv_devices prints them");
-    if let Err(code) = rperftest::args::parse(cmd, "rperftest devices", args, out, err) {
+    if let Err(code) = cli_args::parse(cmd, "rperftest devices", args, out, err) {
         return i32::from(code);
     }
     match list() {

@@ -15,7 +15,6 @@ mod env_settings;
 mod plot_cmd;
 mod selftest;
 
-use rperftest::{diag, matrix};
 
 const TOOLS: [&str; 8] = [
     "ib_write_bw",

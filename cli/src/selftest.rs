@@ -62,7 +62,7 @@ fn cli() -> Command {
 }
 
 fn parse(args: &[String]) -> Result<Opts, u8> {
-    let m = rperftest::args::parse_std(cli(), "rperftest selftest", args)?;
+    let m = cli_args::parse_std(cli(), "rperftest selftest", args)?;
     Ok(Opts {
         dev: m.get_one::<String>("dev").cloned(),
         port: *m.get_one::<u8>("port").unwrap_or(&1),

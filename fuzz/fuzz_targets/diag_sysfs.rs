@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| rperftest::fuzzing::diag_sysfs(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| diag::fuzzing::diag_sysfs(data));

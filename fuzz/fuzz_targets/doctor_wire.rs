@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| rperftest::fuzzing::doctor_wire(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| diag::fuzzing::doctor_wire(data));

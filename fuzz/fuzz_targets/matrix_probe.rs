@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| rperftest::fuzzing::matrix_probe(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| matrix::fuzzing::matrix_probe(data));

@@ -62,7 +62,7 @@ fn fail(msg: &str) -> u8 {
 }
 
 pub fn run_plot(args: &[String]) -> u8 {
-    let m = match rperftest::args::parse_std(plot_command(), "rperftest plot", args) {
+    let m = match cli_args::parse_std(plot_command(), "rperftest plot", args) {
         Ok(m) => m,
         Err(code) => return code,
     };
@@ -147,7 +147,7 @@ pub fn run_plot(args: &[String]) -> u8 {
 }
 
 pub fn run_compare(args: &[String]) -> u8 {
-    let m = match rperftest::args::parse_std(compare_command(), "rperftest compare", args) {
+    let m = match cli_args::parse_std(compare_command(), "rperftest compare", args) {
         Ok(m) => m,
         Err(code) => return code,
     };

@@ -10,8 +10,8 @@ use uverbs::discovery::{gid, SysfsRoot};
 use super::report::{human_bytes, Check};
 use bench_core::cparse::strtoul;
 
-use crate::diag::csys::{read_string, sorted_names};
-use crate::diag::ibdev2netdev::find_netdev;
+use crate::csys::{read_string, sorted_names};
+use crate::ibdev2netdev::find_netdev;
 
 /// Opens a device node for read and write; the error's text.
 pub type OpenRw = Box<dyn Fn(&Path) -> Result<(), String>>;

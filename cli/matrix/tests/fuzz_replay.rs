@@ -1,7 +1,7 @@
 //! Replays the committed corpora of the matrix fuzz targets (`fuzz/corpus/<target>/*`) through
-//! the bodies the cargo-fuzz targets run (`rperftest::fuzzing`), on stable. See docs/fuzzing.md.
+//! the bodies the cargo-fuzz targets run (`matrix::fuzzing`), on stable. See docs/fuzzing.md.
 
-use rperftest::fuzzing;
+use matrix::fuzzing;
 use uverbs::fuzzing::replay;
 
 #[test]
@@ -17,19 +17,4 @@ fn matrix_probe() {
 #[test]
 fn matrix_hostlist() {
     replay("matrix_hostlist", fuzzing::matrix_hostlist);
-}
-
-#[test]
-fn rping() {
-    replay("rping", fuzzing::rping);
-}
-
-#[test]
-fn diag_sysfs() {
-    replay("diag_sysfs", fuzzing::diag_sysfs);
-}
-
-#[test]
-fn doctor_wire() {
-    replay("doctor_wire", fuzzing::doctor_wire);
 }

@@ -26,8 +26,8 @@ use super::report::Check;
 use super::wire::{Hello, Result1, MAGIC, MAX_LINE, VERSION};
 use bench_core::cparse::strtoul;
 
-use crate::diag::csys::read_string;
-use crate::diag::ibdev2netdev::find_netdev;
+use crate::csys::read_string;
+use crate::ibdev2netdev::find_netdev;
 
 /// perftest's exchange port: a `doctor --serve` answers where the tools would.
 pub use perftest::oob::msg::DEFAULT_PORT;

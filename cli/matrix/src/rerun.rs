@@ -99,8 +99,8 @@ pub fn final_verdict(records: &mut [Record], rules: &Rules, reruns: bool) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::judge::diagnose;
-    use crate::matrix::results::sample;
+    use crate::judge::diagnose;
+    use crate::results::sample;
 
     const RULES: Rules = Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5, port_rate: None };
 

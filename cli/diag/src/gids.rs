@@ -151,7 +151,7 @@ fn cli() -> Command {
 
 /// `gids` with its sysfs root and outputs injected.
 pub fn main_with(root: &SysfsRoot, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let m = match crate::args::parse(cli(), "gids", args, out, err) {
+    let m = match cli_args::parse(cli(), "gids", args, out, err) {
         Ok(m) => m,
         Err(code) => return code,
     };
@@ -180,7 +180,7 @@ pub fn run(args: &[String]) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diag::fake::FakeSys;
+    use crate::fake::FakeSys;
 
     fn row(dev: &str, idx: &str, gid: &str, ver: &str, nd: &str) -> GidRow {
         GidRow {

@@ -108,7 +108,7 @@ pub(crate) fn mirror_missing<T: Clone>(grid: &mut [Vec<T>], missing: impl Fn(&T)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::results::sample;
+    use crate::results::sample;
 
     #[test]
     fn a_four_node_matrix() {
@@ -151,7 +151,7 @@ ib_write_bw on rail rxe0: BW average [MB/sec], 3 of 6 pairs OK, median 5.01 (! =
 
     #[test]
     fn a_synthetic_256_node_two_rail_run_renders_and_is_diagnosed() {
-        use crate::matrix::{judge, schedule};
+        use crate::{judge, schedule};
         let n = 256;
         let nodes: Vec<String> = (1..=n).map(|i| format!("gpu{i:03}")).collect();
         let mut rs = Vec::new();

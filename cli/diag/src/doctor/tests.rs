@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use super::local::{self, Env, Target};
 use super::report::{Check, Level};
 use super::*;
-use crate::diag::fake::FakeSys;
+use crate::fake::FakeSys;
 
 fn env(f: &FakeSys) -> Env {
     Env {

@@ -104,7 +104,7 @@ fn forward<R: Read + Send + 'static>(r: R, to_stdout: Option<Arc<Mutex<std::io::
 }
 
 pub fn run(args: &[String]) -> u8 {
-    let m = match crate::args::parse_std(cli(), "matrix-exec", args) {
+    let m = match cli_args::parse_std(cli(), "matrix-exec", args) {
         Ok(m) => m,
         Err(code) => return code,
     };

@@ -9,6 +9,8 @@
 pub mod args;
 pub mod exec;
 #[forbid(unsafe_code)]
+pub mod fuzzing;
+#[forbid(unsafe_code)]
 pub mod hostlist;
 #[forbid(unsafe_code)]
 pub mod html;

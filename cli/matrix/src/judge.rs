@@ -183,7 +183,7 @@ pub fn diagnose(records: &[Record]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::results::sample;
+    use crate::results::sample;
 
     const RULES: Rules = Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5, port_rate: None };
 

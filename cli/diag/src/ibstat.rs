@@ -408,7 +408,7 @@ pub fn run(args: &[String]) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diag::fake::FakeSys;
+    use crate::fake::FakeSys;
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

@@ -89,7 +89,7 @@ mod tests {
 
     #[test]
     fn read_string_cuts_like_c() {
-        let d = crate::diag::fake::FakeSys::new();
+        let d = crate::fake::FakeSys::new();
         d.file("a", "hello\n");
         d.file("b", "0123456789abcdef");
         d.file("c", "x\ny\n");

@@ -137,7 +137,7 @@ fn emit(checks: &[Check], json: bool, out: &mut dyn Write) {
 /// `doctor` with its environment and outputs injected (the peer part talks to the network
 /// and the real device).
 pub fn main_with(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let m = match crate::args::parse(cli(), "doctor", args, out, err) {
+    let m = match cli_args::parse(cli(), "doctor", args, out, err) {
         Ok(m) => m,
         Err(code) => return code,
     };

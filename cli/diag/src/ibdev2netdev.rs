@@ -234,7 +234,7 @@ fn cli() -> Command {
 }
 
 pub fn main_with(root: &SysfsRoot, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let m = match crate::args::parse(cli(), "ibdev2netdev", args, out, err) {
+    let m = match cli_args::parse(cli(), "ibdev2netdev", args, out, err) {
         Ok(m) => m,
         Err(code) => return code,
     };
@@ -254,7 +254,7 @@ pub fn run(args: &[String]) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diag::fake::FakeSys;
+    use crate::fake::FakeSys;
 
     #[test]
     fn plain_and_verbose_golden() {

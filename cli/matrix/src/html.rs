@@ -96,7 +96,7 @@ pub fn page(nodes: &[String], records: &[Record], notes: &[String], diagnosis: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matrix::results::sample;
+    use crate::results::sample;
 
     #[test]
     fn a_page_with_a_heatmap_per_test_and_rail() {
