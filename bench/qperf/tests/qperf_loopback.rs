@@ -97,14 +97,13 @@ fn client_runs_each_test_against_our_server_and_quits_it() {
     assert!(t0.elapsed() < Duration::from_secs(30));
 }
 
-/// sctp_bw and sctp_lat, ours against ours, where the kernel has SCTP (skipped otherwise: the
-/// VM case 80-qperf.sh runs them against stock qperf on a guest with sctp.ko).
+/// sctp_bw and sctp_lat, ours against ours. Ignored, so counted as skipped: the hosts that run
+/// the unit tests have no sctp.ko. VM case 80-qperf.sh runs both against stock qperf and
+/// ours against ours on a guest that loads it; on a host with SCTP run it with `--ignored`.
 #[test]
+#[ignore = "needs SCTP (sctp.ko): VM case 80-qperf.sh covers it; `cargo test -- --ignored` where loaded"]
 fn sctp_tests_against_our_server() {
-    if !sctp::supported() {
-        eprintln!("skipped: this kernel makes no SCTP socket (no sctp.ko); tests/vm/cases/80-qperf.sh covers SCTP");
-        return;
-    }
+    assert!(sctp::supported(), "this kernel makes no SCTP socket (load sctp.ko)");
     let (port, _h) = start_server(false);
     let mut lines = Vec::new();
     let args: Vec<String> =
