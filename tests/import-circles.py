@@ -30,14 +30,7 @@ PATH_RE = re.compile(r'\b((?:crate|super|self)(?:::(?:super|[A-Za-z_][A-Za-z0-9_
 
 
 # Circles that predate this check, each to be broken; never add one to make CI pass.
-KNOWN = {
-    ('bench/perftest', 'params'): (
-        {'derive', 'error', 'getopt', 'options', 'parse'},
-        'getopt scans with the option tables of options, whose apply needs getopt::Found and '
-        'parse::State: the scanner should take the tables as values (as getopt_long does) and '
-        'State move to a leaf module',
-    ),
-}
+KNOWN = {}
 
 
 def strip_comments(src):

@@ -11,7 +11,8 @@ use crate::engine::crypto::CryptoSetup;
 
 use bench_core::cparse::strtol0;
 
-use super::{conflict, invalid, Connection, Found, ParamError, Params, TestKind, Verb};
+use super::getopt::{invalid, Found};
+use super::{conflict, Connection, ParamError, Params, TestKind, Verb};
 
 /// perftest's `aes_block_size_array`: the data-unit sizes, indexed by `enum mlx5dv_block_size`
 /// (`MLX5DV_BLOCK_SIZE_512` = 0, 520, 4048, 4096, 4160 = 4).
@@ -99,7 +100,7 @@ impl AesXts {
 
 /// perftest's `CHECK_VALUE(.., uint16_t, ..)`: `strtol(arg, &end, 0)` with nothing left over,
 /// then the C cast to `uint16_t` (so `-1` is 65535 and 70000 is 4464, as in perftest).
-pub(super) fn u16_arg(f: &Found, name: &str) -> Result<u16, ParamError> {
+pub(super) fn u16_arg<O>(f: &Found<O>, name: &str) -> Result<u16, ParamError> {
     let a = f.arg.as_deref().unwrap_or("");
     match strtol0(a) {
         None => Err(invalid(f, format!("{name} argument '{a}' should be an integer (perftest: uint16_t)"))),

@@ -1,7 +1,7 @@
 //! perftest's `force_dependecies()`: the values that follow from other options, the notes it
 //! prints on the way, and the combinations it refuses.
 
-use super::parse::State;
+use super::state::State;
 use super::{aes, conflict, cqe, dc, narrow, not_multiple, rate, xrc, ParamError, Params};
 use super::{Connection, Output, RateLimitType, Role, TestKind, TestMethod, TestType, Verb};
 use super::{MAX_SIZE, MSG_SIZE_CQ_MOD_LIMIT, RESULT_LINE};

@@ -3,7 +3,6 @@
 
 use std::fmt;
 
-use super::getopt::Found;
 use super::Params;
 
 /// What the command line asks for.
@@ -104,8 +103,4 @@ pub(super) fn conflict(opts: &str, msg: &str) -> ParamError {
 
 pub(super) fn unsupported(opts: &str, msg: &str) -> ParamError {
     ParamError::new(ErrorKind::Unsupported, opts, msg)
-}
-
-pub(super) fn invalid(f: &Found, msg: String) -> ParamError {
-    ParamError::new(ErrorKind::InvalidValue, f.spelling.clone(), msg)
 }

@@ -27,9 +27,12 @@
 //!   accepted and ignored, as perftest's ib_* tools do.
 //!
 //! Layout: `types` (the enums), `error` (outcome, errors, notices), `fields` (the [`Params`]
-//! record and its defaults), `parse` (the driver), `apply` (one option into the record),
-//! `derive` (`force_dependecies()`), one module per feature with derivations of its own (`aes`,
-//! `dc`, `xrc`, `rate`, `cqe`), and `knobs` (the library's knobs in perftest's spelling).
+//! record and its defaults), `parse` (the driver), `getopt` (the scanner, handed the option
+//! tables as values), `options` (the tables, and `apply`: one option into the record), `state`
+//! (what options leave besides the record), `derive` (`force_dependecies()`), one module per
+//! feature with derivations of its own (`aes`, `dc`, `xrc`, `rate`, `cqe`), and `knobs` (the
+//! library's knobs in perftest's spelling). The imports run one way: `parse` uses `options`,
+//! which uses `getopt`; `error` and `state` name none of them.
 
 pub mod aes;
 mod cqe;
@@ -44,6 +47,7 @@ pub mod knobs;
 mod parse;
 pub mod persona;
 pub mod rate;
+mod state;
 mod types;
 mod usage;
 mod usage629;
@@ -64,8 +68,7 @@ pub use types::{
 pub use usage::{extensions_help, usage};
 pub use usage629::usage629;
 
-use error::{conflict, invalid};
-use getopt::Found;
+use error::conflict;
 
 /// The version of the default persona (printed by `-V`, sent in the version exchange).
 pub const PERFTEST_VERSION: &str = DEFAULT_PERSONA.version();

@@ -1,14 +1,14 @@
 //! Every option in one place: its spelling (the [`Opt`] variant, its short letter in [`SHORT`],
 //! its names in [`LONG`]) and what it does to the record ([`apply`]: its argument checked as
 //! perftest checks it — ranges, keywords, the tools that refuse it — and the value stored). The
-//! scanner that reads argv against the tables is `getopt.rs`.
+//! scanner that reads argv is `getopt.rs`, handed the tables as [`TABLE`].
 
 use super::error::unsupported;
-use super::getopt::Found;
-use super::parse::State;
+use super::getopt::{invalid, Found, Table};
+use super::state::State;
 use bench_core::cparse::strtol0;
 
-use super::{aes, conflict, invalid, narrow, ParamError, Params};
+use super::{aes, conflict, narrow, ParamError, Params};
 use super::{AtomicType, Connection, LinkType, Output, RateLimitType, RateUnits, ReportFormat, TestKind, TestMethod};
 use super::{TestType, Verb};
 
@@ -375,12 +375,39 @@ pub(crate) const LONG: &[(&str, Opt, bool)] = &[
     ("perftest-version", Opt::PerftestVersion, true),
 ];
 
-pub(super) fn arg(f: &Found) -> &str {
+/// Long options that only rperftest has. They never make a perftest prefix ambiguous (`--perf`
+/// stays `--perform_warm_up`, as in perftest, although `--perftest-version` exists).
+const OWN_OPTIONS: [Opt; 3] = [Opt::Loopback, Opt::Adopt, Opt::PerftestVersion];
+
+/// What the scanner reads argv against.
+pub(super) const TABLE: Table<Opt> = Table {
+    short: SHORT,
+    long: LONG,
+    prefix_yields: &OWN_OPTIONS,
+};
+
+/// The key for duplicate detection (perftest ≥ 6.1x: ` Duplicated argument: <key>`): the short
+/// letter if the option has one, else the option, so aliases such as `--source_ip` and
+/// `--bind_source_ip` count as one; the options that stand for a family of long names
+/// (raw-Ethernet, GPU, vendor) go by the name given.
+pub(super) fn dup_key(f: &Found<Opt>) -> String {
+    if let Some(&(c, _, _)) = SHORT.iter().find(|(_, o, _)| *o == f.opt) {
+        return format!("-{c}");
+    }
+    match f.opt {
+        Opt::RawLongWithArg | Opt::RawLongFlag | Opt::GpuWithArg | Opt::GpuFlag | Opt::VendorWithArg | Opt::VendorFlag => {
+            f.spelling.strip_prefix("--").unwrap_or(&f.spelling).to_string()
+        }
+        opt => format!("{opt:?}"),
+    }
+}
+
+pub(super) fn arg(f: &Found<Opt>) -> &str {
     f.arg.as_deref().unwrap_or("")
 }
 
 /// An integer argument in `min..=max`; `name` is perftest's name for it.
-fn int_in(f: &Found, name: &str, min: i64, max: i64) -> Result<i64, ParamError> {
+fn int_in(f: &Found<Opt>, name: &str, min: i64, max: i64) -> Result<i64, ParamError> {
     let a = arg(f);
     match strtol0(a) {
         None => Err(invalid(
@@ -395,7 +422,7 @@ fn int_in(f: &Found, name: &str, min: i64, max: i64) -> Result<i64, ParamError> 
     }
 }
 
-fn float_nonneg(f: &Found, what: &str) -> Result<f64, ParamError> {
+fn float_nonneg(f: &Found<Opt>, what: &str) -> Result<f64, ParamError> {
     let a = arg(f).trim();
     match a.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
@@ -412,7 +439,7 @@ fn float_nonneg(f: &Found, what: &str) -> Result<f64, ParamError> {
 
 const I32_MAX: i64 = i32::MAX as i64;
 
-pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), ParamError> {
+pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found<Opt>) -> Result<(), ParamError> {
     let verb = p.tool.verb();
     let kind = p.tool.kind();
     match f.opt {
@@ -801,4 +828,38 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found) -> Result<(), Par
         Opt::Help | Opt::Version | Opt::PerftestVersion => {}
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::getopt::scan;
+    use super::*;
+
+    fn keys(a: &[&str]) -> Vec<String> {
+        let a: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        let (s, err) = scan(&TABLE, &a);
+        assert_eq!(err, None);
+        s.options.iter().map(dup_key).collect()
+    }
+
+    #[test]
+    fn duplicate_keys_are_the_short_letter_else_the_option() {
+        assert_eq!(keys(&["-s", "1", "--size=2", "--com_rdma_cm", "-z"]), ["-s", "-s", "-z", "-z"]);
+        assert_eq!(
+            keys(&["--source_ip=a", "--bind_source_ip=b", "--use-srq", "--ethertype", "x"]),
+            ["BindSourceIp", "BindSourceIp", "UseSrq", "RawEthertype"]
+        );
+        // A family of long names under one Opt: each name is an option of its own.
+        assert_eq!(
+            keys(&["--remote_mac", "a", "--local_mac", "b", "--use_cuda=0", "--ph", "1", "--tcp"]),
+            ["remote_mac", "local_mac", "use_cuda", "ph", "tcp"]
+        );
+    }
+
+    #[test]
+    fn own_options_do_not_make_perftest_prefixes_ambiguous() {
+        let a: Vec<String> = ["--perf", "--loop"].iter().map(|s| s.to_string()).collect();
+        let opts: Vec<Opt> = scan(&TABLE, &a).0.options.iter().map(|f| f.opt).collect();
+        assert_eq!(opts, [Opt::PerformWarmUp, Opt::Loopback]);
+    }
 }

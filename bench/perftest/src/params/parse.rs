@@ -3,11 +3,12 @@
 
 use bench_core::settings::RunSettings;
 
-use super::options::{apply, arg, Opt};
 use super::derive::derive;
 use super::error::unsupported;
-use super::getopt::{self, ScanError};
-use super::{conflict, invalid, usage, usage629, xrc};
+use super::getopt::{self, invalid, ScanError};
+use super::options::{apply, arg, dup_key, Opt, TABLE};
+use super::state::State;
+use super::{conflict, usage, usage629, xrc};
 use super::{Connection, ErrorKind, ParamError, ParseOutcome, Params, Persona, Role, TestKind, Tool, ENV_PERSONA};
 
 /// The `-h` text of `persona` for `tool` (`prog` in the "Usage:" lines).
@@ -21,11 +22,11 @@ pub fn usage_for(persona: Persona, tool: Tool, prog: &str) -> String {
 /// The persona a command line asks for, without parsing the rest of it (the tool's entry point
 /// needs it to print the right usage text after a parser error); a bad value gives the default.
 pub fn persona_hint(args: &[String], env_persona: Option<&str>) -> Persona {
-    persona_of(&getopt::scan(args).0, env_persona).unwrap_or_default()
+    persona_of(&getopt::scan(&TABLE, args).0, env_persona).unwrap_or_default()
 }
 
 /// `--perftest-version` wins over the environment; -h and -V follow it wherever it stands.
-fn persona_of(found: &getopt::Scanned, env_persona: Option<&str>) -> Result<Persona, ParamError> {
+fn persona_of(found: &getopt::Scanned<Opt>, env_persona: Option<&str>) -> Result<Persona, ParamError> {
     if let Some(f) = found.options.iter().find(|f| f.opt == Opt::PerftestVersion) {
         return Persona::from_version(arg(f)).ok_or_else(|| {
             invalid(f, format!("{:?} is not a perftest version rperftest presents; give 6.06 or 6.29", arg(f)))
@@ -64,7 +65,7 @@ pub fn parse_run(tool: Tool, args: &[String], settings: &RunSettings) -> Result<
 
 /// [`parse`] with `env_persona` standing for the value of [`ENV_PERSONA`] (None: unset).
 pub fn parse_with_env(tool: Tool, args: &[String], env_persona: Option<&str>) -> Result<ParseOutcome, ParamError> {
-    let (found, scan_err) = getopt::scan(args);
+    let (found, scan_err) = getopt::scan(&TABLE, args);
     let persona = persona_of(&found, env_persona)?;
     let mut p = Params::defaults(tool);
     p.persona = persona;
@@ -72,14 +73,15 @@ pub fn parse_with_env(tool: Tool, args: &[String], env_persona: Option<&str>) ->
     let mut seen: Vec<String> = Vec::new();
     for f in &found.options {
         if f.opt != Opt::Help && f.opt != Opt::Version {
-            if seen.contains(&f.dup_key) {
+            let key = dup_key(f);
+            if seen.contains(&key) {
                 return Err(ParamError::new(
                     ErrorKind::Duplicate,
                     f.spelling.clone(),
-                    format!("Duplicated argument: {}", f.dup_key),
+                    format!("Duplicated argument: {key}"),
                 ));
             }
-            seen.push(f.dup_key.clone());
+            seen.push(key);
         }
         match f.opt {
             Opt::Help => return Ok(ParseOutcome::Help(usage_for(persona, tool, tool.name()))),
@@ -90,7 +92,7 @@ pub fn parse_with_env(tool: Tool, args: &[String], env_persona: Option<&str>) ->
     if let Some(e) = scan_err {
         return Err(match e {
             ScanError::Unknown(o) => {
-                let hint = super::getopt::long_hint(&o);
+                let hint = getopt::long_hint(&TABLE, &o);
                 ParamError::new(ErrorKind::Usage, o, "Invalid Command or flag (unknown option)")
                     .with_hint(hint)
             }
@@ -149,26 +151,6 @@ pub fn parse_with_env(tool: Tool, args: &[String], env_persona: Option<&str>) ->
     derive(&mut p, &st)?;
     xrc::double_qps(&mut p);
     Ok(ParseOutcome::Run(Box::new(p)))
-}
-
-/// Options seen that do not map to a field, or whose refusal waits until all options are known.
-#[derive(Default)]
-pub(super) struct State {
-    pub(super) use_rss: bool,
-    /// `--log_active_dci_streams` was given.
-    pub(super) dci_active_given: bool,
-    pub(super) gpu: Option<String>,
-    pub(super) vendor: Option<String>,
-    pub(super) use_ooo: bool,
-    pub(super) data_validation: Option<String>,
-    pub(super) write_with_imm: bool,
-    pub(super) send_with_imm: bool,
-    pub(super) run_infinitely: bool,
-    pub(super) rate_limit_given: bool,
-    /// `--rate_limit` as written (perftest matches it against its HW rate table as text).
-    pub(super) rate_limit_text: Option<String>,
-    /// `--rate_limit_type` was given (perftest's `is_rate_limit_type`).
-    pub(super) rate_limit_type_given: bool,
 }
 
 /// Features perftest has and rperftest does not: refused with a clear message.
