@@ -64,15 +64,20 @@ def drop_inline_test_mods(src):
     return out
 
 
+PUB_USE_RE = re.compile(r'^\s*pub(?:\([^)]*\))?\s+use\s+([^;]+);', re.M)
+
+
 class Crate:
     def __init__(self, root_file):
         self.files = {}  # module path tuple -> file path
+        self.reexports = {}  # module path tuple -> {name: path segments as written there}
         self._walk(root_file, ())
 
     def _walk(self, path, modpath):
         self.files[modpath] = path
         with open(path, encoding='utf-8') as f:
             src = strip_comments(f.read())
+        self.reexports[modpath] = reexports(drop_inline_test_mods(src))
         tests = {m.group(1) for m in CFG_TEST_MOD_RE.finditer(src)}
         explicit = {m.group(2): m.group(1) for m in PATH_ATTR_RE.finditer(src)}
         base = os.path.dirname(path)
@@ -91,8 +96,10 @@ class Crate:
                     self._walk(c, modpath + (name,))
                     break
 
-    def resolve(self, here, segs):
-        """The longest module prefix of a path named in module `here`, or None."""
+    def resolve(self, here, segs, depth=0):
+        """The module that holds what a path named in module `here` names, or None. A name a
+        module re-exports (`pub use child::Name;`) resolves to where it comes from, so that a
+        path through a parent's re-export still counts as an edge to the sibling."""
         cur = None
         for i, s in enumerate(segs):
             if s == 'crate' and i == 0:
@@ -103,6 +110,12 @@ class Crate:
                 cur = (here if cur is None else cur)[:-1]
             elif cur is not None and cur + (s,) in self.files:
                 cur = cur + (s,)
+            elif cur is not None and s in self.reexports.get(cur, {}) and depth < 8:
+                target = self.reexports[cur][s]
+                if target[0] not in ('crate', 'self', 'super'):
+                    target = ['self'] + target
+                found = self.resolve(cur, target, depth + 1)
+                return cur if found is None else found
             else:
                 break
         return cur
@@ -122,6 +135,28 @@ class Crate:
                     to = self.resolve(modpath, t)
                     if to is not None:
                         yield modpath, to, path, line
+
+
+def reexports(src):
+    """{name: segments} of a module's `pub use` items (globs and external crates left out)."""
+    out = {}
+    for m in PUB_USE_RE.finditer(src):
+        body = ' '.join(m.group(1).split())
+        if '{' in body:
+            prefix, rest = body.split('{', 1)
+            prefix = [x for x in prefix.strip().rstrip(':').split('::') if x]
+            items = brace_group(rest, 0)
+        else:
+            prefix, items = [], [[x for x in body.split(' as ')[0].strip().split('::') if x]]
+        for it in items:
+            if not it or it[-1] in ('*', 'self'):
+                continue
+            name = it[-1]
+            alias = re.search(r'\bas\s+([A-Za-z_][A-Za-z0-9_]*)', body)
+            out[name] = prefix + it
+            if alias and len(items) == 1:
+                out[alias.group(1)] = prefix + it
+    return out
 
 
 def brace_group(src, start):

@@ -19,14 +19,38 @@
 //! Not done (libmlx5 does): ECE options (0 here: the kernel then uses none), scatter-to-CQE on
 //! DCT (we never ask for it on any QP).
 
+use std::sync::atomic::Ordering;
+
 use uverbs::error::{Error, Result};
 use uverbs::dv::DcInit;
-use uverbs::provider::{QpInitAttr, QpType};
+use uverbs::provider::{QpInitAttr, QpState, QpType, Udata};
 
 use super::abi;
 use super::geometry::{self, QpGeometry};
 use super::uar::UarWriter;
-use super::{Mlx5, Mlx5QpPrep, UidxReservation, MAX_UIDX};
+use super::{Mlx5, Mlx5Qp, Mlx5QpPrep, UidxReservation, MAX_UIDX};
+
+/// A DCT's modify to RTR: the driver data it sends and the DCT number the kernel answers with.
+/// (DC's own, so that the generic QP code in `qp.rs` needs nothing of DC.)
+impl<U: UarWriter> Mlx5<U> {
+    pub(super) fn qp_modify_udata(&self, qp: &Mlx5Qp, state: Option<QpState>) -> Option<Udata> {
+        (qp.params.qp_type == QpType::Dct && state == Some(QpState::Rtr)).then(|| Udata {
+            req: vec![0u8; MODIFY_QP_REQ_LEN],
+            resp_len: MODIFY_QP_RESP_LEN,
+        })
+    }
+
+    pub(super) fn qp_modify_done(&self, qp: &mut Mlx5Qp, state: QpState, drv_resp: &[u8]) -> Result<Option<u32>> {
+        if qp.params.qp_type != QpType::Dct || state != QpState::Rtr {
+            return Ok(None);
+        }
+        let dctn = parse_modify_dct_resp(drv_resp)?;
+        qp.params.qpn = dctn;
+        // CQE version 0 looks QPs up by the CQE's QPN: from now on that is the DCT number.
+        qp.shared.dctn.store(dctn & 0xff_ffff, Ordering::Release);
+        Ok(Some(dctn))
+    }
+}
 
 /// `MLX5_QP_FLAG_TYPE_DCT`.
 pub const QP_FLAG_TYPE_DCT: u32 = 1 << 4;

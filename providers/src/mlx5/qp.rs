@@ -13,7 +13,7 @@ use super::mem::{queue_mem_accessors, DmaBuf};
 use super::registry::{QpShared, Registry, UidxReservation, MAX_UIDX};
 use super::uar::UarWriter;
 use super::wqe::{self, SqParams, WQEBB};
-use super::{abi, dc, enomem, post_err, umr, Mlx5};
+use super::{abi, enomem, post_err, umr, Mlx5};
 
 /// QP doorbell-record word indices (each a big-endian u32).
 const RCV_DBR: usize = 0;
@@ -33,7 +33,7 @@ pub struct Mlx5Qp {
     buf: Arc<DmaBuf>,
     db: DmaBuf,
     pub geo: QpGeometry,
-    params: SqParams,
+    pub(super) params: SqParams,
     cur_post: u32,
     sq_head: u32,
     rq_head: u32,
@@ -206,24 +206,6 @@ impl<U: UarWriter> Mlx5<U> {
             registry: self.registry.clone(),
             fm_cache: 0,
         })
-    }
-
-    pub(super) fn qp_modify_udata(&self, qp: &Mlx5Qp, state: Option<QpState>) -> Option<Udata> {
-        (qp.params.qp_type == QpType::Dct && state == Some(QpState::Rtr)).then(|| Udata {
-            req: vec![0u8; dc::MODIFY_QP_REQ_LEN],
-            resp_len: dc::MODIFY_QP_RESP_LEN,
-        })
-    }
-
-    pub(super) fn qp_modify_done(&self, qp: &mut Mlx5Qp, state: QpState, drv_resp: &[u8]) -> Result<Option<u32>> {
-        if qp.params.qp_type != QpType::Dct || state != QpState::Rtr {
-            return Ok(None);
-        }
-        let dctn = dc::parse_modify_dct_resp(drv_resp)?;
-        qp.params.qpn = dctn;
-        // CQE version 0 looks QPs up by the CQE's QPN: from now on that is the DCT number.
-        qp.shared.dctn.store(dctn & 0xff_ffff, Ordering::Release);
-        Ok(Some(dctn))
     }
 
     pub(super) fn qp_reset_if_reset(&self, qp: &mut Mlx5Qp, state: QpState) {

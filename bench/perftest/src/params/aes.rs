@@ -1,102 +1,17 @@
-//! `--aes_xts` and its family (perftest 6.06 built with HAVE_AES_XTS, as Debian 12's is): the
-//! option values, perftest's defaults and casts, and its parameter checks in its order
-//! (`force_dependecies`, right after the DCI stream checks).
+//! `--aes_xts` and its family (perftest 6.06 built with HAVE_AES_XTS, as Debian 12's is):
+//! perftest's casts and its parameter checks in its order (`force_dependecies`, right after the
+//! DCI stream checks). The option values themselves ([`AesXts`]) are a `types` leaf, so that
+//! `Params` holds them without importing these rules.
 //!
 //! The key material (credentials file, data-encryption-key app) and the verbs side live in
 //! [`crate::engine::crypto`].
-
-use uverbs::dv::CryptoAttr;
-
-use crate::engine::crypto::CryptoSetup;
 
 use bench_core::cparse::strtol0;
 
 use super::getopt::{invalid, Found};
 use super::{conflict, Connection, ParamError, Params, TestKind, Verb};
 
-/// perftest's `aes_block_size_array`: the data-unit sizes, indexed by `enum mlx5dv_block_size`
-/// (`MLX5DV_BLOCK_SIZE_512` = 0, 520, 4048, 4096, 4160 = 4).
-pub const BLOCK_SIZES: [u32; 5] = [512, 520, 4048, 4096, 4160];
-
-/// The AES-XTS options as given (after perftest's `uint16_t` casts).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AesXts {
-    /// `--aes_xts`.
-    pub enabled: bool,
-    /// `--encrypt_on_tx`: memory holds plaintext, the wire ciphertext (default: the reverse).
-    pub encrypt_on_tx: bool,
-    /// `--sig_before`: signature before crypto on transmit (default after).
-    pub sig_before: bool,
-    /// `--aes_block_size` as perftest keeps it (a `uint16_t`; 0 when not given).
-    pub block_size_arg: u16,
-    /// `--data_enc_keys_number` (default 1).
-    pub keys_number: u16,
-    /// `--kek_path`.
-    pub kek_path: Option<String>,
-    /// `--credentials_path`.
-    pub credentials_path: Option<String>,
-    /// `--data_enc_key_app_path`.
-    pub app_path: Option<String>,
-}
-
-impl Default for AesXts {
-    fn default() -> Self {
-        AesXts {
-            enabled: false,
-            encrypt_on_tx: false,
-            sig_before: false,
-            block_size_arg: 0,
-            keys_number: 1,
-            kek_path: None,
-            credentials_path: None,
-            app_path: None,
-        }
-    }
-}
-
-impl AesXts {
-    /// `enum mlx5dv_block_size` of the block size: perftest maps 520, 4048, 4096 and 4160 and
-    /// silently takes 512 for anything else (the default included).
-    pub fn block_index(&self) -> usize {
-        match self.block_size_arg {
-            520 => 1,
-            4048 => 2,
-            4096 => 3,
-            4160 => 4,
-            _ => 0,
-        }
-    }
-
-    /// The data-unit size in bytes (the header's ` Block Size` value).
-    pub fn block_size(&self) -> u32 {
-        BLOCK_SIZES[self.block_index()]
-    }
-
-    /// The set-up for `--aes_xts` (`None` without it). `verb_encrypts`: the tool's verb is one of
-    /// perftest's encrypted paths.
-    pub fn engine_setup(&self, verb_encrypts: bool) -> Option<CryptoSetup> {
-        if !self.enabled {
-            return None;
-        }
-        let mut tweak = [0u8; 16];
-        for (i, t) in tweak.iter_mut().enumerate() {
-            *t = i as u8;
-        }
-        Some(CryptoSetup {
-            attr: CryptoAttr {
-                encrypt_on_tx: self.encrypt_on_tx,
-                signature_before_crypto_on_tx: self.sig_before,
-                initial_tweak: tweak,
-                keytag: [0; 8],
-                data_unit_size: self.block_size(),
-            },
-            keys: self.keys_number,
-            app_path: self.app_path.clone().unwrap_or_default(),
-            kek_path: self.kek_path.clone().unwrap_or_default(),
-            encrypted_posts: verb_encrypts,
-        })
-    }
-}
+pub use super::types::{AesXts, BLOCK_SIZES};
 
 /// perftest's `CHECK_VALUE(.., uint16_t, ..)`: `strtol(arg, &end, 0)` with nothing left over,
 /// then the C cast to `uint16_t` (so `-1` is 65535 and 70000 is 4464, as in perftest).

@@ -3,10 +3,7 @@
 
 use super::{conflict, Connection, ParamError, Params, TestKind};
 
-/// perftest's `DC_KEY`: the access key every DCT is created with and every DCI send presents.
-pub const DC_KEY: u64 = 0xffee_ddcc;
-/// perftest's `DEF_INLINE_DC`: the latency tools' default inline size on DC.
-pub const DEF_INLINE_DC: u32 = 150;
+pub use super::types::{DC_KEY, DEF_INLINE_DC};
 
 /// The DC rules, in perftest's order. `active_given`: `--log_active_dci_streams` was on the
 /// command line (otherwise it defaults to `--log_dci_streams`).

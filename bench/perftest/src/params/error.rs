@@ -1,19 +1,7 @@
-//! What parsing produces besides [`Params`]: the outcome, the one-line errors and the notices
-//! perftest prints while parsing.
+//! The one-line errors of parsing and the notices perftest prints while parsing (a leaf: what
+//! a parse returns is `parse::ParseOutcome`).
 
 use std::fmt;
-
-use super::Params;
-
-/// What the command line asks for.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ParseOutcome {
-    Run(Box<Params>),
-    /// `-h`: print to stdout as is, exit [`EXIT_HELP`](super::EXIT_HELP).
-    Help(String),
-    /// `-V`: print to stdout as is, exit [`EXIT_VERSION`](super::EXIT_VERSION).
-    Version(String),
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {

@@ -1,7 +1,8 @@
 //! The [`Params`] record: every field the command line sets or derives, perftest's defaults,
 //! and the questions the rest of the tool asks of it.
 
-use super::{aes, dc, not_multiple, Notice, Persona};
+use super::types::{AesXts, DEF_INLINE_DC};
+use super::{not_multiple, Notice, Persona};
 use crate::oob::msg::DEFAULT_PORT;
 use super::{AtomicType, Connection, LinkType, Output, RateLimitType, RateUnits, ReportFormat, Role, TestKind};
 use super::{TestMethod, TestType, Tool, Verb};
@@ -77,7 +78,7 @@ pub struct Params {
     pub use_srq: bool,
     pub connectionless: bool,
     /// `--aes_xts` and its family ([`aes`]).
-    pub aes: aes::AesXts,
+    pub aes: AesXts,
     /// `--log_dci_streams` (DC only; 0 = plain DCI).
     pub log_dci_streams: u16,
     /// `--log_active_dci_streams` (default: `log_dci_streams`).
@@ -268,7 +269,7 @@ impl Params {
             mgid: None,
             use_srq: false,
             connectionless: false,
-            aes: aes::AesXts::default(),
+            aes: AesXts::default(),
             log_dci_streams: 0,
             log_active_dci_streams: 0,
             dev: DeviceOpts {
@@ -376,7 +377,7 @@ impl Params {
             return 0;
         }
         match self.verb {
-            Verb::Write | Verb::WriteImm | Verb::Send | Verb::SendImm if self.connection == Connection::Dc => dc::DEF_INLINE_DC,
+            Verb::Write | Verb::WriteImm | Verb::Send | Verb::SendImm if self.connection == Connection::Dc => DEF_INLINE_DC,
             Verb::Write | Verb::WriteImm => 220,
             Verb::Send | Verb::SendImm => {
                 if self.connection == Connection::Ud {

@@ -55,11 +55,11 @@ mod usage_shared;
 mod xrc;
 pub use xrc::{lane_plan, xrc_plan};
 
-pub use error::{ErrorKind, Notice, ParamError, ParseOutcome};
+pub use error::{ErrorKind, Notice, ParamError};
 pub use fields::Params;
 #[cfg(test)]
 pub(crate) use parse::parsed;
-pub use parse::{parse, parse_run, parse_with_env, persona_hint, usage_for};
+pub use parse::{parse, parse_run, ParseOutcome, parse_with_env, persona_hint, usage_for};
 pub use persona::{Persona, DEFAULT_PERSONA, ENV_PERSONA};
 pub use types::{
     AtomicType, Connection, LinkType, Output, RateLimitType, RateUnits, ReportFormat, Role, TestKind, TestMethod, TestType,

@@ -9,7 +9,17 @@ use super::getopt::{self, invalid, ScanError};
 use super::options::{apply, arg, dup_key, Opt, TABLE};
 use super::state::State;
 use super::{conflict, usage, usage629, xrc};
-use super::{Connection, ErrorKind, ParamError, ParseOutcome, Params, Persona, Role, TestKind, Tool, ENV_PERSONA};
+use super::{Connection, ErrorKind, ParamError, Params, Persona, Role, TestKind, Tool, ENV_PERSONA};
+
+/// What the command line asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParseOutcome {
+    Run(Box<Params>),
+    /// `-h`: print to stdout as is, exit [`EXIT_HELP`](super::EXIT_HELP).
+    Help(String),
+    /// `-V`: print to stdout as is, exit [`EXIT_VERSION`](super::EXIT_VERSION).
+    Version(String),
+}
 
 /// The `-h` text of `persona` for `tool` (`prog` in the "Usage:" lines).
 pub fn usage_for(persona: Persona, tool: Tool, prog: &str) -> String {

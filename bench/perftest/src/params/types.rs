@@ -3,6 +3,10 @@
 
 use std::fmt;
 
+use uverbs::dv::CryptoAttr;
+
+use crate::engine::crypto::CryptoSetup;
+
 /// The verb and the atomic operation are the wire's enums (one numbering, one set of names).
 pub use crate::oob::msg::{AtomicType, Verb};
 
@@ -225,3 +229,92 @@ impl ReportFormat {
         }
     }
 }
+
+/// perftest's `aes_block_size_array`: the data-unit sizes, indexed by `enum mlx5dv_block_size`
+/// (`MLX5DV_BLOCK_SIZE_512` = 0, 520, 4048, 4096, 4160 = 4).
+pub const BLOCK_SIZES: [u32; 5] = [512, 520, 4048, 4096, 4160];
+
+/// The AES-XTS options as given (after perftest's `uint16_t` casts).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AesXts {
+    /// `--aes_xts`.
+    pub enabled: bool,
+    /// `--encrypt_on_tx`: memory holds plaintext, the wire ciphertext (default: the reverse).
+    pub encrypt_on_tx: bool,
+    /// `--sig_before`: signature before crypto on transmit (default after).
+    pub sig_before: bool,
+    /// `--aes_block_size` as perftest keeps it (a `uint16_t`; 0 when not given).
+    pub block_size_arg: u16,
+    /// `--data_enc_keys_number` (default 1).
+    pub keys_number: u16,
+    /// `--kek_path`.
+    pub kek_path: Option<String>,
+    /// `--credentials_path`.
+    pub credentials_path: Option<String>,
+    /// `--data_enc_key_app_path`.
+    pub app_path: Option<String>,
+}
+
+impl Default for AesXts {
+    fn default() -> Self {
+        AesXts {
+            enabled: false,
+            encrypt_on_tx: false,
+            sig_before: false,
+            block_size_arg: 0,
+            keys_number: 1,
+            kek_path: None,
+            credentials_path: None,
+            app_path: None,
+        }
+    }
+}
+
+impl AesXts {
+    /// `enum mlx5dv_block_size` of the block size: perftest maps 520, 4048, 4096 and 4160 and
+    /// silently takes 512 for anything else (the default included).
+    pub fn block_index(&self) -> usize {
+        match self.block_size_arg {
+            520 => 1,
+            4048 => 2,
+            4096 => 3,
+            4160 => 4,
+            _ => 0,
+        }
+    }
+
+    /// The data-unit size in bytes (the header's ` Block Size` value).
+    pub fn block_size(&self) -> u32 {
+        BLOCK_SIZES[self.block_index()]
+    }
+
+    /// The set-up for `--aes_xts` (`None` without it). `verb_encrypts`: the tool's verb is one of
+    /// perftest's encrypted paths.
+    pub fn engine_setup(&self, verb_encrypts: bool) -> Option<CryptoSetup> {
+        if !self.enabled {
+            return None;
+        }
+        let mut tweak = [0u8; 16];
+        for (i, t) in tweak.iter_mut().enumerate() {
+            *t = i as u8;
+        }
+        Some(CryptoSetup {
+            attr: CryptoAttr {
+                encrypt_on_tx: self.encrypt_on_tx,
+                signature_before_crypto_on_tx: self.sig_before,
+                initial_tweak: tweak,
+                keytag: [0; 8],
+                data_unit_size: self.block_size(),
+            },
+            keys: self.keys_number,
+            app_path: self.app_path.clone().unwrap_or_default(),
+            kek_path: self.kek_path.clone().unwrap_or_default(),
+            encrypted_posts: verb_encrypts,
+        })
+    }
+}
+
+/// perftest's `DC_KEY`: the access key every DCT is created with and every DCI send presents.
+pub const DC_KEY: u64 = 0xffee_ddcc;
+/// perftest's `DEF_INLINE_DC`: the latency tools' default inline size on DC.
+pub const DEF_INLINE_DC: u32 = 150;
