@@ -372,6 +372,13 @@ impl<U: UarWriter> Mlx5<U> {
 
     /// # Safety
     /// every SGE is readable for its length (`Provider::post_send`'s contract).
+    // Forced inline into the caller's post loop (with `Provider::post_send`): out of line each
+    // post pays a call frame, register spills and a `Result` through memory, and the
+    // single-request fast path cannot fold what the loop knows (one WR, one SGE, the opcode).
+    // Host hot-path loop: bw 260.8 -> 185.7 Ir/op, lat 472 -> 393 from this alone
+    // (docs/benchmarks-data/2026-12-06-hotpath-inline.md). The general multi-request loop
+    // below comes along: code size only.
+    #[inline(always)]
     pub(super) unsafe fn qp_post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         if let [wr] = wrs {
             if self.post_one_fast(qp, wr) {
