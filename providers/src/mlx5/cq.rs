@@ -225,6 +225,12 @@ impl<U: UarWriter> Mlx5<U> {
         Ok(())
     }
 
+    // Forced inline, as is `Provider::poll_cq` over it, into the loop that polls: out of
+    // line, a poll that takes one CQE pays a call frame, spills and a `Result` through memory,
+    // and cannot fold on the caller's array length. Host hot-path loop: lat 472 -> 422 Ir/op from
+    // this alone, 393 -> 341 on top of the inlined post
+    // (docs/benchmarks-data/2026-12-06-hotpath-inline.md).
+    #[inline(always)]
     pub(super) fn cq_poll(&self, cq: &mut Mlx5Cq, out: &mut [WorkCompletion]) -> Result<usize> {
         let mask = cq.ncqe - 1;
         let mut n = 0;

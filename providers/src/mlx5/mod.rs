@@ -342,6 +342,11 @@ impl<U: UarMap> Provider for Mlx5<U> {
         self.qp_reset_if_reset(qp, state)
     }
 
+    // Forced inline, like `qp_post_send` under it: the post must land in the caller's loop
+    // for the gain measured there (docs/benchmarks-data/2026-12-06-hotpath-inline.md); with
+    // the body inlined into it this wrapper is large, and with several callers (the tool's bw
+    // and lat loops) the compiler may otherwise keep it out of line.
+    #[inline(always)]
     unsafe fn post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         // SAFETY: the caller keeps this trait method's contract, which is the callee's.
         unsafe { self.qp_post_send(qp, wrs) }
@@ -357,6 +362,9 @@ impl<U: UarMap> Provider for Mlx5<U> {
         unsafe { self.srq_post_recv(srq, wrs) }
     }
 
+    // Forced inline with `cq_poll`: left to itself the compiler keeps this wrapper out of
+    // line (a call per poll, lat 393 Ir/op instead of 341 in the host hot-path loop).
+    #[inline(always)]
     fn poll_cq(&self, cq: &mut Mlx5Cq, out: &mut [WorkCompletion]) -> Result<usize> {
         self.cq_poll(cq, out)
     }

@@ -354,12 +354,30 @@ impl<U: UarWriter> Mlx5<U> {
 
     /// # Safety
     /// every SGE is readable for its length (`Provider::post_send`'s contract).
+    // Forced inline into the caller's post loop (with `Provider::post_send`): out of line each
+    // post pays a call frame, register spills and a `Result` through memory, and the
+    // single-request fast path cannot fold what the loop knows (one WR, one SGE, the opcode).
+    // Host hot-path loop: bw 260.8 -> 185.7 Ir/op, lat 472 -> 393 from this alone
+    // (docs/benchmarks-data/2026-12-06-hotpath-inline.md). The general path stays out of line.
+    #[inline(always)]
     pub(super) unsafe fn qp_post_send(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         if let [wr] = wrs {
             if self.post_one_fast(qp, wr) {
                 return Ok(());
             }
         }
+        // SAFETY: the caller keeps `post_send`'s contract, which is the callee's.
+        unsafe { self.qp_post_send_general(qp, wrs) }
+    }
+
+    /// `post_send` of anything the single-request fast path does not take: a list, other
+    /// transports and opcodes, inline data, a full queue, a pending UMR fence. Kept out of line
+    /// so that forcing `qp_post_send` into the caller's loop does not bring this loop along:
+    /// host hot-path loop bw 184.5 -> 179.5 Ir/op, lat 341 -> 335.
+    /// # Safety
+    /// every SGE is readable for its length (`Provider::post_send`'s contract).
+    #[inline(never)]
+    unsafe fn qp_post_send_general(&self, qp: &mut Mlx5Qp, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         if wrs.is_empty() {
             return Ok(());
         }
