@@ -91,18 +91,21 @@ pub struct LiveSource {
     sysfs: SysfsSource,
     opened: std::collections::HashMap<String, std::result::Result<std::sync::Arc<dyn DeviceQueries>, String>>,
     partial: bool,
+    settings: providers::ProviderSettings,
 }
 
 impl LiveSource {
-    pub fn new(root: SysfsRoot) -> Self {
-        LiveSource { sysfs: SysfsSource::new(root), opened: Default::default(), partial: false }
+    /// Devices open as `settings` choose.
+    pub fn new(root: SysfsRoot, settings: &providers::ProviderSettings) -> Self {
+        LiveSource { sysfs: SysfsSource::new(root), opened: Default::default(), partial: false, settings: settings.clone() }
     }
 
     fn ctx(&mut self, dev: &DeviceInfo) -> Option<std::sync::Arc<dyn DeviceQueries>> {
+        let settings = &self.settings;
         let entry = self
             .opened
             .entry(dev.ibdev.clone())
-            .or_insert_with(|| providers::open_queries(&dev.desc()).map_err(|e| e.to_string()));
+            .or_insert_with(|| providers::open_queries(&dev.desc(), settings).map_err(|e| e.to_string()));
         match entry {
             Ok(q) => Some(q.clone()),
             Err(e) => {
@@ -383,9 +386,9 @@ fn one_device(
 }
 
 /// `rperftest devinfo [options]` (`args`: the arguments after the subcommand). Returns the exit
-/// code.
-pub fn run_devinfo(args: &[String]) -> i32 {
-    let mut source = LiveSource::new(SysfsRoot::system());
+/// code. Devices open as `settings` choose.
+pub fn run_devinfo(args: &[String], settings: &providers::ProviderSettings) -> i32 {
+    let mut source = LiveSource::new(SysfsRoot::system(), settings);
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     devinfo_main(

@@ -4,6 +4,8 @@
 
 use std::sync::RwLock;
 
+use uverbs::cmd::Transport;
+
 /// How the rxe provider rings its doorbell (the POST_SEND command that kicks the kernel's
 /// requester): the io_uring experiment of `rxe::doorbell`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,9 +29,12 @@ impl DoorbellMode {
     }
 }
 
-/// What the program chose for the providers. The defaults are what libibverbs' providers do.
+/// What the program chose for opening a device. The defaults are what libibverbs and its
+/// providers do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderSettings {
+    /// How commands reach the kernel (uverbs' `write()` or `RDMA_VERBS_IOCTL`).
+    pub transport: Transport,
     /// The rxe doorbell, or why the program's choice was not understood (reported when an rxe
     /// context is opened, so that a command that opens none is not refused).
     pub rxe_doorbell: Result<DoorbellMode, String>,
@@ -42,7 +47,7 @@ pub struct ProviderSettings {
 
 impl Default for ProviderSettings {
     fn default() -> Self {
-        ProviderSettings { rxe_doorbell: Ok(DoorbellMode::Write), mlx5_blueflame: true, mlx5_prefer_bf: true }
+        ProviderSettings { transport: Transport::default(), rxe_doorbell: Ok(DoorbellMode::Write), mlx5_blueflame: true, mlx5_prefer_bf: true }
     }
 }
 

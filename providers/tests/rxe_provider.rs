@@ -348,7 +348,7 @@ fn devx_open_refuses_an_rxe_device() {
         }
     }
     let desc = uverbs::provider::DeviceDesc { uverbs: "uverbs-none".into(), ..dev() };
-    let e = providers::open_devx(&desc, Never).expect_err("rxe has no DEVX");
+    let e = providers::open_devx(&desc, &Default::default(), Never).expect_err("rxe has no DEVX");
     assert_eq!(e.errno, Some(libc::EOPNOTSUPP));
     let text = e.to_string();
     assert!(text.contains("rxe provider has no DEVX context (an mlx5 feature)") && text.contains(&desc.ibdev), "{text}");

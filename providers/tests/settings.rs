@@ -11,7 +11,7 @@ fn installed_settings_reach_the_providers() {
     let c = Mlx5Config::from_settings();
     assert!(c.blueflame && c.prefer_bf);
 
-    install(ProviderSettings { rxe_doorbell: Ok(DoorbellMode::Uring), mlx5_blueflame: false, mlx5_prefer_bf: false });
+    install(ProviderSettings { rxe_doorbell: Ok(DoorbellMode::Uring), mlx5_blueflame: false, mlx5_prefer_bf: false, ..ProviderSettings::default() });
     assert_eq!(doorbell::chosen_mode().unwrap(), DoorbellMode::Uring);
     let c = Mlx5Config::from_settings();
     assert!(!c.blueflame && !c.prefer_bf);

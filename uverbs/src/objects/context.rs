@@ -49,16 +49,17 @@ type NewContext<P> = fn(SharedFd, &DeviceDesc, &[u8]) -> Result<P>;
 
 impl<P: DevxProvider> Context<P> {
     /// Open `dev` as a DEVX context (libmlx5's `mlx5dv_open_device` with
-    /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need.
-    pub fn open_devx(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        Self::open_impl(dev, crate::settings::current().transport, P::context_udata_devx(dev), P::new_context_devx)
+    /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need; commands go
+    /// by `transport`.
+    pub fn open_devx(dev: &DeviceDesc, transport: Transport) -> Result<Arc<Self>> {
+        Self::open_impl(dev, transport, P::context_udata_devx(dev), P::new_context_devx)
     }
 }
 
 impl<P: Provider> Context<P> {
-    /// Open `dev` with the transport the program installed ([`crate::settings`]; default write).
+    /// Open `dev` with the default (`write()`) transport, as libibverbs does.
     pub fn open(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        Self::open_with(dev, crate::settings::current().transport)
+        Self::open_with(dev, Transport::default())
     }
 
     /// Open `/dev/infiniband/<dev.uverbs>`, run GET_CONTEXT with the provider's driver data and
