@@ -64,8 +64,8 @@ fn unsupported(dev: &DeviceDesc) -> Error {
 pub fn open<U: ContextUser>(dev: &DeviceDesc, settings: &ProviderSettings, user: U) -> Result<U::Output, Error> {
     let t = settings.transport;
     match dev.driver_id {
-        RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open_with(dev, t)?)),
-        RDMA_DRIVER_MLX5 => Ok(user.run_mlx5(Context::<mlx5::Mlx5>::open_with(dev, t)?)),
+        RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open_with(dev, t, &settings.rxe())?)),
+        RDMA_DRIVER_MLX5 => Ok(user.run_mlx5(Context::<mlx5::Mlx5>::open_with(dev, t, &settings.mlx5())?)),
         _ => Err(unsupported(dev)),
     }
 }
@@ -75,7 +75,7 @@ pub fn open<U: ContextUser>(dev: &DeviceDesc, settings: &ProviderSettings, user:
 /// is refused with `EOPNOTSUPP`, as `mlx5dv_open_device` refuses it.
 pub fn open_devx<U: Mlx5User>(dev: &DeviceDesc, settings: &ProviderSettings, user: U) -> Result<U::Output, Error> {
     match dev.driver_id {
-        RDMA_DRIVER_MLX5 => Ok(user.run(Context::<mlx5::Mlx5>::open_devx(dev, settings.transport)?)),
+        RDMA_DRIVER_MLX5 => Ok(user.run(Context::<mlx5::Mlx5>::open_devx(dev, settings.transport, &settings.mlx5())?)),
         id => match provider_name(id) {
             Some(name) => Err(uverbs::dv::no_devx(dev, name)),
             None => Err(unsupported(dev)),
