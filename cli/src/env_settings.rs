@@ -89,14 +89,15 @@ pub fn env_spelling(k: Knob) -> Option<&'static str> {
     }
 }
 
-/// Read the environment, install the stderr warning sink, choose the clock, and return the
+/// Read the environment, name the stderr warning sink, choose the clock, and return the
 /// settings the commands take as values; hints name knobs the perftest way unless `tool` has its
 /// own flags (qperf: only the environment knobs).
 pub fn install_from_env(tool: &str) -> Settings {
     let env = |k: &str| std::env::var(k).ok();
-    uverbs::settings::set_warning_sink(Some(to_stderr));
+    // Process-wide output conventions, named once here at start (write-once in uverbs).
+    uverbs::settings::set_warning_sink(to_stderr);
     let spelling: uverbs::knob::Spelling = if tool == "qperf" { env_spelling } else { perftest_spelling };
-    uverbs::knob::set_spelling(Some(spelling));
+    uverbs::knob::set_spelling(spelling);
     clock::choose(clock_source(env));
     Settings { run: run_settings(env), providers: from_vars(env) }
 }
