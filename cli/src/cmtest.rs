@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{value_parser, Arg, ArgMatches, Command};
+use providers::ProviderSettings;
 use uverbs::cm::{CmChannel, CmDevice, CmEventKind, CmId, ConnParam, PortSpace};
 use uverbs::objects::{AccessFlags, Context, Cq, Mr, Pd, Qp, QpAttrMask, QpInit};
 use uverbs::provider::{Provider, QpCaps, QpState, QpType};
@@ -81,16 +82,16 @@ fn opts(m: &ArgMatches) -> Opts {
     }
 }
 
-/// Entry point; returns the exit code.
-pub fn run(args: &[String]) -> u8 {
+/// Entry point; the device opens as `settings` choose. Returns the exit code.
+pub fn run(args: &[String], settings: &ProviderSettings) -> u8 {
     let o = match cli_args::parse_std(cli(), "rperftest cm-ping", args) {
         Ok(m) => opts(&m),
         Err(code) => return code,
     };
     let t0 = Instant::now();
     let r = match o.server {
-        Some(ip) => client(&o, SocketAddr::new(ip, o.port)),
-        None => server(&o),
+        Some(ip) => client(&o, SocketAddr::new(ip, o.port), settings),
+        None => server(&o, settings),
     };
     match r {
         Ok(()) => {
@@ -118,7 +119,7 @@ fn check_dev(o: &Opts, d: &CmDevice) -> Result<(), String> {
     }
 }
 
-fn server(o: &Opts) -> Result<(), String> {
+fn server(o: &Opts, settings: &ProviderSettings) -> Result<(), String> {
     let e = |e: uverbs::Error| e.to_string();
     let chan = CmChannel::open().map_err(e)?;
     let listener = chan.create_id(PortSpace::Tcp, QpType::Rc).map_err(e)?;
@@ -151,10 +152,10 @@ fn server(o: &Opts) -> Result<(), String> {
     // The listener is no longer needed (perftest destroys it after accepting too).
     drop(listener);
     let ping = Ping { o, id: conn, dev: dev.clone(), role: Role::Server { initiator_depth: req.conn.initiator_depth, responder_resources: req.conn.responder_resources } };
-    providers::open(&dev.info.desc(), ping).map_err(e)?
+    providers::open(&dev.info.desc(), settings, ping).map_err(e)?
 }
 
-fn client(o: &Opts, dst: SocketAddr) -> Result<(), String> {
+fn client(o: &Opts, dst: SocketAddr, settings: &ProviderSettings) -> Result<(), String> {
     let e = |e: uverbs::Error| e.to_string();
     let chan = CmChannel::open().map_err(e)?;
     let mut id = chan.create_id(PortSpace::Tcp, QpType::Rc).map_err(e)?;
@@ -183,7 +184,7 @@ fn client(o: &Opts, dst: SocketAddr) -> Result<(), String> {
         None => step("ROUTE_RESOLVED (no path records reported)"),
     }
     let ping = Ping { o, id, dev: dev.clone(), role: Role::Client };
-    providers::open(&dev.info.desc(), ping).map_err(e)?
+    providers::open(&dev.info.desc(), settings, ping).map_err(e)?
 }
 
 enum Role {

@@ -1,6 +1,6 @@
-//! The environment variables the program honours for the libraries, read once at start and
-//! installed as their settings (the libraries themselves read no environment), and the warning
-//! sink that puts their warnings on stderr.
+//! The environment variables the program honours for the libraries, read once at start into
+//! the values each command hands to the libraries it calls (the libraries themselves read no
+//! environment and keep no settings), and the warning sink that puts their warnings on stderr.
 //!
 //! - `RPERFTEST_VERBS_TRANSPORT=write|ioctl`: how uverbs commands reach the kernel (default write;
 //!   an unknown value means write).
@@ -19,7 +19,7 @@ use providers::rxe::doorbell::DoorbellMode;
 use providers::settings::ProviderSettings;
 use uverbs::cmd::Transport;
 use uverbs::knob::Knob;
-use uverbs::settings::{Settings, Warning};
+use uverbs::settings::Warning;
 
 pub const TRANSPORT_ENV: &str = "RPERFTEST_VERBS_TRANSPORT";
 pub const DOORBELL_ENV: &str = "RPERFTEST_RXE_DOORBELL";
@@ -46,20 +46,28 @@ pub fn clock_source(var: impl Fn(&str) -> Option<String>) -> clock::Source {
     }
 }
 
-/// Both libraries' settings from `var` (the environment, or a table in tests).
-pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> (Settings, ProviderSettings) {
+/// What the program chose, as values: every command that opens a device takes `providers`; the
+/// perftest tools take `run` too.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub run: RunSettings,
+    pub providers: ProviderSettings,
+}
+
+/// How devices are opened, from `var` (the environment, or a table in tests).
+pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> ProviderSettings {
     let transport = var(TRANSPORT_ENV).and_then(|v| Transport::parse(&v)).unwrap_or_default();
     let flag = |k: &str| var(k).map(|v| v.trim() != "0");
     let rxe_doorbell = match var(DOORBELL_ENV) {
         None => Ok(DoorbellMode::Write),
         Some(v) => DoorbellMode::parse(&v).map_err(|why| format!("{DOORBELL_ENV}={why}")),
     };
-    let p = ProviderSettings {
+    ProviderSettings {
+        transport,
         rxe_doorbell,
         mlx5_blueflame: flag(MLX5_SHUT_UP_BF) != Some(true),
         mlx5_prefer_bf: flag(MLX5_PREFER_BF).unwrap_or(true),
-    };
-    (Settings { transport }, p)
+    }
 }
 
 fn to_stderr(w: &Warning) {
@@ -81,19 +89,17 @@ pub fn env_spelling(k: Knob) -> Option<&'static str> {
     }
 }
 
-/// Read the environment, install the verbs layer's settings and the stderr warning sink, choose
-/// the clock, and return the perftest tools' settings; hints name knobs the perftest way unless
-/// `tool` has its own flags (qperf: only the environment knobs).
-pub fn install_from_env(tool: &str) -> RunSettings {
+/// Read the environment, name the stderr warning sink, choose the clock, and return the
+/// settings the commands take as values; hints name knobs the perftest way unless `tool` has its
+/// own flags (qperf: only the environment knobs).
+pub fn install_from_env(tool: &str) -> Settings {
     let env = |k: &str| std::env::var(k).ok();
-    let (u, p) = from_vars(env);
-    uverbs::settings::install(u);
-    providers::settings::install(p);
-    uverbs::settings::set_warning_sink(Some(to_stderr));
+    // Process-wide output conventions, named once here at start (write-once in uverbs).
+    uverbs::settings::set_warning_sink(to_stderr);
     let spelling: uverbs::knob::Spelling = if tool == "qperf" { env_spelling } else { perftest_spelling };
-    uverbs::knob::set_spelling(Some(spelling));
+    uverbs::knob::set_spelling(spelling);
     clock::choose(clock_source(env));
-    run_settings(env)
+    Settings { run: run_settings(env), providers: from_vars(env) }
 }
 
 #[cfg(test)]
@@ -106,25 +112,25 @@ mod tests {
 
     #[test]
     fn unset_gives_the_defaults() {
-        let (u, p) = from_vars(vars(&[]));
-        assert_eq!(u, Settings::default());
+        let p = from_vars(vars(&[]));
         assert_eq!(p, ProviderSettings::default());
+        assert_eq!(p.transport, Transport::Write);
     }
 
     #[test]
     fn each_variable_maps_to_its_knob() {
-        let (u, p) = from_vars(vars(&[
+        let p = from_vars(vars(&[
             ("RPERFTEST_VERBS_TRANSPORT", " IOCTL "),
             ("RPERFTEST_RXE_DOORBELL", "uring-sqpoll"),
             ("MLX5_SHUT_UP_BF", "1"),
             ("MLX5_POST_SEND_PREFER_BF", "0"),
         ]));
-        assert_eq!(u.transport, Transport::Ioctl);
+        assert_eq!(p.transport, Transport::Ioctl);
         assert_eq!(p.rxe_doorbell, Ok(DoorbellMode::UringSqpoll));
         assert!(!p.mlx5_blueflame && !p.mlx5_prefer_bf);
         // "0" keeps BlueFlame on; an unknown transport is write.
-        let (u, p) = from_vars(vars(&[("RPERFTEST_VERBS_TRANSPORT", "rdma"), ("MLX5_SHUT_UP_BF", "0")]));
-        assert_eq!(u.transport, Transport::Write);
+        let p = from_vars(vars(&[("RPERFTEST_VERBS_TRANSPORT", "rdma"), ("MLX5_SHUT_UP_BF", "0")]));
+        assert_eq!(p.transport, Transport::Write);
         assert!(p.mlx5_blueflame && p.mlx5_prefer_bf);
     }
 
@@ -154,7 +160,7 @@ mod tests {
 
     #[test]
     fn a_bad_doorbell_names_the_variable() {
-        let (_, p) = from_vars(vars(&[("RPERFTEST_RXE_DOORBELL", "mmio")]));
+        let p = from_vars(vars(&[("RPERFTEST_RXE_DOORBELL", "mmio")]));
         assert_eq!(p.rxe_doorbell, Err("RPERFTEST_RXE_DOORBELL=mmio: expected write, uring or uring-sqpoll".into()));
     }
 }

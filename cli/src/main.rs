@@ -2,7 +2,7 @@
 //! the first argument selects the tool; `devices`, `devinfo` and `selftest` are our own.
 
 use std::process::ExitCode;
-use bench_core::settings::RunSettings;
+use env_settings::Settings;
 
 #[forbid(unsafe_code)]
 mod check_json;
@@ -93,7 +93,8 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-fn run(cmd: &str, rest: &[String], settings: &RunSettings) -> u8 {
+fn run(cmd: &str, rest: &[String], settings: &Settings) -> u8 {
+    let open = &settings.providers;
     match cmd {
         "-V" | "--version" | "version" => {
             println!("rperftest {}", env!("CARGO_PKG_VERSION"));
@@ -104,23 +105,23 @@ fn run(cmd: &str, rest: &[String], settings: &RunSettings) -> u8 {
             0
         }
         c if TOOLS.contains(&c) => match perftest::params::Tool::from_name(c) {
-            Some(t) => exit_u8(perftest::tool::run_tool(t, rest, settings)),
+            Some(t) => exit_u8(perftest::tool::run_tool(t, rest, &settings.run, open)),
             None => 2,
         },
-        "qperf" => exit_u8(qperf::run(rest)),
+        "qperf" => exit_u8(qperf::run(rest, open)),
         "check-json" => check_json::run(rest),
         "devices" => exit_u8(devinfo::run_devices(rest)),
-        "devinfo" => exit_u8(devinfo::run_devinfo(rest)),
-        "selftest" => selftest::run_selftest(rest),
-        "cm-ping" => cmtest::run(rest),
+        "devinfo" => exit_u8(devinfo::run_devinfo(rest, open)),
+        "selftest" => selftest::run_selftest(rest, open),
+        "cm-ping" => cmtest::run(rest, open),
         "matrix" => matrix::run(rest),
         "plot" => plot_cmd::run_plot(rest),
         "compare" => plot_cmd::run_compare(rest),
         "gids" | "show_gids" => diag::gids::run(rest),
         "ibdev2netdev" => diag::ibdev2netdev::run(rest),
         "ibstat" => diag::ibstat::run(rest),
-        "rping" => diag::rping::run(rest),
-        "doctor" => diag::doctor::run(rest),
+        "rping" => diag::rping::run(rest, open),
+        "doctor" => diag::doctor::run(rest, open),
         // The two halves of `matrix` that run on the nodes.
         "matrix-exec" => matrix::exec::run(rest),
         "matrix-probe" => matrix::probe::run(rest),

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{value_parser, Arg, ArgAction, Command};
+use providers::ProviderSettings;
 use uverbs::discovery::{self, gid, SysfsRoot};
 use uverbs::objects::{
     AccessFlags, Ah, CompChannel, Context, Cq, Mr, Pd, Qp, QpInit, RtrParams, RtsParams, Srq,
@@ -74,7 +75,8 @@ fn parse(args: &[String]) -> Result<Opts, u8> {
 
 /// Entry point: returns the exit code (0 all checks passed, 1 a check failed, 2 bad usage or
 /// setup failure).
-pub fn run_selftest(args: &[String]) -> u8 {
+/// The device opens as `settings` choose.
+pub fn run_selftest(args: &[String], settings: &ProviderSettings) -> u8 {
     let opts = match parse(args) {
         Ok(o) => o,
         Err(code) => return code,
@@ -109,7 +111,7 @@ pub fn run_selftest(args: &[String]) -> u8 {
         }
     };
     let run = SelfTest { opts, gid_index, why };
-    match providers::open(&dev.desc(), run) {
+    match providers::open(&dev.desc(), settings, run) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("rperftest selftest: {e}");

@@ -210,7 +210,7 @@ fn setup() -> Bench {
     FAKE_FD.store(raw, Ordering::Relaxed);
 
     let dev = DeviceDesc { ibdev: "rxe0".into(), uverbs: "uverbs0".into(), driver_id: 14, driver_abi: 2 };
-    let ctx = Rxe::new_context(fd, &dev, &[]).expect("context");
+    let ctx = Rxe::new_context(fd, &dev, &[], &Default::default()).expect("context");
     let (cprep, entries, _) = ctx.prepare_cq(TX_DEPTH as u32 * 2).expect("prepare_cq");
     assert_eq!(entries, TX_DEPTH as u32 * 2);
     let mut cresp = vec![0u8; CREATE_CQ_RESP_LEN];

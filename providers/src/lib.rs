@@ -24,6 +24,8 @@ use uverbs::queries::DeviceQueries;
 use uverbs::sys::{RDMA_DRIVER_MLX5, RDMA_DRIVER_RXE};
 use uverbs::Error;
 
+pub use settings::ProviderSettings;
+
 /// Driver ids (`enum rdma_driver_id`) this build has a provider for.
 pub const SUPPORTED: &[(u32, &str)] = &[(RDMA_DRIVER_RXE, "rxe"), (RDMA_DRIVER_MLX5, "mlx5")];
 
@@ -58,11 +60,12 @@ fn unsupported(dev: &DeviceDesc) -> Error {
     .with_hint(format!("supported drivers: {}", names.join(", ")))
 }
 
-/// Open `dev` with its provider and hand the context to `user`.
-pub fn open<U: ContextUser>(dev: &DeviceDesc, user: U) -> Result<U::Output, Error> {
+/// Open `dev` with its provider, as `settings` choose, and hand the context to `user`.
+pub fn open<U: ContextUser>(dev: &DeviceDesc, settings: &ProviderSettings, user: U) -> Result<U::Output, Error> {
+    let t = settings.transport;
     match dev.driver_id {
-        RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open(dev)?)),
-        RDMA_DRIVER_MLX5 => Ok(user.run_mlx5(Context::<mlx5::Mlx5>::open(dev)?)),
+        RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open_with(dev, t, &settings.rxe())?)),
+        RDMA_DRIVER_MLX5 => Ok(user.run_mlx5(Context::<mlx5::Mlx5>::open_with(dev, t, &settings.mlx5())?)),
         _ => Err(unsupported(dev)),
     }
 }
@@ -70,9 +73,9 @@ pub fn open<U: ContextUser>(dev: &DeviceDesc, user: U) -> Result<U::Output, Erro
 /// Open `dev` as a DEVX context (libmlx5's `mlx5dv_open_device` with DEVX, which crypto login,
 /// DEKs and crypto mkeys need) and hand it to `user`. A device another provider serves (rxe)
 /// is refused with `EOPNOTSUPP`, as `mlx5dv_open_device` refuses it.
-pub fn open_devx<U: Mlx5User>(dev: &DeviceDesc, user: U) -> Result<U::Output, Error> {
+pub fn open_devx<U: Mlx5User>(dev: &DeviceDesc, settings: &ProviderSettings, user: U) -> Result<U::Output, Error> {
     match dev.driver_id {
-        RDMA_DRIVER_MLX5 => Ok(user.run(Context::<mlx5::Mlx5>::open_devx(dev)?)),
+        RDMA_DRIVER_MLX5 => Ok(user.run(Context::<mlx5::Mlx5>::open_devx(dev, settings.transport, &settings.mlx5())?)),
         id => match provider_name(id) {
             Some(name) => Err(uverbs::dv::no_devx(dev, name)),
             None => Err(unsupported(dev)),
@@ -80,8 +83,8 @@ pub fn open_devx<U: Mlx5User>(dev: &DeviceDesc, user: U) -> Result<U::Output, Er
     }
 }
 
-/// Open `dev` for attribute queries only (devinfo, GID selection).
-pub fn open_queries(dev: &DeviceDesc) -> Result<Arc<dyn DeviceQueries>, Error> {
+/// Open `dev` for attribute queries only (devinfo, GID selection), as `settings` choose.
+pub fn open_queries(dev: &DeviceDesc, settings: &ProviderSettings) -> Result<Arc<dyn DeviceQueries>, Error> {
     struct Q;
     impl ContextUser for Q {
         type Output = Arc<dyn DeviceQueries>;
@@ -89,5 +92,5 @@ pub fn open_queries(dev: &DeviceDesc) -> Result<Arc<dyn DeviceQueries>, Error> {
             ctx
         }
     }
-    open(dev, Q)
+    open(dev, settings, Q)
 }

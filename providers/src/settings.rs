@@ -1,8 +1,11 @@
-//! The providers' process-wide knobs, chosen by the program (the `rperftest` binary reads its
-//! environment and [`install`]s them; see `uverbs::settings` for why a library does not).
-//! Read only when a context is opened.
+//! What the program chose for opening a device, as a value: the `rperftest` binary reads its
+//! environment once and hands a [`ProviderSettings`] to [`crate::open`] (a library reads no
+//! environment and keeps no settings). Each provider takes its part as its
+//! [`uverbs::provider::Provider::Config`] when a context is opened.
 
-use std::sync::RwLock;
+use uverbs::cmd::Transport;
+
+use crate::mlx5::Mlx5Config;
 
 /// How the rxe provider rings its doorbell (the POST_SEND command that kicks the kernel's
 /// requester): the io_uring experiment of `rxe::doorbell`.
@@ -27,9 +30,12 @@ impl DoorbellMode {
     }
 }
 
-/// What the program chose for the providers. The defaults are what libibverbs' providers do.
+/// What the program chose for opening a device. The defaults are what libibverbs and its
+/// providers do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProviderSettings {
+    /// How commands reach the kernel (uverbs' `write()` or `RDMA_VERBS_IOCTL`).
+    pub transport: Transport,
     /// The rxe doorbell, or why the program's choice was not understood (reported when an rxe
     /// context is opened, so that a command that opens none is not refused).
     pub rxe_doorbell: Result<DoorbellMode, String>,
@@ -42,19 +48,31 @@ pub struct ProviderSettings {
 
 impl Default for ProviderSettings {
     fn default() -> Self {
-        ProviderSettings { rxe_doorbell: Ok(DoorbellMode::Write), mlx5_blueflame: true, mlx5_prefer_bf: true }
+        ProviderSettings { transport: Transport::default(), rxe_doorbell: Ok(DoorbellMode::Write), mlx5_blueflame: true, mlx5_prefer_bf: true }
     }
 }
 
-/// `None` until [`install`]: [`ProviderSettings::default`].
-static SETTINGS: RwLock<Option<ProviderSettings>> = RwLock::new(None);
+impl ProviderSettings {
+    /// The rxe provider's part.
+    pub fn rxe(&self) -> RxeConfig {
+        RxeConfig { doorbell: self.rxe_doorbell.clone() }
+    }
 
-/// Replace the providers' settings (once, before opening devices).
-pub fn install(s: ProviderSettings) {
-    *SETTINGS.write().unwrap_or_else(|p| p.into_inner()) = Some(s);
+    /// The mlx5 provider's part: libmlx5's defaults with these BlueFlame choices.
+    pub fn mlx5(&self) -> Mlx5Config {
+        Mlx5Config { blueflame: self.mlx5_blueflame, prefer_bf: self.mlx5_prefer_bf, ..Mlx5Config::default() }
+    }
 }
 
-/// The installed settings, or the defaults.
-pub fn current() -> ProviderSettings {
-    SETTINGS.read().unwrap_or_else(|p| p.into_inner()).clone().unwrap_or_default()
+/// What the rxe provider takes when a context is opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RxeConfig {
+    /// The doorbell, or why the program's choice was not understood (opening refuses it).
+    pub doorbell: Result<DoorbellMode, String>,
+}
+
+impl Default for RxeConfig {
+    fn default() -> Self {
+        RxeConfig { doorbell: Ok(DoorbellMode::Write) }
+    }
 }

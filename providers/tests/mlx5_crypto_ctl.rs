@@ -27,7 +27,7 @@ fn a_plain_context_refuses_crypto_naming_devx() {
 
 #[test]
 fn a_devx_context_sends_devx_commands() {
-    let ctx = <Mlx5<RecordingUar> as DevxProvider>::new_context_devx(dev_null(), &desc(), &golden_uctx_resp()).unwrap();
+    let ctx = <Mlx5<RecordingUar> as DevxProvider>::new_context_devx(dev_null(), &desc(), &golden_uctx_resp(), &Default::default()).unwrap();
     // /dev/null answers the DEVX ioctl with ENOTTY: the first command is the capability query.
     let e = ctx.crypto_login(&[7; 48]).unwrap_err();
     assert_eq!(e.errno, Some(libc::ENOTTY));
@@ -36,14 +36,14 @@ fn a_devx_context_sends_devx_commands() {
     assert_eq!(ctx.create_dek(5, &[0; 41]).unwrap_err().errno, Some(libc::EINVAL));
     assert_eq!(ctx.create_crypto_mkey(5, 0).unwrap_err().errno, Some(libc::EINVAL));
     // A plain context from the same response is not DEVX.
-    let plain = <Mlx5<RecordingUar> as Provider>::new_context(dev_null(), &desc(), &golden_uctx_resp()).unwrap();
+    let plain = <Mlx5<RecordingUar> as Provider>::new_context(dev_null(), &desc(), &golden_uctx_resp(), &Default::default()).unwrap();
     assert_eq!(plain.crypto_login(&[7; 48]).unwrap_err().errno, Some(libc::EOPNOTSUPP));
 }
 
 #[test]
 fn devx_request_and_pd_number() {
-    let plain = <Mlx5<RecordingUar> as Provider>::context_udata(&desc());
-    let devx = <Mlx5<RecordingUar> as DevxProvider>::context_udata_devx(&desc());
+    let plain = <Mlx5<RecordingUar> as Provider>::context_udata(&desc(), &Default::default());
+    let devx = <Mlx5<RecordingUar> as DevxProvider>::context_udata_devx(&desc(), &Default::default());
     assert_eq!(devx.resp_len, plain.resp_len);
     assert_eq!(devx.req[8..12], abi::ALLOC_UCTX_DEVX.to_le_bytes());
     assert_eq!(plain.req[8..12], [0; 4]);

@@ -94,8 +94,8 @@ fn provider_end_to_end_over_a_memfd() {
     let ksq = kernel_ring(&fd, SQ_OFF, 8, 8);
     let krq = kernel_ring(&fd, RQ_OFF, 6, 8);
 
-    assert_eq!(Rxe::context_udata(&dev()).req.len(), 0);
-    let rxe = Rxe::new_context(fd.clone(), &dev(), &[]).unwrap();
+    assert_eq!(Rxe::context_udata(&dev(), &Default::default()).req.len(), 0);
+    let rxe = Rxe::new_context(fd.clone(), &dev(), &[], &Default::default()).unwrap();
 
     // CQ.
     let (prep, cqe, ud) = rxe.prepare_cq(15).unwrap();
@@ -300,7 +300,7 @@ fn provider_end_to_end_over_a_memfd() {
 #[test]
 fn rxe_refuses_dc_qps() {
     let fd = Arc::new(memfd());
-    let rxe = Rxe::new_context(fd, &dev(), &[]).unwrap();
+    let rxe = Rxe::new_context(fd, &dev(), &[], &Default::default()).unwrap();
     for qp_type in [QpType::Dci, QpType::Dct] {
         let attr = QpInitAttr {
             qp_type,
@@ -321,7 +321,7 @@ fn rxe_refuses_xrc_cleanly() {
     // The kernel's rxe has no XRC: the provider says so before any kernel command, as an
     // error (never a panic), for both XRC QP types.
     let fd = Arc::new(memfd());
-    let rxe = Rxe::new_context(fd, &dev(), &[]).unwrap();
+    let rxe = Rxe::new_context(fd, &dev(), &[], &Default::default()).unwrap();
     let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
     for qp_type in [QpType::XrcIni, QpType::XrcTgt] {
         let attr = QpInitAttr { qp_type, caps, sq_sig_all: false, uses_srq: false };
@@ -348,7 +348,7 @@ fn devx_open_refuses_an_rxe_device() {
         }
     }
     let desc = uverbs::provider::DeviceDesc { uverbs: "uverbs-none".into(), ..dev() };
-    let e = providers::open_devx(&desc, Never).expect_err("rxe has no DEVX");
+    let e = providers::open_devx(&desc, &Default::default(), Never).expect_err("rxe has no DEVX");
     assert_eq!(e.errno, Some(libc::EOPNOTSUPP));
     let text = e.to_string();
     assert!(text.contains("rxe provider has no DEVX context (an mlx5 feature)") && text.contains(&desc.ibdev), "{text}");

@@ -262,7 +262,7 @@ fn wraparound_many_times_the_depth() {
 #[test]
 fn full_queue_is_an_error_and_never_overwrites() {
     // The hint names the knob; with the ib_* tools' spelling installed it also names the flag.
-    uverbs::knob::set_spelling(Some(|k| (k == uverbs::knob::Knob::SendDepth).then_some("-t")));
+    uverbs::knob::set_spelling(|k| (k == uverbs::knob::Knob::SendDepth).then_some("-t"));
     let (mut qp, _cq, mut k) = setup(16);
     let sg = [BUF];
     let mut doorbells = 0;

@@ -99,11 +99,11 @@ pub trait XrcSrqProvider: Provider {
 /// general objects (DEKs, crypto login) may be created.
 pub trait DevxProvider: Provider {
     /// Driver data for GET_CONTEXT of a DEVX context.
-    fn context_udata_devx(dev: &DeviceDesc) -> Udata;
+    fn context_udata_devx(dev: &DeviceDesc, config: &Self::Config) -> Udata;
     /// Build the provider context of a DEVX context (GET_CONTEXT ran with
     /// [`DevxProvider::context_udata_devx`]); the provider remembers that DEVX commands may be
     /// used.
-    fn new_context_devx(fd: SharedFd, dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self>;
+    fn new_context_devx(fd: SharedFd, dev: &DeviceDesc, drv_resp: &[u8], config: &Self::Config) -> Result<Self>;
 }
 
 /// AES-XTS crypto offload (perftest `--aes_xts`): crypto login, data encryption keys, and

@@ -240,12 +240,15 @@ pub trait Provider: Sized + Send + Sync + 'static {
     type Srq: Send;
     type AhPrep;
     type Ah: Send;
+    /// What the program chose for this provider, handed in when a context is opened (rxe: the
+    /// doorbell; mlx5: BlueFlame). `Default`: what libibverbs' provider does.
+    type Config: Default;
 
     // ---- context --------------------------------------------------------------------------
     /// Driver data for GET_CONTEXT.
-    fn context_udata(dev: &DeviceDesc) -> Udata;
+    fn context_udata(dev: &DeviceDesc, config: &Self::Config) -> Udata;
     /// Build the provider context from GET_CONTEXT's driver response (map UARs etc.).
-    fn new_context(fd: SharedFd, dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self>;
+    fn new_context(fd: SharedFd, dev: &DeviceDesc, drv_resp: &[u8], config: &Self::Config) -> Result<Self>;
 
     /// Driver data for ALLOC_PD (mlx5: room for the PD number in the response).
     fn pd_udata(&self) -> Udata {

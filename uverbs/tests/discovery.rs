@@ -147,7 +147,7 @@ fn sysfs_device_list() {
 #[test]
 fn pick_first_or_named_device() {
     // The hint names the program's flag once the program installs its spelling (the ib_* tools').
-    uverbs::knob::set_spelling(Some(|k| (k == uverbs::knob::Knob::Device).then_some("-d/--ib-dev")));
+    uverbs::knob::set_spelling(|k| (k == uverbs::knob::Knob::Device).then_some("-d/--ib-dev"));
     let devs = list_devices_with(&rxe_root(), false).unwrap();
     assert_eq!(pick_device(devs.clone(), None).unwrap().ibdev, "rxe0");
     assert_eq!(

@@ -45,9 +45,10 @@ pub mod wire;
 use options::{do_args, Outcome, Par, Side, State};
 use std::time::Duration;
 
-/// Entry point: `args` without the program name. Returns the exit status.
-pub fn run(args: &[String]) -> i32 {
-    let mut st = State::default();
+/// Entry point: `args` without the program name; RDMA devices open as `providers` choose.
+/// Returns the exit status.
+pub fn run(args: &[String], providers: &providers::ProviderSettings) -> i32 {
+    let mut st = State { providers: providers.clone(), ..State::default() };
     let mut out = |l: &str| println!("{l}");
     let r = do_args(args, &mut st, &mut out, &mut |st, test| client::run_test(st, test));
     match r {
@@ -60,6 +61,7 @@ pub fn run(args: &[String]) -> i32 {
                 timeout: Duration::from_secs(u64::from(timeout)),
                 debug: st.g.verbosity.debug,
                 allow_quit: st.g.allow_quit,
+                providers: st.providers.clone(),
             })
         }
         Err(options::Fatal(m)) => {

@@ -377,11 +377,13 @@ impl Default for Global {
 pub struct State {
     pub pars: Pars,
     pub g: Global,
+    /// How the program opens RDMA devices (not an option: the program's entry point sets it).
+    pub providers: providers::ProviderSettings,
 }
 
 impl Default for State {
     fn default() -> Self {
-        State { pars: Pars::new(), g: Global::default() }
+        State { pars: Pars::new(), g: Global::default(), providers: Default::default() }
     }
 }
 

@@ -19,6 +19,8 @@ pub struct ServerOpts {
     pub timeout: Duration,
     pub debug: bool,
     pub allow_quit: bool,
+    /// How RDMA tests open their device.
+    pub providers: providers::ProviderSettings,
 }
 
 /// Why the session ended.
@@ -123,7 +125,7 @@ fn handle(ctrl: &mut Ctrl, opts: &ServerOpts) -> Result<End, CtrlError> {
         "rds_bw" | "rds_lat" => Err(CtrlError::local("socket failed: Address family not supported by protocol")),
         other => {
             if let Some(t) = RdmaTest::by_name(other) {
-                rdma::serve(ctrl, &req, t)?;
+                rdma::serve(ctrl, &req, t, &opts.providers)?;
                 return Ok(End::Served);
             }
             let Some(t) = SockTest::from_name(other) else {

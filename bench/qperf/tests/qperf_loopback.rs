@@ -13,7 +13,7 @@ fn start_server(allow_quit: bool) -> (u16, std::thread::JoinHandle<i32>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     let h = std::thread::spawn(move || {
-        serve_listener(&l, &ServerOpts { port, timeout: Duration::from_secs(2), debug: false, allow_quit })
+        serve_listener(&l, &ServerOpts { port, timeout: Duration::from_secs(2), debug: false, allow_quit, providers: Default::default() })
     });
     (port, h)
 }

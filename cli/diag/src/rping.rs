@@ -24,6 +24,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use providers::ProviderSettings;
 use uverbs::cm::{CmChannel, CmEventKind, CmId, ConnParam, PortSpace};
 use uverbs::objects::{AccessFlags, Context, Cq, Mr, Pd, Qp, QpInit};
 use uverbs::provider::{Provider, QpCaps, QpState, QpType};
@@ -257,7 +258,7 @@ fn parse_args(args: &[String]) -> Result<Option<Opts>, String> {
     Ok(Some(o))
 }
 
-pub fn run(args: &[String]) -> u8 {
+pub fn run(args: &[String], settings: &ProviderSettings) -> u8 {
     let o = match parse(args) {
         Ok(Some(o)) => o,
         Ok(None) => {
@@ -270,7 +271,7 @@ pub fn run(args: &[String]) -> u8 {
             return 2;
         }
     };
-    let r = if o.server { server(&o) } else { client(&o) };
+    let r = if o.server { server(&o, settings) } else { client(&o, settings) };
     match r {
         Ok(()) => 0,
         Err(e) => {
@@ -286,7 +287,7 @@ fn dbg(o: &Opts, s: impl AsRef<str>) {
     }
 }
 
-fn server(o: &Opts) -> Result<(), String> {
+fn server(o: &Opts, settings: &ProviderSettings) -> Result<(), String> {
     let e = |e: uverbs::Error| e.to_string();
     let chan = CmChannel::open().map_err(e)?;
     let listener = chan.create_id(PortSpace::Tcp, QpType::Rc).map_err(e)?;
@@ -315,7 +316,7 @@ fn server(o: &Opts) -> Result<(), String> {
         // and leave the listener's requests (-P) queued.
         let dev = conn.device().map_err(e)?;
         let job = Conn { o, id: conn, role: Role::Server { init: ev.conn.initiator_depth, resp: ev.conn.responder_resources } };
-        let r = providers::open(&dev.info.desc(), job).map_err(e)?;
+        let r = providers::open(&dev.info.desc(), settings, job).map_err(e)?;
         if !o.persistent {
             return r;
         }
@@ -325,7 +326,7 @@ fn server(o: &Opts) -> Result<(), String> {
     }
 }
 
-fn client(o: &Opts) -> Result<(), String> {
+fn client(o: &Opts, settings: &ProviderSettings) -> Result<(), String> {
     let e = |e: uverbs::Error| e.to_string();
     let dst = SocketAddr::new(o.addr.ok_or("no -a address")?, o.port);
     let chan = CmChannel::open().map_err(e)?;
@@ -339,7 +340,7 @@ fn client(o: &Opts) -> Result<(), String> {
     id.expect(CmEventKind::RouteResolved, resolve + Duration::from_secs(1)).map_err(e)?;
     dbg(o, "rdma_resolve_addr - rdma_resolve_route successful");
     let dev = id.device().map_err(e)?;
-    providers::open(&dev.info.desc(), Conn { o, id, role: Role::Client }).map_err(e)?
+    providers::open(&dev.info.desc(), settings, Conn { o, id, role: Role::Client }).map_err(e)?
 }
 
 enum Role {

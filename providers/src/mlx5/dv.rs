@@ -32,15 +32,15 @@ impl<U: UarMap> XrcSrqProvider for Mlx5<U> {
 }
 
 impl<U: UarMap> DevxProvider for Mlx5<U> {
-    fn context_udata_devx(_dev: &DeviceDesc) -> Udata {
+    fn context_udata_devx(_dev: &DeviceDesc, config: &Mlx5Config) -> Udata {
         Udata {
-            req: Mlx5Config::from_settings().uctx.encode_devx(),
+            req: config.uctx.encode_devx(),
             resp_len: abi::ALLOC_UCONTEXT_RESP_LEN,
         }
     }
 
-    fn new_context_devx(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
-        let mut m = Self::with_config(fd, drv_resp, Mlx5Config::from_settings())?;
+    fn new_context_devx(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8], config: &Mlx5Config) -> Result<Self> {
+        let mut m = Self::with_config(fd, drv_resp, *config)?;
         m.crypto = crypto::CryptoCtx::new(true);
         Ok(m)
     }

@@ -87,14 +87,6 @@ impl Default for Mlx5Config {
     }
 }
 
-impl Mlx5Config {
-    /// The defaults with the program's BlueFlame choices ([`crate::settings`]).
-    pub fn from_settings() -> Self {
-        let s = crate::settings::current();
-        Mlx5Config { blueflame: s.mlx5_blueflame, prefer_bf: s.mlx5_prefer_bf, ..Mlx5Config::default() }
-    }
-}
-
 /// An open mlx5 context. `U` is the MMIO layer: [`MmapUar`] on hardware, a recording one in tests.
 pub struct Mlx5<U: UarWriter = MmapUar> {
     fd: SharedFd,
@@ -216,10 +208,11 @@ impl<U: UarMap> Provider for Mlx5<U> {
     type Srq = Mlx5Srq;
     type AhPrep = Mlx5AhPrep;
     type Ah = Mlx5Ah;
+    type Config = Mlx5Config;
 
-    fn context_udata(_dev: &DeviceDesc) -> Udata {
+    fn context_udata(_dev: &DeviceDesc, config: &Mlx5Config) -> Udata {
         Udata {
-            req: Mlx5Config::from_settings().uctx.encode(),
+            req: config.uctx.encode(),
             resp_len: abi::ALLOC_UCONTEXT_RESP_LEN,
         }
     }
@@ -228,8 +221,8 @@ impl<U: UarMap> Provider for Mlx5<U> {
         self.resp.dump_fill_mkey()
     }
 
-    fn new_context(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8]) -> Result<Self> {
-        Self::with_config(fd, drv_resp, Mlx5Config::from_settings())
+    fn new_context(fd: SharedFd, _dev: &DeviceDesc, drv_resp: &[u8], config: &Mlx5Config) -> Result<Self> {
+        Self::with_config(fd, drv_resp, *config)
     }
 
     fn pd_udata(&self) -> Udata {

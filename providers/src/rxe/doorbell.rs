@@ -1,6 +1,6 @@
 //! How the rxe doorbell reaches the kernel: a plain `write()` of POST_SEND (what librxe does, the
 //! default), or — an experiment, chosen by the program (`rperftest` reads `RPERFTEST_RXE_DOORBELL`
-//! into [`crate::settings`]) — the same 32-byte write
+//! into a [`crate::settings::RxeConfig`]) — the same 32-byte write
 //! submitted through io_uring (`IORING_OP_WRITE` on the uverbs fd), optionally with SQPOLL so
 //! that the hot path makes no syscall at all. docs/benchmarks.md records what it measured.
 //!
@@ -21,11 +21,12 @@ const SQ_ENTRIES: u32 = 64;
 /// How long the SQPOLL kernel thread spins without work before it sleeps (ms).
 const SQPOLL_IDLE_MS: u32 = 50;
 
-pub use crate::settings::DoorbellMode;
+pub use crate::settings::{DoorbellMode, RxeConfig};
 
-/// The program's choice of doorbell ([`crate::settings`]; default `write`).
-pub fn chosen_mode() -> Result<DoorbellMode> {
-    crate::settings::current().rxe_doorbell.map_err(|e| Error::msg("choose the rxe doorbell", e))
+/// The program's choice of doorbell in `config` (default `write`); a choice it did not
+/// understand is refused here, when an rxe context is opened.
+pub fn chosen_mode(config: &RxeConfig) -> Result<DoorbellMode> {
+    config.doorbell.clone().map_err(|e| Error::msg("choose the rxe doorbell", e))
 }
 
 /// One QP handle's POST_SEND command and the word the kernel writes its response into.

@@ -333,13 +333,14 @@ impl Provider for Rxe {
     type Srq = RxeSrq;
     type AhPrep = ();
     type Ah = RxeAh;
+    type Config = super::doorbell::RxeConfig;
 
-    fn context_udata(_dev: &DeviceDesc) -> Udata {
+    fn context_udata(_dev: &DeviceDesc, _config: &Self::Config) -> Udata {
         Udata::none()
     }
 
-    fn new_context(fd: SharedFd, _dev: &DeviceDesc, _drv_resp: &[u8]) -> Result<Self> {
-        let uring = match super::doorbell::chosen_mode()? {
+    fn new_context(fd: SharedFd, _dev: &DeviceDesc, _drv_resp: &[u8], config: &Self::Config) -> Result<Self> {
+        let uring = match super::doorbell::chosen_mode(config)? {
             DoorbellMode::Write => None,
             mode => match UringDoorbell::new(fd.as_fd(), mode) {
                 Ok(u) => Some(Mutex::new(u)),
@@ -536,7 +537,7 @@ mod tests {
             driver_id: RDMA_DRIVER_RXE,
             driver_abi: 2,
         };
-        assert_eq!(Rxe::context_udata(&dev), Udata::none());
+        assert_eq!(Rxe::context_udata(&dev, &Default::default()), Udata::none());
         assert_eq!(
             udata_resp(CREATE_QP_RESP_LEN),
             Udata {

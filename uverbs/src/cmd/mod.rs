@@ -79,7 +79,8 @@ pub enum Transport {
 
 impl Transport {
     /// `write` or `ioctl` (any case, surrounding blanks ignored); the program maps its own flag or
-    /// environment variable through this (see [`crate::settings`]).
+    /// environment variable through this and opens contexts with the result
+    /// ([`crate::objects::Context::open_with`]).
     pub fn parse(s: &str) -> Option<Transport> {
         match s.trim().to_ascii_lowercase().as_str() {
             "write" => Some(Transport::Write),

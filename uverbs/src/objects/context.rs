@@ -44,32 +44,40 @@ impl<P: Provider> std::fmt::Debug for Context<P> {
     }
 }
 
-/// How the provider context is built from GET_CONTEXT's driver response.
-type NewContext<P> = fn(SharedFd, &DeviceDesc, &[u8]) -> Result<P>;
+/// How the provider context is built from GET_CONTEXT's driver response and its configuration.
+type NewContext<P> = fn(SharedFd, &DeviceDesc, &[u8], &<P as Provider>::Config) -> Result<P>;
 
 impl<P: DevxProvider> Context<P> {
     /// Open `dev` as a DEVX context (libmlx5's `mlx5dv_open_device` with
-    /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need.
-    pub fn open_devx(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        Self::open_impl(dev, crate::settings::current().transport, P::context_udata_devx(dev), P::new_context_devx)
+    /// `MLX5DV_CONTEXT_FLAGS_DEVX`), which crypto login, DEKs and crypto mkeys need; commands go
+    /// by `transport`, the provider is built as `config` chooses.
+    pub fn open_devx(dev: &DeviceDesc, transport: Transport, config: &P::Config) -> Result<Arc<Self>> {
+        Self::open_impl(dev, transport, P::context_udata_devx(dev, config), config, P::new_context_devx)
     }
 }
 
 impl<P: Provider> Context<P> {
-    /// Open `dev` with the transport the program installed ([`crate::settings`]; default write).
+    /// Open `dev` with the default (`write()`) transport and provider configuration, as
+    /// libibverbs does.
     pub fn open(dev: &DeviceDesc) -> Result<Arc<Self>> {
-        Self::open_with(dev, crate::settings::current().transport)
+        Self::open_with(dev, Transport::default(), &P::Config::default())
     }
 
-    /// Open `/dev/infiniband/<dev.uverbs>`, run GET_CONTEXT with the provider's driver data and
-    /// build the provider context from the answer.
-    pub fn open_with(dev: &DeviceDesc, transport: Transport) -> Result<Arc<Self>> {
-        Self::open_impl(dev, transport, P::context_udata(dev), P::new_context)
+    /// Open `/dev/infiniband/<dev.uverbs>`, run GET_CONTEXT (commands go by `transport`) with the
+    /// provider's driver data and build the provider context from the answer as `config` chooses.
+    pub fn open_with(dev: &DeviceDesc, transport: Transport, config: &P::Config) -> Result<Arc<Self>> {
+        Self::open_impl(dev, transport, P::context_udata(dev, config), config, P::new_context)
     }
 
     /// The open of either kind: GET_CONTEXT with `udata`, the provider context from
     /// `new_context` (plain verbs, or an extension's such as DEVX).
-    fn open_impl(dev: &DeviceDesc, transport: Transport, udata: Udata, new_context: NewContext<P>) -> Result<Arc<Self>> {
+    fn open_impl(
+        dev: &DeviceDesc,
+        transport: Transport,
+        udata: Udata,
+        config: &P::Config,
+        new_context: NewContext<P>,
+    ) -> Result<Arc<Self>> {
         let what = format!("open {} ({})", dev.ibdev, P::NAME);
         let (lo, hi) = P::ABI_RANGE;
         if dev.driver_abi < lo || dev.driver_abi > hi {
@@ -86,7 +94,7 @@ impl<P: Provider> Context<P> {
                 .with_hint(format!("use the {}", crate::knob::named(crate::knob::Knob::WriteTransport))));
         }
         let created = cmd::get_context(&c, &udata)?;
-        let provider = new_context(fd.clone(), dev, &created.drv_resp)?;
+        let provider = new_context(fd.clone(), dev, &created.drv_resp, config)?;
         Ok(Arc::new(Context {
             provider,
             async_fd: created.async_fd,

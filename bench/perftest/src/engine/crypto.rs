@@ -196,7 +196,12 @@ pub fn wrapped_key(app: &str, kek_path: &str, timeout: Duration) -> Result<[u8; 
 /// the device plainly): read the credentials, open a DEVX context (`mlx5dv_open_device`), log
 /// in to the crypto engine, and hand the context to `user`. `Err`: the lines to print (ours,
 /// then perftest's, ending with the tool's ` Couldn't get context for the device`).
-pub fn open_devx<U: providers::ContextUser>(dev: &uverbs::provider::DeviceDesc, credentials_path: &str, user: U) -> Result<U::Output, String> {
+pub fn open_devx<U: providers::ContextUser>(
+    dev: &uverbs::provider::DeviceDesc,
+    settings: &providers::ProviderSettings,
+    credentials_path: &str,
+    user: U,
+) -> Result<U::Output, String> {
     let cred = read_credentials(credentials_path)?;
     if providers::provider_name(dev.driver_id).is_none() {
         return Err(format!(
@@ -206,20 +211,20 @@ pub fn open_devx<U: providers::ContextUser>(dev: &uverbs::provider::DeviceDesc, 
     }
     // mlx5dv_open_device fails on a device that is not mlx5 (EOPNOTSUPP): perftest prints its
     // own line, then the tool's.
-    providers::open_devx(dev, LoginThen { cred: &cred, user }).map_err(|e| {
+    providers::open_devx(dev, settings, LoginThen { cred: &cred, user }).map_err(|e| {
         format!(" --aes_xts needs an mlx5 device with DEVX (AES-XTS crypto offload): {e}\nCouldn't get context for the device\n Couldn't get context for the device")
     })?
 }
 
 /// [`open_devx`] without a run: open, log in, close (`-z`, whose device comes with the rdma_cm
 /// connection, checks this before connecting, as perftest opens the device first).
-pub fn check_devx(dev: &uverbs::provider::DeviceDesc, credentials_path: &str) -> Result<(), String> {
+pub fn check_devx(dev: &uverbs::provider::DeviceDesc, settings: &providers::ProviderSettings, credentials_path: &str) -> Result<(), String> {
     struct Nothing;
     impl providers::ContextUser for Nothing {
         type Output = ();
         fn run<P: Provider>(self, _ctx: Arc<uverbs::objects::Context<P>>) {}
     }
-    open_devx(dev, credentials_path, Nothing)
+    open_devx(dev, settings, credentials_path, Nothing)
 }
 
 /// Log the freshly opened DEVX context in to the crypto engine, then hand it to `user`.

@@ -38,6 +38,9 @@ pub struct Params {
     /// What the program chose from outside the command line (the tool's entry point sets it;
     /// default in tests): the persona's fallback and the setup and stall timeouts.
     pub settings: bench_core::settings::RunSettings,
+    /// How the program opens the device (command transport, rxe doorbell, mlx5 BlueFlame), set
+    /// by the tool's entry point beside [`Params::settings`]; the libraries' defaults in tests.
+    pub providers: providers::ProviderSettings,
 
     // test shape
     /// The transport (`-c`).
@@ -233,6 +236,7 @@ impl Params {
             adopt: false,
             persona: Persona::default(),
             settings: Default::default(),
+            providers: Default::default(),
             cmdline: Vec::new(),
             connection: Connection::Rc,
             test_method: TestMethod::Regular,

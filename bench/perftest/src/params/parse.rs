@@ -2,6 +2,7 @@
 //! derive what perftest derives.
 
 use bench_core::settings::RunSettings;
+use providers::ProviderSettings;
 
 use super::derive::derive;
 use super::error::unsupported;
@@ -64,11 +65,13 @@ pub fn parse(tool: Tool, args: &[String]) -> Result<ParseOutcome, ParamError> {
 }
 
 /// Parse for a run: the persona of `--perftest-version`, else of `settings.persona`
-/// ([`ENV_PERSONA`] as the program read it); the run keeps `settings`.
-pub fn parse_run(tool: Tool, args: &[String], settings: &RunSettings) -> Result<ParseOutcome, ParamError> {
+/// ([`ENV_PERSONA`] as the program read it); the run keeps `settings` and opens its device as
+/// `providers` choose.
+pub fn parse_run(tool: Tool, args: &[String], settings: &RunSettings, providers: &ProviderSettings) -> Result<ParseOutcome, ParamError> {
     let mut r = parse_with_env(tool, args, settings.persona.as_deref());
     if let Ok(ParseOutcome::Run(p)) = &mut r {
         p.settings = settings.clone();
+        p.providers = providers.clone();
     }
     r
 }

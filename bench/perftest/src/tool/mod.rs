@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bench_core::settings::RunSettings;
+use providers::ProviderSettings;
 use uverbs::objects::Context;
 use uverbs::provider::Provider;
 
@@ -170,9 +171,10 @@ fn limits_verdict(p: &Params, last: Option<(f64, f64)>) -> Option<&'static str> 
     }
 }
 
-/// `rperftest ib_write_bw …`: the whole tool; returns the exit status.
-pub fn run_tool(tool: Tool, args: &[String], settings: &RunSettings) -> i32 {
-    let p = match params::parse_run(tool, args, settings) {
+/// `rperftest ib_write_bw …`: the whole tool, with what the program chose from outside the
+/// command line (`settings`) and for opening the device (`providers`); returns the exit status.
+pub fn run_tool(tool: Tool, args: &[String], settings: &RunSettings, providers: &ProviderSettings) -> i32 {
+    let p = match params::parse_run(tool, args, settings, providers) {
         Ok(ParseOutcome::Run(p)) => p,
         Ok(ParseOutcome::Help(s)) => {
             print!("{s}");
@@ -212,7 +214,7 @@ pub fn run_tool(tool: Tool, args: &[String], settings: &RunSettings) -> i32 {
     // Ctrl-C/SIGTERM from here on stop the run cleanly (resources dropped, one line, 128+sig).
     bench_core::signal::install();
     if p.loopback {
-        return run_loopback(tool, args, settings);
+        return run_loopback(tool, args, settings, providers);
     }
     let mut p = p;
     if p.adopt {
@@ -230,12 +232,12 @@ pub fn run_tool(tool: Tool, args: &[String], settings: &RunSettings) -> i32 {
 }
 
 /// `--loopback`: the server in a thread (output discarded), the client here, over 127.0.0.1.
-fn run_loopback(tool: Tool, args: &[String], settings: &RunSettings) -> i32 {
+fn run_loopback(tool: Tool, args: &[String], settings: &RunSettings, providers: &ProviderSettings) -> i32 {
     let base: Vec<String> = args.iter().filter(|a| a.as_str() != "--loopback").cloned().collect();
     let reparse = |extra: &[&str]| -> Result<Box<Params>, ToolError> {
         let mut a = base.clone();
         a.extend(extra.iter().map(|s| s.to_string()));
-        match params::parse_run(tool, &a, settings) {
+        match params::parse_run(tool, &a, settings, providers) {
             Ok(ParseOutcome::Run(p)) => Ok(p),
             Ok(_) => Err(ToolError::new(1, "unexpected help/version")),
             Err(e) => Err(ToolError::new(e.exit_code(), e.to_string())),
@@ -276,7 +278,7 @@ fn run_loopback(tool: Tool, args: &[String], settings: &RunSettings) -> i32 {
         client_args.push(a.clone());
     }
     client_args.extend(["-p".to_string(), port, "127.0.0.1".to_string()]);
-    let client_p = match params::parse_run(tool, &client_args, settings) {
+    let client_p = match params::parse_run(tool, &client_args, settings, providers) {
         Ok(ParseOutcome::Run(p)) => p,
         Ok(_) => return 1,
         Err(e) => {
@@ -332,12 +334,12 @@ fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), Tool
 /// Open the device for the run (`--aes_xts`: perftest's DEVX open and crypto login).
 fn open_side(p: &Params, desc: &uverbs::provider::DeviceDesc, user: SideUser<'_>) -> Result<(), ToolError> {
     if p.aes.enabled && p.verb != params::Verb::Atomic {
-        return crate::engine::crypto::open_devx(desc, p.aes.credentials_path.as_deref().unwrap_or(""), user)
+        return crate::engine::crypto::open_devx(desc, &p.providers, p.aes.credentials_path.as_deref().unwrap_or(""), user)
             .map_err(|m| ToolError::new(1, m))?;
     }
     // perftest: a device it cannot find is exit 7 for read_bw/atomic_bw, but a device it cannot
     // open (`ctx_open_device`) is FAILURE (1) for every tool.
-    providers::open(desc, user).map_err(|e| ToolError::new(1, format!(" Couldn't get context for the device\n{e}")))?
+    providers::open(desc, &p.providers, user).map_err(|e| ToolError::new(1, format!(" Couldn't get context for the device\n{e}")))?
 }
 
 /// `-z`/`-R`: the control connection over rdma_cm comes first and decides the device (the one
@@ -353,7 +355,7 @@ fn run_side_cm(p: &Params, out: Out, loopback: bool) -> Result<(), ToolError> {
         // perftest opens the device (DEVX, crypto login) before the rdma_cm connection: check
         // that here too, on the -d device, so a device without it fails at once.
         let dev = uverbs::discovery::find_device(p.dev.ib_dev.as_deref()).map_err(|e| ToolError::new(device_fail_code(p.tool), e.to_string()))?;
-        crate::engine::crypto::check_devx(&dev.desc(), p.aes.credentials_path.as_deref().unwrap_or("")).map_err(|m| ToolError::new(1, m))?;
+        crate::engine::crypto::check_devx(&dev.desc(), &p.providers, p.aes.credentials_path.as_deref().unwrap_or("")).map_err(|m| ToolError::new(1, m))?;
     }
     let start = if let Some(host) = p.server_name.as_deref() {
         let dst = cm_session::resolve_host(host, p.conn.port, p.dev.ipv6).map_err(|e| ToolError::new(1, e))?;
@@ -502,12 +504,12 @@ mod tests {
 
     #[test]
     fn help_and_version_exit_1() {
-        assert_eq!(run_tool(Tool::WriteBw, &["-V".to_string()], &RunSettings::default()), 1);
+        assert_eq!(run_tool(Tool::WriteBw, &["-V".to_string()], &RunSettings::default(), &ProviderSettings::default()), 1);
     }
 
     #[test]
     fn bad_option_exits_1() {
-        assert_eq!(run_tool(Tool::WriteBw, &["--no-such-option".to_string()], &RunSettings::default()), 1);
+        assert_eq!(run_tool(Tool::WriteBw, &["--no-such-option".to_string()], &RunSettings::default(), &ProviderSettings::default()), 1);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod run;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use providers::ProviderSettings;
 use uverbs::objects::{Ah, Context, RtrParams, RtsParams};
 use uverbs::provider::Provider;
 use uverbs::wr::{RemoteAddr, UdDest};
@@ -357,7 +358,7 @@ pub fn run_client(st: &mut State, t: RdmaTest, index: u16) -> Result<(), Fatal> 
         req.id = id_with_ext(&p.get(Side::Rem, Par::Id).text, Some(&lo.ext()));
     }
     let ctrl = open_req(st, &req)?;
-    let res = client_session(&ctrl, t, params, local, use_cm);
+    let res = client_session(&ctrl, t, params, local, use_cm, &st.providers);
     let (mut l, mut r) = match res {
         Ok(v) => v,
         Err(CtrlError::Local(m)) => {
@@ -372,7 +373,14 @@ pub fn run_client(st: &mut State, t: RdmaTest, index: u16) -> Result<(), Fatal> 
     Ok(())
 }
 
-fn client_session(ctrl: &Ctrl, t: RdmaTest, p: Params, local: Option<Local>, use_cm: bool) -> Result<(Stat, Stat), CtrlError> {
+fn client_session(
+    ctrl: &Ctrl,
+    t: RdmaTest,
+    p: Params,
+    local: Option<Local>,
+    use_cm: bool,
+    settings: &ProviderSettings,
+) -> Result<(Stat, Stat), CtrlError> {
     let (desc, cm_side) = if use_cm {
         let c = cm::client_start(ctrl)?;
         (c.dev.info.desc(), CmSide::Client(c))
@@ -382,7 +390,7 @@ fn client_session(ctrl: &Ctrl, t: RdmaTest, p: Params, local: Option<Local>, use
     };
     let dev_name = desc.ibdev.clone();
     let job = Job { ctrl, test: t, server: false, p, local, peer_ext: None, cm: cm_side };
-    match providers::open(&desc, job) {
+    match providers::open(&desc, settings, job) {
         Ok(Ok(Some(v))) => Ok(v),
         Ok(Ok(None)) => Err(CtrlError::local("internal: the client got no results")),
         Ok(Err(e)) => Err(e),
@@ -390,8 +398,9 @@ fn client_session(ctrl: &Ctrl, t: RdmaTest, p: Params, local: Option<Local>, use
     }
 }
 
-/// Server side of one RDMA test, with the values of the client's REQ.
-pub fn serve(ctrl: &Ctrl, req: &Req, t: RdmaTest) -> Result<(), CtrlError> {
+/// Server side of one RDMA test, with the values of the client's REQ; the device opens as
+/// `settings` choose.
+pub fn serve(ctrl: &Ctrl, req: &Req, t: RdmaTest, settings: &ProviderSettings) -> Result<(), CtrlError> {
     let use_cm = req.use_cm != 0 && t.cm_capable();
     if req.time == 0 && req.no_msgs == 0 {
         return Err(CtrlError::Local(format!("{}: the request has neither a time nor a message count", t.name)));
@@ -427,7 +436,7 @@ pub fn serve(ctrl: &Ctrl, req: &Req, t: RdmaTest) -> Result<(), CtrlError> {
     };
     let dev_name = desc.ibdev.clone();
     let job = Job { ctrl, test: t, server: true, p: params, local, peer_ext, cm: cm_side };
-    match providers::open(&desc, job) {
+    match providers::open(&desc, settings, job) {
         Ok(r) => r.map(|_| ()),
         Err(e) => Err(CtrlError::Local(format!("failed to open device {dev_name}: {e}"))),
     }

@@ -34,6 +34,8 @@ pub struct Env {
     /// The active MTU in bytes of (device, port) as the device reports it (query_port), when
     /// the device can be opened.
     pub active_mtu: ActiveMtu,
+    /// How the peer test opens the device.
+    pub providers: providers::ProviderSettings,
 }
 
 /// What the checks look at: `-d`, `-i`, `-x`.

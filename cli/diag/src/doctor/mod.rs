@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{value_parser, Arg, ArgAction, Command};
+use providers::ProviderSettings;
 use uverbs::discovery::{self, SysfsRoot};
 use uverbs::objects::Context;
 use uverbs::provider::Provider;
@@ -108,13 +109,15 @@ impl providers::ContextUser for QueryMtu {
     }
 }
 
-fn system_active_mtu(dev: &str, port: u32) -> Option<u32> {
+fn system_active_mtu(dev: &str, port: u32, settings: &ProviderSettings) -> Option<u32> {
     let d = discovery::find_device(Some(dev)).ok()?;
-    providers::open(&d.desc(), QueryMtu(u8::try_from(port).ok()?)).ok().flatten()
+    providers::open(&d.desc(), settings, QueryMtu(u8::try_from(port).ok()?)).ok().flatten()
 }
 
 impl Env {
-    pub fn system() -> Env {
+    /// This host, its devices opened as `settings` choose.
+    pub fn system(settings: &ProviderSettings) -> Env {
+        let s = settings.clone();
         let proc_root = PathBuf::from("/proc");
         Env {
             sys: SysfsRoot::system(),
@@ -123,7 +126,8 @@ impl Env {
             dev_root: PathBuf::from("/dev"),
             ifaddrs: system_ifaddrs(),
             open_rw: Box::new(open_rw),
-            active_mtu: Box::new(system_active_mtu),
+            active_mtu: Box::new(move |dev, port| system_active_mtu(dev, port, &s)),
+            providers: settings.clone(),
         }
     }
 }
@@ -152,6 +156,7 @@ pub fn main_with(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn 
         port: m.get_one::<u16>("port").copied().unwrap_or(peer::DEFAULT_PORT),
         listen_timeout: m.get_one::<u64>("listen_timeout").map(|s| Duration::from_secs(*s)),
         persistent: m.get_flag("persistent"),
+        providers: env.providers.clone(),
     };
     let peer_host = m.get_one::<String>("peer").cloned();
     if m.get_flag("serve") {
@@ -180,8 +185,8 @@ pub fn main_with(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn 
     report::exit_code(&checks)
 }
 
-pub fn run(args: &[String]) -> u8 {
-    main_with(&Env::system(), args, &mut std::io::stdout(), &mut std::io::stderr())
+pub fn run(args: &[String], settings: &ProviderSettings) -> u8 {
+    main_with(&Env::system(settings), args, &mut std::io::stdout(), &mut std::io::stderr())
 }
 
 #[cfg(test)]

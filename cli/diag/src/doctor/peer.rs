@@ -55,6 +55,8 @@ pub struct PeerOpts {
     /// Serve: give up when no client came within this long (none: wait).
     pub listen_timeout: Option<Duration>,
     pub persistent: bool,
+    /// How the device is opened.
+    pub providers: providers::ProviderSettings,
 }
 
 /// The local side's view: device, port, chosen GID, MTUs.
@@ -651,7 +653,7 @@ pub fn check(peer: &str, o: &PeerOpts) -> Vec<Check> {
         }
     };
     let job = Job { view: &view, stream, serve: false, host: hostname() };
-    match providers::open(&view.dev.desc(), job) {
+    match providers::open(&view.dev.desc(), &o.providers, job) {
         Ok(v) => out.extend(v),
         Err(e) => out.push(Check::fail("peer QP", format!("cannot open {}: {e}", view.dev.ibdev), "run 'rperftest doctor' for the local checks")),
     }
@@ -681,7 +683,7 @@ pub fn serve(o: &PeerOpts, print: &mut dyn FnMut(&[Check])) -> Result<(), String
         };
         let _ = stream.set_nonblocking(false);
         let job = Job { view: &view, stream, serve: true, host: hostname() };
-        let checks = match providers::open(&view.dev.desc(), job) {
+        let checks = match providers::open(&view.dev.desc(), &o.providers, job) {
             Ok(v) => v,
             Err(e) => vec![Check::fail("peer QP", format!("cannot open {}: {e}", view.dev.ibdev), "")],
         };

@@ -20,6 +20,7 @@ fn env(f: &FakeSys) -> Env {
         open_rw: Box::new(|_| Ok(())),
         uid: 1000,
         active_mtu: Box::new(|_, _| Some(1024)),
+        providers: Default::default(),
     }
 }
 

@@ -34,7 +34,7 @@ impl<P: Provider> Hooks for SideRun<'_, P> {
             return Ok(None);
         }
         let Some(args) = adopted_cmdline(self.p, theirs).map_err(|m| ToolError::new(1, m))? else { return Ok(None) };
-        let mut np = match params::parse_run(self.p.tool, &args, &self.p.settings) {
+        let mut np = match params::parse_run(self.p.tool, &args, &self.p.settings, &self.p.providers) {
             Ok(ParseOutcome::Run(np)) => np,
             Ok(_) => return Err(ToolError::new(1, "--adopt: the client's options ask for help or the version")),
             Err(e) => return Err(ToolError::new(1, format!("--adopt: the client's options do not work here: {e}"))),
