@@ -196,9 +196,99 @@ fn verr(what: &str, e: uverbs::Error) -> EngineError {
     EngineError::Verbs(format!("{what}: {e}"))
 }
 
+/// The completion channel, the send CQ and the receive CQ, in creation order (a tuple, so the
+/// bindings drop in reverse: the CQs before the channel they report to).
+type Cqs<P> = (Option<CompChannel>, Cq<P>, Option<Cq<P>>);
+
+/// `-c XRC`'s domain and the SRQ (XRC or plain), in creation order.
+type SrqParts<P> = (Option<Arc<Xrcd<P>>>, Option<Srq<P>>);
+
+/// The caps of a QP outside XRC.
+fn qp_caps(s: &VerbsSetup) -> QpCaps {
+    match s.crypto {
+        // perftest's mlx5dv_create_qp with MKEY_CONFIGURE: room for a UMR per
+        // request, AES_XTS_INLINE.
+        Some(_) => QpCaps {
+            max_send_wr: s.tx_depth.max(1).saturating_mul(2),
+            max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: super::crypto::AES_XTS_INLINE,
+        },
+        None => QpCaps {
+            max_send_wr: s.tx_depth.max(1),
+            max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: s.inline_size,
+        },
+    }
+}
+
+/// The port of each QP: `-O` puts the second half on the second port.
+fn qp_ports(s: &VerbsSetup, lanes: Option<XrcPlan>) -> Vec<u8> {
+    (0..s.num_qps)
+        .map(|q| match s.port2 {
+            // -c XRC / DC split: per half in a split run (perftest's halved num_of_qps).
+            Some(p2) => super::dualport::port_of_qp(q, lanes.map_or(s.num_qps, |x| x.lanes()), [s.port, p2]),
+            None => s.port,
+        })
+        .collect()
+}
+
+/// `-c DC`: each DCI's stream rotation (inactive for the other QPs).
+fn dci_streams<P: Provider>(s: &VerbsSetup, qps: &[Qp<P>]) -> Vec<super::dc::DciStreamCycle> {
+    qps.iter()
+        .map(|qp| {
+            let log = match &s.dc {
+                Some(d) if qp.qp_type() == QpType::Dci => d.log_active_dci_streams,
+                _ => 0,
+            };
+            super::dc::DciStreamCycle::new(log)
+        })
+        .collect()
+}
+
+/// What the buffer holds before the test: a `--payload_file_path` pattern, pseudo-random words,
+/// or zeros (written only into a mapped file: fresh anonymous memory is already zero).
+fn fill_buffer<P: Provider>(mr: &Mr<P>, s: &VerbsSetup, total: usize) -> Result<(), EngineError> {
+    if let Fill::Pattern(pat) = &s.fill {
+        let mut chunk = vec![0u8; 4096.min(total)];
+        let mut off = 0;
+        while off < total {
+            let n = chunk.len().min(total - off);
+            pattern_chunk(pat, off, &mut chunk[..n]);
+            mr.write_at(off, &chunk[..n]).map_err(|e| verr("fill buffer", e))?;
+            off += n;
+        }
+    } else if s.fill == Fill::Zero && s.mmap.is_some() {
+        // Anonymous memory starts zeroed; a mapped file does not.
+        mr.fill(0);
+    }
+    if s.fill == Fill::Random {
+        let mut x: u32 = 0x9e37_79b9 ^ (bench_core::clock::now() as u32);
+        let mut chunk = vec![0u8; 4096.min(total)];
+        let mut off = 0;
+        while off < total {
+            for w in chunk.chunks_mut(4) {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                let b = x.to_ne_bytes();
+                w.copy_from_slice(&b[..w.len()]);
+            }
+            let n = chunk.len().min(total - off);
+            mr.write_at(off, &chunk[..n]).map_err(|e| verr("fill buffer", e))?;
+            off += n;
+        }
+    }
+    Ok(())
+}
+
 impl<P: Provider> VerbsEndpoint<P> {
     /// Create PD, MR, CQs, [SRQ], QPs and move the QPs to INIT. `ext`: the provider's
-    /// extensions, which `-c DC`, `-c XRC` and `--aes_xts` need ([`super::dv`]).
+    /// extensions, which `-c DC`, `-c XRC` and `--aes_xts` need ([`super::dv`]). The steps
+    /// follow perftest's ctx_init; on an error the resources made so far go in reverse order.
     pub fn create(ctx: &Arc<Context<P>>, s: &VerbsSetup, ext: super::dv::Ext<P>) -> Result<Self, EngineError> {
         let pd = Pd::new(ctx).map_err(|e| verr("allocate PD", e))?;
         // perftest's ctx_init: the DEKs and crypto mkeys come right after the PD.
@@ -208,154 +298,16 @@ impl<P: Provider> VerbsEndpoint<P> {
             ),
             None => None,
         };
-        let total = usize::try_from(s.layout.total()).map_err(|_| EngineError::Verbs("buffer too large".into()))?;
-        let mut mr_access = s.access | AccessFlags::LOCAL_WRITE;
-        if s.odp {
-            mr_access |= AccessFlags::ON_DEMAND;
-        }
-        let mr = match &s.mmap {
-            Some((path, offset)) => Mr::register_file(&pd, path, *offset, total, mr_access)
-                .map_err(|e| verr(&format!("Couldn't register the --mmap buffer of {total} bytes"), e))?,
-            None => Mr::alloc(&pd, total, mr_access, s.hugepages)
-                .map_err(|e| verr(&format!("Couldn't allocate MR of {total} bytes"), e))?,
-        };
-        // perftest (6.13+) allocates the null MR right after registering the buffer.
-        let null_lkey = if s.null_mr {
-            Some(ctx.provider().null_mr_lkey().ok_or_else(|| EngineError::Verbs(null_mr_missing(&ctx.device().ibdev, P::NAME)))?)
-        } else {
-            None
-        };
-        if let Fill::Pattern(pat) = &s.fill {
-            let mut chunk = vec![0u8; 4096.min(total)];
-            let mut off = 0;
-            while off < total {
-                let n = chunk.len().min(total - off);
-                pattern_chunk(pat, off, &mut chunk[..n]);
-                mr.write_at(off, &chunk[..n]).map_err(|e| verr("fill buffer", e))?;
-                off += n;
-            }
-        } else if s.fill == Fill::Zero && s.mmap.is_some() {
-            // Anonymous memory starts zeroed; a mapped file does not.
-            mr.fill(0);
-        }
-        if s.fill == Fill::Random {
-            let mut x: u32 = 0x9e37_79b9 ^ (bench_core::clock::now() as u32);
-            let mut chunk = vec![0u8; 4096.min(total)];
-            let mut off = 0;
-            while off < total {
-                for w in chunk.chunks_mut(4) {
-                    x ^= x << 13;
-                    x ^= x >> 17;
-                    x ^= x << 5;
-                    let b = x.to_ne_bytes();
-                    w.copy_from_slice(&b[..w.len()]);
-                }
-                let n = chunk.len().min(total - off);
-                mr.write_at(off, &chunk[..n]).map_err(|e| verr("fill buffer", e))?;
-                off += n;
-            }
-        }
-        let channel = if s.use_event { Some(CompChannel::new(ctx).map_err(|e| verr("create completion channel", e))?) } else { None };
-        let send_cq = Cq::new(ctx, s.send_cq_depth.max(1), channel.as_ref(), s.comp_vector)
-            .map_err(|e| verr("Couldn't create send CQ", e))?;
-        let recv_cq = if s.recv_cq {
-            Some(
-                Cq::new(ctx, s.recv_cq_depth.max(1), channel.as_ref(), s.comp_vector)
-                    .map_err(|e| verr("Couldn't create receive CQ", e))?,
-            )
-        } else {
-            None
-        };
-        // -c XRC (perftest's ctx_xrcd_create / ctx_xrc_srq_create): the domain, then the XRC
-        // SRQ, completing into the receive CQ where there is one (SEND) and else the send CQ.
-        let xrcd = match s.xrc {
-            Some(_) => Some(Xrcd::open(ctx).map_err(|e| verr("Error opening XRC domain", e))?),
-            None => None,
-        };
-        let srq = if let Some(x) = &xrcd {
-            let cq = recv_cq.as_ref().unwrap_or(&send_cq);
-            Some(super::dv::new_xrc_srq(ext, &pd, x, cq, s.rx_depth.max(1), 1).map_err(|e| verr("Couldn't open XRC SRQ", e))?)
-        } else if s.use_srq && s.dc.as_ref().is_none_or(|d| d.has_dct()) {
-            // DC: the SRQ serves the DCTs only (perftest creates none on a DCI-only side).
-            Some(Srq::new(&pd, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't create SRQ", e))?)
-        } else {
-            None
-        };
-        let mut qps = Vec::with_capacity(s.num_qps);
-        let mut max_inline = s.inline_size;
+        let (mr, null_lkey) = Self::create_buffer(ctx, &pd, s)?;
+        let (channel, send_cq, recv_cq) = Self::create_cqs(ctx, s)?;
+        let (xrcd, srq) = Self::create_srq(ctx, ext, &pd, s, &send_cq, recv_cq.as_ref())?;
         // -c XRC, or -c DC split into DCIs and DCTs: the loops drive the plan's lanes.
         let lanes = s.xrc.or_else(|| s.dc.as_ref().and_then(|d| d.lanes));
-        let ports: Vec<u8> = (0..s.num_qps)
-            .map(|q| match s.port2 {
-                // -c XRC / DC split: per half in a split run (perftest's halved num_of_qps).
-                Some(p2) => super::dualport::port_of_qp(q, lanes.map_or(s.num_qps, |x| x.lanes()), [s.port, p2]),
-                None => s.port,
-            })
-            .collect();
-        for (q, &port) in ports.iter().enumerate() {
-            let (caps, qp_type) = match s.xrc {
-                Some(plan) => xrc_caps(&plan, q, s),
-                None => (
-                    match s.crypto {
-                        // perftest's mlx5dv_create_qp with MKEY_CONFIGURE: room for a UMR per
-                        // request, AES_XTS_INLINE.
-                        Some(_) => QpCaps {
-                            max_send_wr: s.tx_depth.max(1).saturating_mul(2),
-                            max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
-                            max_send_sge: 1,
-                            max_recv_sge: 1,
-                            max_inline_data: super::crypto::AES_XTS_INLINE,
-                        },
-                        None => QpCaps {
-                            max_send_wr: s.tx_depth.max(1),
-                            max_recv_wr: if s.use_srq { 0 } else { s.rx_depth.max(1) },
-                            max_send_sge: 1,
-                            max_recv_sge: 1,
-                            max_inline_data: s.inline_size,
-                        },
-                    },
-                    s.qp_type,
-                ),
-            };
-            let init = QpInit {
-                qp_type,
-                send_cq: &send_cq,
-                recv_cq: recv_cq.as_ref().unwrap_or(&send_cq),
-                // XRC: the initiator names the peer's SRQ on each send; no QP has one.
-                srq: if s.xrc.is_some() { None } else { srq.as_ref() },
-                caps,
-                sq_sig_all: false,
-            };
-            let mut qp = match &s.dc {
-                Some(dc) => super::dc::create_qp(ext, &pd, dc, q, &init)?,
-                None => match (&xrcd, qp_type) {
-                    (Some(x), QpType::XrcTgt) => Qp::new_xrc_tgt(&pd, x, &init),
-                    _ => Qp::new(&pd, &init),
-                }
-                .map_err(|e| {
-                    verr("Failed to create QP (Requested QP size might be too big. Try reducing TX depth and/or inline size)", e)
-                })?,
-            };
-            if !matches!(qp.qp_type(), QpType::Dct | QpType::XrcTgt) {
-                // A DCT or an XRC target sends nothing: its (empty) send caps do not limit the
-                // inline size.
-                max_inline = max_inline.min(qp.caps().max_inline_data);
-            }
-            qp.set_qkey(DEFAULT_QKEY);
-            qp.to_init(port, s.pkey_index, s.access).map_err(|e| verr("Failed to modify QP to INIT", e))?;
-            qps.push(qp);
-        }
+        let ports = qp_ports(s, lanes);
+        let cqs = (&send_cq, recv_cq.as_ref().unwrap_or(&send_cq));
+        let (qps, max_inline) = Self::create_qps(ext, &pd, s, &ports, cqs, srq.as_ref(), xrcd.as_ref())?;
         let n = qps.len();
-        let dci_streams = qps
-            .iter()
-            .map(|qp| {
-                let log = match &s.dc {
-                    Some(d) if qp.qp_type() == QpType::Dci => d.log_active_dci_streams,
-                    _ => 0,
-                };
-                super::dc::DciStreamCycle::new(log)
-            })
-            .collect();
+        let dci_streams = dci_streams(s, &qps);
         let encrypt = crypto.as_ref().is_some_and(|c| c.encrypted_posts());
         Ok(VerbsEndpoint {
             qps,
@@ -377,6 +329,123 @@ impl<P: Provider> VerbsEndpoint<P> {
             xrc: lanes,
             dci_streams,
         })
+    }
+
+    /// The buffer and its MR (a `--mmap` file or fresh memory), the null MR's lkey with
+    /// `--use-null-mr`, and the buffer's initial contents.
+    fn create_buffer(ctx: &Arc<Context<P>>, pd: &Arc<Pd<P>>, s: &VerbsSetup) -> Result<(Mr<P>, Option<u32>), EngineError> {
+        let total = usize::try_from(s.layout.total()).map_err(|_| EngineError::Verbs("buffer too large".into()))?;
+        let mut mr_access = s.access | AccessFlags::LOCAL_WRITE;
+        if s.odp {
+            mr_access |= AccessFlags::ON_DEMAND;
+        }
+        let mr = match &s.mmap {
+            Some((path, offset)) => Mr::register_file(pd, path, *offset, total, mr_access)
+                .map_err(|e| verr(&format!("Couldn't register the --mmap buffer of {total} bytes"), e))?,
+            None => Mr::alloc(pd, total, mr_access, s.hugepages)
+                .map_err(|e| verr(&format!("Couldn't allocate MR of {total} bytes"), e))?,
+        };
+        // perftest (6.13+) allocates the null MR right after registering the buffer.
+        let null_lkey = if s.null_mr {
+            Some(ctx.provider().null_mr_lkey().ok_or_else(|| EngineError::Verbs(null_mr_missing(&ctx.device().ibdev, P::NAME)))?)
+        } else {
+            None
+        };
+        fill_buffer(&mr, s, total)?;
+        Ok((mr, null_lkey))
+    }
+
+    /// The completion channel (`-e`), the send CQ and the separate receive CQ where there is one.
+    fn create_cqs(ctx: &Arc<Context<P>>, s: &VerbsSetup) -> Result<Cqs<P>, EngineError> {
+        let channel = if s.use_event { Some(CompChannel::new(ctx).map_err(|e| verr("create completion channel", e))?) } else { None };
+        let send_cq = Cq::new(ctx, s.send_cq_depth.max(1), channel.as_ref(), s.comp_vector)
+            .map_err(|e| verr("Couldn't create send CQ", e))?;
+        let recv_cq = if s.recv_cq {
+            Some(
+                Cq::new(ctx, s.recv_cq_depth.max(1), channel.as_ref(), s.comp_vector)
+                    .map_err(|e| verr("Couldn't create receive CQ", e))?,
+            )
+        } else {
+            None
+        };
+        Ok((channel, send_cq, recv_cq))
+    }
+
+    /// The XRC domain and XRC SRQ (`-c XRC`), or the plain SRQ (`--use-srq`, DC with DCTs).
+    fn create_srq(
+        ctx: &Arc<Context<P>>,
+        ext: super::dv::Ext<P>,
+        pd: &Arc<Pd<P>>,
+        s: &VerbsSetup,
+        send_cq: &Cq<P>,
+        recv_cq: Option<&Cq<P>>,
+    ) -> Result<SrqParts<P>, EngineError> {
+        // -c XRC (perftest's ctx_xrcd_create / ctx_xrc_srq_create): the domain, then the XRC
+        // SRQ, completing into the receive CQ where there is one (SEND) and else the send CQ.
+        let xrcd = match s.xrc {
+            Some(_) => Some(Xrcd::open(ctx).map_err(|e| verr("Error opening XRC domain", e))?),
+            None => None,
+        };
+        let srq = if let Some(x) = &xrcd {
+            let cq = recv_cq.unwrap_or(send_cq);
+            Some(super::dv::new_xrc_srq(ext, pd, x, cq, s.rx_depth.max(1), 1).map_err(|e| verr("Couldn't open XRC SRQ", e))?)
+        } else if s.use_srq && s.dc.as_ref().is_none_or(|d| d.has_dct()) {
+            // DC: the SRQ serves the DCTs only (perftest creates none on a DCI-only side).
+            Some(Srq::new(pd, s.rx_depth.max(1), 1, 0).map_err(|e| verr("Couldn't create SRQ", e))?)
+        } else {
+            None
+        };
+        Ok((xrcd, srq))
+    }
+
+    /// The QPs on their ports, moved to INIT, and the inline size they all allow. `cqs`: the
+    /// send CQ and the CQ the receives complete into.
+    fn create_qps(
+        ext: super::dv::Ext<P>,
+        pd: &Arc<Pd<P>>,
+        s: &VerbsSetup,
+        ports: &[u8],
+        cqs: (&Cq<P>, &Cq<P>),
+        srq: Option<&Srq<P>>,
+        xrcd: Option<&Arc<Xrcd<P>>>,
+    ) -> Result<(Vec<Qp<P>>, u32), EngineError> {
+        let (send_cq, recv_cq) = cqs;
+        let mut qps = Vec::with_capacity(s.num_qps);
+        let mut max_inline = s.inline_size;
+        for (q, &port) in ports.iter().enumerate() {
+            let (caps, qp_type) = match s.xrc {
+                Some(plan) => xrc_caps(&plan, q, s),
+                None => (qp_caps(s), s.qp_type),
+            };
+            let init = QpInit {
+                qp_type,
+                send_cq,
+                recv_cq,
+                // XRC: the initiator names the peer's SRQ on each send; no QP has one.
+                srq: if s.xrc.is_some() { None } else { srq },
+                caps,
+                sq_sig_all: false,
+            };
+            let mut qp = match &s.dc {
+                Some(dc) => super::dc::create_qp(ext, pd, dc, q, &init)?,
+                None => match (xrcd, qp_type) {
+                    (Some(x), QpType::XrcTgt) => Qp::new_xrc_tgt(pd, x, &init),
+                    _ => Qp::new(pd, &init),
+                }
+                .map_err(|e| {
+                    verr("Failed to create QP (Requested QP size might be too big. Try reducing TX depth and/or inline size)", e)
+                })?,
+            };
+            if !matches!(qp.qp_type(), QpType::Dct | QpType::XrcTgt) {
+                // A DCT or an XRC target sends nothing: its (empty) send caps do not limit the
+                // inline size.
+                max_inline = max_inline.min(qp.caps().max_inline_data);
+            }
+            qp.set_qkey(DEFAULT_QKEY);
+            qp.to_init(port, s.pkey_index, s.access).map_err(|e| verr("Failed to modify QP to INIT", e))?;
+            qps.push(qp);
+        }
+        Ok((qps, max_inline))
     }
 
     /// `-c XRC`: the lane layout.

@@ -179,11 +179,42 @@ impl Step {
 
 /// The complete, ordered plan of one side.
 pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
-    let n = o.num_qps.max(1);
-    let sizes = o.all_sizes.unwrap_or(1).max(1);
-    let all = o.all_sizes.is_some();
-    let server = role == Role::Server;
-    let bidir = o.bidirectional && tool.is_bw();
+    let sh = Shape {
+        n: o.num_qps.max(1),
+        sizes: o.all_sizes.unwrap_or(1).max(1),
+        all: o.all_sizes.is_some(),
+        server: role == Role::Server,
+        bidir: o.bidirectional && tool.is_bw(),
+        o,
+    };
+    let mut p = opening(o);
+    match tool {
+        Tool::WriteBw | Tool::ReadBw | Tool::AtomicBw => rdma_bw(&mut p, tool, &sh),
+        Tool::SendBw => send_bw(&mut p, &sh),
+        Tool::WriteLat => write_lat(&mut p, &sh),
+        Tool::SendLat => send_lat(&mut p, &sh),
+        Tool::ReadLat | Tool::AtomicLat => read_or_atomic_lat(&mut p, tool, &sh),
+    }
+    p
+}
+
+/// What every tool's plan depends on, from the options and the role.
+struct Shape<'a> {
+    /// Number of QPs (at least 1).
+    n: usize,
+    /// Number of message sizes (1 without `-a`).
+    sizes: usize,
+    /// `-a`.
+    all: bool,
+    server: bool,
+    /// `-b` on a BW tool.
+    bidir: bool,
+    o: &'a PlanOptions,
+}
+
+/// The exchanges before any QP record: versions, page size, cache line and MTU (or the local
+/// MTU), NEGOTIATE, and with `-R` the rdma_cm connection between two syncs.
+fn opening(o: &PlanOptions) -> Vec<Step> {
     let mut p = if o.exchange_versions {
         vec![Step::Version, Step::PageSize, Step::CacheLine, Step::Mtu]
     } else {
@@ -192,167 +223,189 @@ pub fn plan(tool: Tool, role: Role, o: &PlanOptions) -> Vec<Step> {
     if o.negotiate {
         p.push(Step::Negotiate);
     }
-    let key = |qp: usize, purpose: KeyPurpose| Step::Key { qp, purpose };
     if o.cm_qps {
         p.extend([key(0, KeyPurpose::Sync), Step::Do(Action::ConnectCm), key(0, KeyPurpose::Sync)]);
     }
-    let close = |p: &mut Vec<Step>| {
-        p.push(key(0, KeyPurpose::Close));
-        if !o.rdma_cm {
-            p.push(Step::Done);
-        }
-    };
-    // Every tool's QP records, then the connection.
-    let connect_qps = |p: &mut Vec<Step>| {
-        p.extend((0..n).map(|i| key(i, KeyPurpose::QpInfo)));
-        p.push(Step::Do(Action::ConnectQps));
-    };
-    // The local address lines, then each remote record with its line.
-    let addresses = |p: &mut Vec<Step>| {
-        p.push(Step::Do(Action::PrintLocal));
-        for i in 0..n {
-            p.push(key(i, KeyPurpose::RemoteInfo));
-            p.push(Step::Do(Action::PrintRemote { qp: i }));
-        }
-    };
-    match tool {
-        Tool::WriteBw | Tool::ReadBw | Tool::AtomicBw => {
-            let imm = tool == Tool::WriteBw && o.write_with_imm;
-            connect_qps(&mut p);
-            addresses(&mut p);
-            p.push(key(0, KeyPurpose::Sync));
-            p.push(Step::Do(Action::PrintResultHeader));
-            if server && !bidir && !imm {
-                // Passive server: blocks in the next key exchange for the whole test.
-                p.push(key(0, KeyPurpose::AfterRun));
-                p.push(Step::Report);
-                p.push(Step::Do(Action::PrintPeerResult));
-                close(&mut p);
-                p.push(Step::Do(Action::PrintDashLine));
-                return p;
+    p
+}
+
+/// One key-record exchange for QP `qp`.
+fn key(qp: usize, purpose: KeyPurpose) -> Step {
+    Step::Key { qp, purpose }
+}
+
+/// The close exchange, then `done` unless rdma_cm.
+fn close(p: &mut Vec<Step>, o: &PlanOptions) {
+    p.push(key(0, KeyPurpose::Close));
+    if !o.rdma_cm {
+        p.push(Step::Done);
+    }
+}
+
+/// Every tool's QP records, then the connection.
+fn connect_qps(p: &mut Vec<Step>, n: usize) {
+    p.extend((0..n).map(|i| key(i, KeyPurpose::QpInfo)));
+    p.push(Step::Do(Action::ConnectQps));
+}
+
+/// The local address lines, then each remote record with its line.
+fn addresses(p: &mut Vec<Step>, n: usize) {
+    p.push(Step::Do(Action::PrintLocal));
+    for i in 0..n {
+        p.push(key(i, KeyPurpose::RemoteInfo));
+        p.push(Step::Do(Action::PrintRemote { qp: i }));
+    }
+}
+
+/// ib_write_bw, ib_read_bw, ib_atomic_bw: the passive server of a unidirectional test waits in
+/// one key exchange for the whole run; otherwise each size runs between barriers as needed.
+fn rdma_bw(p: &mut Vec<Step>, tool: Tool, sh: &Shape<'_>) {
+    let Shape { n, sizes, all, server, bidir, o } = *sh;
+    let imm = tool == Tool::WriteBw && o.write_with_imm;
+    connect_qps(p, n);
+    addresses(p, n);
+    p.push(key(0, KeyPurpose::Sync));
+    p.push(Step::Do(Action::PrintResultHeader));
+    if server && !bidir && !imm {
+        // Passive server: blocks in the next key exchange for the whole test.
+        p.push(key(0, KeyPurpose::AfterRun));
+        p.push(Step::Report);
+        p.push(Step::Do(Action::PrintPeerResult));
+        close(p, o);
+        p.push(Step::Do(Action::PrintDashLine));
+        return;
+    }
+    let receiver = imm && (server || bidir);
+    if all {
+        for s in 0..sizes {
+            if receiver {
+                p.push(Step::Do(Action::PostReceives { size_index: s }));
             }
-            let receiver = imm && (server || bidir);
-            if all {
-                for s in 0..sizes {
-                    if receiver {
-                        p.push(Step::Do(Action::PostReceives { size_index: s }));
-                    }
-                    if bidir || imm {
-                        p.push(key(0, KeyPurpose::Start));
-                    }
-                    p.push(Step::Do(Action::Run { size_index: s }));
-                    if bidir || imm {
-                        p.push(key(0, KeyPurpose::AfterRun));
-                    }
-                    if bidir {
-                        if !(imm && o.duration) {
-                            p.push(Step::Report);
-                            p.push(Step::Do(Action::PrintSummedResult { size_index: s }));
-                        }
-                    } else {
-                        p.push(Step::Do(Action::PrintOwnResult { size_index: s }));
-                    }
-                }
-            } else {
-                if receiver {
-                    p.push(Step::Do(Action::PostReceives { size_index: 0 }));
-                }
-                if bidir || imm {
-                    p.push(key(0, KeyPurpose::Start));
-                }
-                p.push(Step::Do(Action::Run { size_index: 0 }));
-                if bidir {
-                    if !(imm && o.duration) {
-                        p.push(Step::Report);
-                        p.push(Step::Do(Action::PrintSummedResult { size_index: 0 }));
-                    }
-                } else {
-                    p.push(Step::Do(Action::PrintOwnResult { size_index: 0 }));
-                }
-            }
-            p.push(Step::Do(Action::PrintDashLine));
-            if !server && !bidir && !imm {
-                p.push(key(0, KeyPurpose::AfterRun));
-                p.push(Step::Report);
-            }
-            close(&mut p);
-        }
-        Tool::SendBw => {
-            connect_qps(&mut p);
-            p.push(key(0, KeyPurpose::Sync));
-            addresses(&mut p);
-            p.push(Step::Do(Action::PrintResultHeader));
-            for s in 0..sizes {
-                if server || bidir {
-                    p.push(Step::Do(Action::PostReceives { size_index: s }));
-                }
+            if bidir || imm {
                 p.push(key(0, KeyPurpose::Start));
-                p.push(Step::Do(Action::Run { size_index: s }));
-                if bidir && !o.duration {
+            }
+            p.push(Step::Do(Action::Run { size_index: s }));
+            if bidir || imm {
+                p.push(key(0, KeyPurpose::AfterRun));
+            }
+            if bidir {
+                if !(imm && o.duration) {
                     p.push(Step::Report);
                     p.push(Step::Do(Action::PrintSummedResult { size_index: s }));
-                } else {
-                    p.push(Step::Do(Action::PrintOwnResult { size_index: s }));
                 }
-                if all {
-                    p.push(key(0, KeyPurpose::AfterRun));
-                }
-            }
-            p.push(Step::Do(Action::PrintDashLine));
-            close(&mut p);
-        }
-        Tool::WriteLat => {
-            p.push(key(0, KeyPurpose::Sync));
-            connect_qps(&mut p);
-            addresses(&mut p);
-            p.push(key(0, KeyPurpose::Sync));
-            p.push(Step::Do(Action::PrintResultHeader));
-            for s in 0..sizes {
-                if o.write_with_imm {
-                    p.push(Step::Do(Action::PostReceives { size_index: s }));
-                    p.push(key(0, KeyPurpose::Start));
-                }
-                p.push(Step::Do(Action::Run { size_index: s }));
+            } else {
                 p.push(Step::Do(Action::PrintOwnResult { size_index: s }));
             }
-            p.push(Step::Do(Action::PrintDashLine));
-            // No close handshake and no `done`: the process just exits.
         }
-        Tool::SendLat => {
-            connect_qps(&mut p);
-            p.push(key(0, KeyPurpose::Sync));
-            addresses(&mut p);
-            p.push(Step::Do(Action::PrintResultHeader));
-            for s in 0..sizes {
-                p.push(Step::Do(Action::PostReceives { size_index: s }));
-                p.push(key(0, KeyPurpose::Start));
-                p.push(Step::Do(Action::Run { size_index: s }));
-                p.push(Step::Do(Action::PrintOwnResult { size_index: s }));
-            }
-            p.push(Step::Do(Action::PrintDashLine));
-            close(&mut p);
+    } else {
+        if receiver {
+            p.push(Step::Do(Action::PostReceives { size_index: 0 }));
         }
-        Tool::ReadLat | Tool::AtomicLat => {
-            p.push(key(0, KeyPurpose::Sync));
-            connect_qps(&mut p);
-            addresses(&mut p);
-            p.push(key(0, KeyPurpose::Sync));
-            if server {
-                close(&mut p);
-                p.push(Step::Do(Action::PrintDashLine));
-                return p;
+        if bidir || imm {
+            p.push(key(0, KeyPurpose::Start));
+        }
+        p.push(Step::Do(Action::Run { size_index: 0 }));
+        if bidir {
+            if !(imm && o.duration) {
+                p.push(Step::Report);
+                p.push(Step::Do(Action::PrintSummedResult { size_index: 0 }));
             }
-            p.push(Step::Do(Action::PrintResultHeader));
-            let sizes = if tool == Tool::AtomicLat { 1 } else { sizes };
-            for s in 0..sizes {
-                p.push(Step::Do(Action::Run { size_index: s }));
-                p.push(Step::Do(Action::PrintOwnResult { size_index: s }));
-            }
-            close(&mut p);
-            p.push(Step::Do(Action::PrintDashLine));
+        } else {
+            p.push(Step::Do(Action::PrintOwnResult { size_index: 0 }));
         }
     }
-    p
+    p.push(Step::Do(Action::PrintDashLine));
+    if !server && !bidir && !imm {
+        p.push(key(0, KeyPurpose::AfterRun));
+        p.push(Step::Report);
+    }
+    close(p, o);
+}
+
+/// ib_send_bw: the receivers post before each size's start barrier.
+fn send_bw(p: &mut Vec<Step>, sh: &Shape<'_>) {
+    let Shape { n, sizes, all, server, bidir, o } = *sh;
+    connect_qps(p, n);
+    p.push(key(0, KeyPurpose::Sync));
+    addresses(p, n);
+    p.push(Step::Do(Action::PrintResultHeader));
+    for s in 0..sizes {
+        if server || bidir {
+            p.push(Step::Do(Action::PostReceives { size_index: s }));
+        }
+        p.push(key(0, KeyPurpose::Start));
+        p.push(Step::Do(Action::Run { size_index: s }));
+        if bidir && !o.duration {
+            p.push(Step::Report);
+            p.push(Step::Do(Action::PrintSummedResult { size_index: s }));
+        } else {
+            p.push(Step::Do(Action::PrintOwnResult { size_index: s }));
+        }
+        if all {
+            p.push(key(0, KeyPurpose::AfterRun));
+        }
+    }
+    p.push(Step::Do(Action::PrintDashLine));
+    close(p, o);
+}
+
+/// ib_write_lat: a sync before the QP records, no close handshake.
+fn write_lat(p: &mut Vec<Step>, sh: &Shape<'_>) {
+    let Shape { n, sizes, o, .. } = *sh;
+    p.push(key(0, KeyPurpose::Sync));
+    connect_qps(p, n);
+    addresses(p, n);
+    p.push(key(0, KeyPurpose::Sync));
+    p.push(Step::Do(Action::PrintResultHeader));
+    for s in 0..sizes {
+        if o.write_with_imm {
+            p.push(Step::Do(Action::PostReceives { size_index: s }));
+            p.push(key(0, KeyPurpose::Start));
+        }
+        p.push(Step::Do(Action::Run { size_index: s }));
+        p.push(Step::Do(Action::PrintOwnResult { size_index: s }));
+    }
+    p.push(Step::Do(Action::PrintDashLine));
+    // No close handshake and no `done`: the process just exits.
+}
+
+/// ib_send_lat: each size posts its receives before its start barrier.
+fn send_lat(p: &mut Vec<Step>, sh: &Shape<'_>) {
+    let Shape { n, sizes, o, .. } = *sh;
+    connect_qps(p, n);
+    p.push(key(0, KeyPurpose::Sync));
+    addresses(p, n);
+    p.push(Step::Do(Action::PrintResultHeader));
+    for s in 0..sizes {
+        p.push(Step::Do(Action::PostReceives { size_index: s }));
+        p.push(key(0, KeyPurpose::Start));
+        p.push(Step::Do(Action::Run { size_index: s }));
+        p.push(Step::Do(Action::PrintOwnResult { size_index: s }));
+    }
+    p.push(Step::Do(Action::PrintDashLine));
+    close(p, o);
+}
+
+/// ib_read_lat, ib_atomic_lat: the server only connects and closes; ATOMIC runs one size.
+fn read_or_atomic_lat(p: &mut Vec<Step>, tool: Tool, sh: &Shape<'_>) {
+    let Shape { n, sizes, server, o, .. } = *sh;
+    p.push(key(0, KeyPurpose::Sync));
+    connect_qps(p, n);
+    addresses(p, n);
+    p.push(key(0, KeyPurpose::Sync));
+    if server {
+        close(p, o);
+        p.push(Step::Do(Action::PrintDashLine));
+        return;
+    }
+    p.push(Step::Do(Action::PrintResultHeader));
+    let sizes = if tool == Tool::AtomicLat { 1 } else { sizes };
+    for s in 0..sizes {
+        p.push(Step::Do(Action::Run { size_index: s }));
+        p.push(Step::Do(Action::PrintOwnResult { size_index: s }));
+    }
+    close(p, o);
+    p.push(Step::Do(Action::PrintDashLine));
 }
 
 /// The wire-level shape of a plan: the exchanges only, one token per block each side writes,

@@ -6,7 +6,12 @@ use super::{aes, conflict, cqe, dc, narrow, not_multiple, rate, xrc, ParamError,
 use super::{Connection, Output, RateLimitType, Role, TestKind, TestMethod, TestType, Verb};
 use super::{MAX_SIZE, MSG_SIZE_CQ_MOD_LIMIT, RESULT_LINE};
 
-/// perftest's `force_dependecies()`, in its order.
+/// What perftest 6.29 prints when a run cannot measure the BW peak.
+const NO_PEAK_WARNING: &str = " WARNING: BW peak won't be measured in this run.\n";
+
+/// perftest's `force_dependecies()`, in its order: each step holds a run of consecutive rules,
+/// and the steps run in perftest's order, so the first rule that fails is still the one whose
+/// message the user sees.
 pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     if st.run_infinitely {
         p.test_method = TestMethod::Infinitely;
@@ -14,8 +19,36 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     let bw = p.kind == TestKind::Bw;
     // perftest 6.29 says why the peak column will read 0 (6.06 is silent).
     let peak_note = p.persona.parser_notes();
-    const NO_PEAK_WARNING: &str = " WARNING: BW peak won't be measured in this run.\n";
 
+    depths_for_iterations(p);
+    cq_moderation_for_size(p);
+    size_rules(p)?;
+    srq_rules(p)?;
+    dualport_rules(p, bw)?;
+    post_list_rules(p, bw)?;
+    duration_rules(p, bw, peak_note)?;
+    // -g: perftest sets GID index 0 here, but on RoCE its GID lookup then picks the best index
+    // anyway (the user did not give -x), so the automatic choice stands; on IB, -g is refused.
+    rdma_cm_rules(p)?;
+    multicast_rules(p)?;
+    send_server_no_peak(p, bw, peak_note);
+    run_infinitely_rules(p, bw, peak_note)?;
+    xrc::force_dependencies(p)?;
+    rate_limit_rules(p, st, bw)?;
+    null_mr_rule(p)?;
+    report_rules(p, bw)?;
+    even_rx_depth_and_long_runs(p, bw, peak_note);
+    margin_and_vector_rules(p)?;
+
+    cqe::polling(p);
+    dc::dependencies(p, st.dci_active_given)?;
+    aes::dependencies(p)?;
+    Ok(())
+}
+
+/// WRITE needs one receive; in iteration mode the queues are no deeper than the iterations,
+/// and UD/UC size the receive queue from them (at least 100 with an SRQ, the default up to 16000).
+fn depths_for_iterations(p: &mut Params) {
     if p.verb == Verb::Write {
         p.rx_depth = 1;
     }
@@ -36,7 +69,11 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             }
         }
     }
+}
 
+/// Large messages: no CQ moderation unless the user asked for it (then only a warning); the
+/// moderation never exceeds the send queue.
+fn cq_moderation_for_size(p: &mut Params) {
     if p.size > MSG_SIZE_CQ_MOD_LIMIT
         && p.connection != Connection::Ud
         && p.test_method != TestMethod::All
@@ -54,7 +91,10 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     if p.cq_mod > p.tx_depth {
         p.cq_mod = p.tx_depth;
     }
+}
 
+/// READ and ATOMIC send nothing inline; `-a` runs up to the largest size; ATOMIC is 8 bytes.
+fn size_rules(p: &mut Params) -> Result<(), ParamError> {
     if matches!(p.verb, Verb::Read | Verb::Atomic) {
         p.inline_size = Some(0);
     }
@@ -74,7 +114,11 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             "Message size cannot be changed for Atomic tests",
         ));
     }
+    Ok(())
+}
 
+/// `--use-srq`: SEND tests only, and deep enough for every QP.
+fn srq_rules(p: &Params) -> Result<(), ParamError> {
     if p.use_srq && !p.verb.has_recv_comp() {
         return Err(conflict(
             "--use-srq",
@@ -87,7 +131,11 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             "Using SRQ depth should be greater than number of QPs",
         ));
     }
+    Ok(())
+}
 
+/// `-O` doubles the QPs; BW tests only, no multicast.
+fn dualport_rules(p: &mut Params, bw: bool) -> Result<(), ParamError> {
     if p.dev.dualport {
         p.num_qps *= 2;
         if !bw {
@@ -103,7 +151,12 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             ));
         }
     }
+    Ok(())
+}
 
+/// `-l` and `--recv_post_list`: BW tests only, dividing the iterations (and `-l` sets or must
+/// be a multiple of the CQ moderation).
+fn post_list_rules(p: &mut Params, bw: bool) -> Result<(), ParamError> {
     if p.post_list > 1 {
         if !bw {
             return Err(conflict(
@@ -143,7 +196,11 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             ));
         }
     }
+    Ok(())
+}
 
+/// `-D`: no iteration count, no peak, no events, no `-a`; CPU utilization needs it.
+fn duration_rules(p: &mut Params, bw: bool, peak_note: bool) -> Result<(), ParamError> {
     if p.test_type == TestType::Duration {
         p.iters = 0;
         if peak_note && !p.no_peak && bw {
@@ -167,10 +224,11 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         p.notice_out(RESULT_LINE);
         p.notice_err(" CPU Utilization works only with Duration mode.\n");
     }
+    Ok(())
+}
 
-    // -g: perftest sets GID index 0 here, but on RoCE its GID lookup then picks the best index
-    // anyway (the user did not give -x), so the automatic choice stands; on IB, -g is refused.
-
+/// `-R` (not with UC, multicast or dual port), `-T` (rdma_cm only), `--hop_limit` (RawEth only).
+fn rdma_cm_rules(p: &mut Params) -> Result<(), ParamError> {
     if p.conn.work_rdma_cm {
         if p.connection == Connection::Uc {
             return Err(conflict(
@@ -204,7 +262,11 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             "Hop limit only valid for RawEth QP",
         ));
     }
+    Ok(())
+}
 
+/// `-g`: UD, one QP, not bidirectional.
+fn multicast_rules(p: &mut Params) -> Result<(), ParamError> {
     if p.use_mcg {
         p.connection = Connection::Ud;
         if p.duplex {
@@ -220,14 +282,22 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             ));
         }
     }
+    Ok(())
+}
 
+/// The server of a unidirectional SEND BW test only receives: it has no peak to measure.
+fn send_server_no_peak(p: &mut Params, bw: bool, peak_note: bool) {
     if p.verb.has_recv_comp() && bw && p.machine == Role::Server && !p.duplex {
         if peak_note && !p.no_peak {
             p.notice_out(NO_PEAK_WARNING);
         }
         p.no_peak = true;
     }
+}
 
+/// `--run_infinitely`: a duration run without peak; BW only, no events, no bidirectional
+/// SEND, no rate limit.
+fn run_infinitely_rules(p: &mut Params, bw: bool, peak_note: bool) -> Result<(), ParamError> {
     if p.test_method == TestMethod::Infinitely {
         if peak_note && !p.no_peak && bw {
             p.notice_out(NO_PEAK_WARNING);
@@ -259,9 +329,11 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             ));
         }
     }
+    Ok(())
+}
 
-    xrc::force_dependencies(p)?;
-
+/// `--burst_size`, `--typical_pkt_size` and `--rate_limit_type`, then the sizes they allow.
+fn rate_limit_rules(p: &mut Params, st: &State, bw: bool) -> Result<(), ParamError> {
     if p.rate.burst_size > 0 && p.rate.limit_type == RateLimitType::Disabled {
         return Err(conflict(
             "--burst_size",
@@ -311,12 +383,21 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         }
     }
     rate::check_sizes(p)?;
+    Ok(())
+}
+
+/// `--use-null-mr`: RDMA verbs only.
+fn null_mr_rule(p: &Params) -> Result<(), ParamError> {
     // perftest 6.13+ (6.06 has no --use-null-mr): the null MR replaces the data MR's keys,
     // which only the RDMA verbs can use.
     if p.buf.use_null_mr && !matches!(p.verb, Verb::Write | Verb::WriteImm | Verb::Read) {
         return Err(conflict("--use-null-mr", "Perftest supports using a null memory region with write/read verbs only"));
     }
+    Ok(())
+}
 
+/// `--output`, `--latency_gap`, the default margin of `-D`, `--report-per-port`.
+fn report_rules(p: &mut Params, bw: bool) -> Result<(), ParamError> {
     if p.report.output != Output::Full {
         if bw && !matches!(p.report.output, Output::Bandwidth | Output::MessageRate) {
             return Err(conflict(
@@ -349,7 +430,11 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             "report per port feature work only with Duration (-D) and Dualport (-O)",
         ));
     }
+    Ok(())
+}
 
+/// Receivers keep an even receive queue; long BW iteration runs measure no peak.
+fn even_rx_depth_and_long_runs(p: &mut Params, bw: bool, peak_note: bool) {
     if p.verb.has_recv_comp() && p.rx_depth % 2 == 1 && p.test_method == TestMethod::Regular {
         p.rx_depth += 1;
     }
@@ -360,7 +445,10 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
         }
         p.no_peak = true;
     }
+}
 
+/// `-D` must be more than twice `-f`; `-X` needs `-e`.
+fn margin_and_vector_rules(p: &Params) -> Result<(), ParamError> {
     let margin = p.margin.map_or(-1, i64::from);
     if i64::from(p.duration) <= 2 * margin {
         return Err(conflict(
@@ -375,9 +463,5 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
             "Events (-e) must be enabled to select a completion vector",
         ));
     }
-
-    cqe::polling(p);
-    dc::dependencies(p, st.dci_active_given)?;
-    aes::dependencies(p)?;
     Ok(())
 }

@@ -138,7 +138,7 @@ pub fn run_duplex_send<E: Endpoint>(
     cfg: &BwConfig,
     targets: &[QpTarget],
     recv_len: u32,
-    mut posted: Vec<u64>,
+    posted: Vec<u64>,
     server: bool,
     stop: &AtomicBool,
 ) -> Result<BwSamples, EngineError> {
@@ -147,120 +147,42 @@ pub fn run_duplex_send<E: Endpoint>(
         return Err(EngineError::Verbs(format!("duplex send: {} targets for {} QPs", nq, ep.num_qps())));
     }
     let duration = cfg.duration;
-    let iters = if duration.is_some() { u64::MAX } else { cfg.iters };
-    let total = if duration.is_some() { u64::MAX } else { iters.saturating_mul(nq as u64) };
-    let tx_depth = cfg.tx_depth.max(1) as u64;
-    let cq_mod = (cfg.cq_mod.max(1) as u64).min(tx_depth);
-    let base_flags = if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
-    let (mut scnt, mut ccnt, mut rcnt) = (vec![0u64; nq], vec![0u64; nq], vec![0u64; nq]);
-    let (mut tot_c, mut tot_r) = (0u64, 0u64);
-    let mut cycles: Vec<AddrCycle> = targets
-        .iter()
-        .map(|t| AddrCycle::new(t.local_addr, t.remote.addr, cfg.size as u64, cfg.cycle_buffer, cfg.cache_line))
-        .collect();
+    let mut run = DuplexSend::new(cfg, targets, posted, server);
+    let total = run.total;
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
-    let mut started = !server;
-    let mut samples = BwSamples { tposted: vec![0], tcompleted: vec![0], ..Default::default() };
-    let mut first_post: Option<u64> = None;
     let mut last_progress = clock::now();
     let stall_ticks = DurationWindow::ticks(cfg.stall_timeout);
     let mut idle = 0u32;
     // Duration mode: the client's clock starts now, the server's at its first receive.
-    let mut phases = match duration {
+    run.phases = match duration {
         Some(d) if !server => Some(SampleClock::new(clock::now(), d)),
         _ => None,
     };
-    let mut sampled = 0u64;
-    while duration.is_some() || tot_c < total || tot_r < total {
+    while duration.is_some() || run.tot_c < total || run.tot_r < total {
         if stop.load(Ordering::Relaxed) || bench_core::signal::requested() {
             return Err(EngineError::Interrupted);
         }
-        if let Some(ph) = phases.as_mut() {
+        if let Some(ph) = run.phases.as_mut() {
             let now = clock::now();
             if let Some(t) = ph.advance(now) {
-                if samples.record(t, now, cfg.cpu_probe, sampled) {
-                    return Ok(samples);
+                if run.samples.record(t, now, cfg.cpu_probe, run.sampled) {
+                    return Ok(run.samples);
                 }
             }
         }
-        let in_sample = phases.is_some_and(|p| p.sampling());
-        if started {
-            for q in 0..nq {
-                while scnt[q] < iters && scnt[q] < tx_depth + ccnt[q] {
-                    let (l, r) = cycles[q].current();
-                    cycles[q].advance();
-                    let sge = Sge { addr: l, length: cfg.size, lkey: targets[q].lkey };
-                    let n = scnt[q];
-                    let signaled = n % cq_mod == cq_mod - 1 || n + 1 == iters;
-                    let wr = SendWr {
-                        wr_id: make_wr_id(q, (n & 0xffff_ffff) as u32),
-                        opcode: cfg.opcode,
-                        flags: if signaled { base_flags | SendFlags::SIGNALED } else { base_flags },
-                        sgl: std::slice::from_ref(&sge),
-                        imm_data: 0,
-                        remote: RemoteAddr { addr: r, rkey: targets[q].remote.rkey },
-                        compare_add: 0,
-                        swap: 0,
-                        ud: targets[q].ud,
-                        remote_srqn: targets[q].remote_srqn,
-                        dci_stream: 0,
-                    };
-                    if first_post.is_none() {
-                        first_post = Some(clock::now());
-                    }
-                    ep.post_send(q, std::slice::from_ref(&wr))?;
-                    scnt[q] += 1;
-                }
-            }
+        let in_sample = run.phases.is_some_and(|p| p.sampling());
+        if run.started {
+            run.post_sends(ep, cfg, targets)?;
         }
-        let mut progress = false;
-        let n = ep.poll_send(&mut wcs)?;
-        for wc in &wcs[..n] {
-            let q = check_wc(wc, if server { "server" } else { "client" })?;
-            if q >= nq {
-                return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
-            }
-            let add = if ccnt[q] + cq_mod > iters { iters - ccnt[q] } else { cq_mod };
-            ccnt[q] += add;
-            tot_c += add;
-            if duration.is_none() {
-                samples.tcompleted[0] = clock::now();
-            } else if in_sample {
-                sampled += add;
-            }
-            progress = true;
-        }
-        let n = ep.poll_recv(&mut wcs)?;
-        for wc in &wcs[..n] {
-            let q = check_wc(wc, if server { "server" } else { "client" })?;
-            if q >= nq {
-                return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
-            }
-            if !started {
-                started = true;
-                if let Some(d) = duration {
-                    phases = Some(SampleClock::new(clock::now(), d));
-                }
-            }
-            rcnt[q] += 1;
-            tot_r += 1;
-            if in_sample {
-                sampled += 1;
-            }
-            progress = true;
-            if posted[q] < iters {
-                let t = &targets[q];
-                let sge = Sge { addr: t.recv_addr, length: recv_len, lkey: t.lkey };
-                let wr = RecvWr { wr_id: make_wr_id(q, (posted[q] & 0xffff_ffff) as u32), sgl: std::slice::from_ref(&sge) };
-                ep.post_recv(q, std::slice::from_ref(&wr))?;
-                posted[q] += 1;
-            }
-        }
+        let sent = run.reap_sends(ep, cfg, &mut wcs, in_sample)?;
+        let received = run.reap_receives(ep, cfg, targets, recv_len, &mut wcs, in_sample)?;
+        let progress = sent || received;
         if progress {
             idle = 0;
             last_progress = clock::now();
         } else {
             idle += 1;
+            let (tot_c, tot_r) = (run.tot_c, run.tot_r);
             if cfg.wait == WaitMode::Event && duration.is_none() {
                 let which = if tot_r < total { CqKind::Recv } else { CqKind::Send };
                 if tot_c < total && tot_r >= total || tot_r < total && tot_c >= total {
@@ -279,8 +201,183 @@ pub fn run_duplex_send<E: Endpoint>(
             }
         }
     }
-    samples.tposted[0] = first_post.unwrap_or(samples.tcompleted[0]);
+    let mut samples = run.samples;
+    samples.tposted[0] = run.first_post.unwrap_or(samples.tcompleted[0]);
     samples.messages = total;
     samples.window = Some((samples.tposted[0], samples.tcompleted[0]));
     Ok(samples)
+}
+
+/// One side of a `-b` send run: what it runs to, its counters and its samples.
+struct DuplexSend {
+    nq: usize,
+    /// Sends per QP (unbounded in duration mode).
+    iters: u64,
+    /// Sends, and receives, to complete on all QPs (unbounded in duration mode).
+    total: u64,
+    tx_depth: u64,
+    cq_mod: u64,
+    base_flags: SendFlags,
+    server: bool,
+    /// Per QP: sends posted, sends completed, receives completed, receives posted.
+    scnt: Vec<u64>,
+    ccnt: Vec<u64>,
+    rcnt: Vec<u64>,
+    posted: Vec<u64>,
+    tot_c: u64,
+    tot_r: u64,
+    cycles: Vec<AddrCycle>,
+    /// The server holds its sends until its first receive.
+    started: bool,
+    samples: BwSamples,
+    first_post: Option<u64>,
+    phases: Option<SampleClock>,
+    sampled: u64,
+}
+
+impl DuplexSend {
+    fn new(cfg: &BwConfig, targets: &[QpTarget], posted: Vec<u64>, server: bool) -> Self {
+        let nq = targets.len();
+        let duration = cfg.duration;
+        let iters = if duration.is_some() { u64::MAX } else { cfg.iters };
+        let total = if duration.is_some() { u64::MAX } else { iters.saturating_mul(nq as u64) };
+        let tx_depth = cfg.tx_depth.max(1) as u64;
+        let cq_mod = (cfg.cq_mod.max(1) as u64).min(tx_depth);
+        let base_flags = if cfg.inline { SendFlags::INLINE } else { SendFlags::empty() };
+        let (scnt, ccnt, rcnt) = (vec![0u64; nq], vec![0u64; nq], vec![0u64; nq]);
+        let (tot_c, tot_r) = (0u64, 0u64);
+        let cycles: Vec<AddrCycle> = targets
+            .iter()
+            .map(|t| AddrCycle::new(t.local_addr, t.remote.addr, cfg.size as u64, cfg.cycle_buffer, cfg.cache_line))
+            .collect();
+        let started = !server;
+        let samples = BwSamples { tposted: vec![0], tcompleted: vec![0], ..Default::default() };
+        DuplexSend {
+            nq,
+            iters,
+            total,
+            tx_depth,
+            cq_mod,
+            base_flags,
+            server,
+            scnt,
+            ccnt,
+            rcnt,
+            posted,
+            tot_c,
+            tot_r,
+            cycles,
+            started,
+            samples,
+            first_post: None,
+            phases: None,
+            sampled: 0,
+        }
+    }
+
+    /// Fill each QP's send queue up to tx_depth sends beyond the completed ones.
+    fn post_sends<E: Endpoint>(&mut self, ep: &mut E, cfg: &BwConfig, targets: &[QpTarget]) -> Result<(), EngineError> {
+        let (iters, tx_depth, cq_mod, base_flags) = (self.iters, self.tx_depth, self.cq_mod, self.base_flags);
+        let (scnt, ccnt, cycles) = (&mut self.scnt, &self.ccnt, &mut self.cycles);
+        for q in 0..self.nq {
+            while scnt[q] < iters && scnt[q] < tx_depth + ccnt[q] {
+                let (l, r) = cycles[q].current();
+                cycles[q].advance();
+                let sge = Sge { addr: l, length: cfg.size, lkey: targets[q].lkey };
+                let n = scnt[q];
+                let signaled = n % cq_mod == cq_mod - 1 || n + 1 == iters;
+                let wr = SendWr {
+                    wr_id: make_wr_id(q, (n & 0xffff_ffff) as u32),
+                    opcode: cfg.opcode,
+                    flags: if signaled { base_flags | SendFlags::SIGNALED } else { base_flags },
+                    sgl: std::slice::from_ref(&sge),
+                    imm_data: 0,
+                    remote: RemoteAddr { addr: r, rkey: targets[q].remote.rkey },
+                    compare_add: 0,
+                    swap: 0,
+                    ud: targets[q].ud,
+                    remote_srqn: targets[q].remote_srqn,
+                    dci_stream: 0,
+                };
+                if self.first_post.is_none() {
+                    self.first_post = Some(clock::now());
+                }
+                ep.post_send(q, std::slice::from_ref(&wr))?;
+                scnt[q] += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Count the send completions (each stands for a moderation group). Returns whether any came.
+    fn reap_sends<E: Endpoint>(
+        &mut self,
+        ep: &mut E,
+        cfg: &BwConfig,
+        wcs: &mut [WorkCompletion],
+        in_sample: bool,
+    ) -> Result<bool, EngineError> {
+        let (nq, iters, cq_mod, server, duration) = (self.nq, self.iters, self.cq_mod, self.server, cfg.duration);
+        let mut progress = false;
+        let n = ep.poll_send(wcs)?;
+        for wc in &wcs[..n] {
+            let q = check_wc(wc, if server { "server" } else { "client" })?;
+            if q >= nq {
+                return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
+            }
+            let add = if self.ccnt[q] + cq_mod > iters { iters - self.ccnt[q] } else { cq_mod };
+            self.ccnt[q] += add;
+            self.tot_c += add;
+            if duration.is_none() {
+                self.samples.tcompleted[0] = clock::now();
+            } else if in_sample {
+                self.sampled += add;
+            }
+            progress = true;
+        }
+        Ok(progress)
+    }
+
+    /// Count the receives and re-post them; the server's first one starts its sends (and its
+    /// clock in duration mode). Returns whether any came.
+    fn reap_receives<E: Endpoint>(
+        &mut self,
+        ep: &mut E,
+        cfg: &BwConfig,
+        targets: &[QpTarget],
+        recv_len: u32,
+        wcs: &mut [WorkCompletion],
+        in_sample: bool,
+    ) -> Result<bool, EngineError> {
+        let (nq, iters, server, duration) = (self.nq, self.iters, self.server, cfg.duration);
+        let mut progress = false;
+        let n = ep.poll_recv(wcs)?;
+        for wc in &wcs[..n] {
+            let q = check_wc(wc, if server { "server" } else { "client" })?;
+            if q >= nq {
+                return Err(EngineError::Unexpected { detail: format!("wr_id 0x{:x} names QP #{q} of {nq}", wc.wr_id) });
+            }
+            if !self.started {
+                self.started = true;
+                if let Some(d) = duration {
+                    self.phases = Some(SampleClock::new(clock::now(), d));
+                }
+            }
+            self.rcnt[q] += 1;
+            self.tot_r += 1;
+            if in_sample {
+                self.sampled += 1;
+            }
+            progress = true;
+            let posted = &mut self.posted;
+            if posted[q] < iters {
+                let t = &targets[q];
+                let sge = Sge { addr: t.recv_addr, length: recv_len, lkey: t.lkey };
+                let wr = RecvWr { wr_id: make_wr_id(q, (posted[q] & 0xffff_ffff) as u32), sgl: std::slice::from_ref(&sge) };
+                ep.post_recv(q, std::slice::from_ref(&wr))?;
+                posted[q] += 1;
+            }
+        }
+        Ok(progress)
+    }
 }
