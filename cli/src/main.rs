@@ -8,8 +8,6 @@ use bench_core::settings::RunSettings;
 mod check_json;
 mod cmtest;
 #[forbid(unsafe_code)]
-mod devinfo;
-#[forbid(unsafe_code)]
 mod env_settings;
 #[forbid(unsafe_code)]
 mod plot_cmd;
@@ -109,8 +107,8 @@ fn run(cmd: &str, rest: &[String], settings: &RunSettings) -> u8 {
         },
         "qperf" => exit_u8(qperf::run(rest)),
         "check-json" => check_json::run(rest),
-        "devices" => exit_u8(devinfo::run_devices(rest)),
-        "devinfo" => exit_u8(devinfo::run_devinfo(rest)),
+        "devices" => exit_u8(diag::devinfo::run_devices(rest)),
+        "devinfo" => exit_u8(diag::devinfo::run_devinfo(rest)),
         "selftest" => selftest::run_selftest(rest),
         "cm-ping" => cmtest::run(rest),
         "matrix" => matrix::run(rest),
