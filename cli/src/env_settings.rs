@@ -139,6 +139,9 @@ mod tests {
         assert_eq!(perftest_spelling(Knob::GidIndex), Some("-x"));
         assert_eq!(perftest_spelling(Knob::WriteTransport), Some("RPERFTEST_VERBS_TRANSPORT=write"));
         assert_eq!(env_spelling(Knob::GidIndex), None);
+        // `devinfo -d` with an unknown device: the hint names devinfo's own option, which
+        // diag's devinfo tests assume when they install this spelling for the device.
+        assert_eq!(perftest_spelling(Knob::Device), Some("-d/--ib-dev"));
     }
 
     #[test]

@@ -8,8 +8,6 @@ use env_settings::Settings;
 mod check_json;
 mod cmtest;
 #[forbid(unsafe_code)]
-mod devinfo;
-#[forbid(unsafe_code)]
 mod env_settings;
 #[forbid(unsafe_code)]
 mod plot_cmd;
@@ -110,8 +108,8 @@ fn run(cmd: &str, rest: &[String], settings: &Settings) -> u8 {
         },
         "qperf" => exit_u8(qperf::run(rest, open)),
         "check-json" => check_json::run(rest),
-        "devices" => exit_u8(devinfo::run_devices(rest)),
-        "devinfo" => exit_u8(devinfo::run_devinfo(rest, open)),
+        "devices" => exit_u8(diag::devinfo::run_devices(rest)),
+        "devinfo" => exit_u8(diag::devinfo::run_devinfo(rest, open)),
         "selftest" => selftest::run_selftest(rest, open),
         "cm-ping" => cmtest::run(rest, open),
         "matrix" => matrix::run(rest),

@@ -2,8 +2,8 @@
 //!
 //! [`DeviceAttr`] is the kernel's QUERY_DEVICE answer itself (sysfs fills the few fields it
 //! knows); the port and GID structs have integer fields named as `ibv_devinfo` names them, so
-//! that either source (QUERY_PORT / QUERY_GID_TABLE, or sysfs) can fill them. [`crate::devinfo`]
-//! prints them all. No logic beyond small, total conversions.
+//! that either source (QUERY_PORT / QUERY_GID_TABLE, or sysfs) can fill them. The diag crate's
+//! `devinfo` prints them all. No logic beyond small, total conversions.
 //!
 //! A GUID's host-order number has hex digits that read the way `ibv_devinfo` prints them
 //! (`fc3c:7aff:feba:5df3` is `0xfc3c_7aff_feba_5df3`). The kernel sends them big-endian

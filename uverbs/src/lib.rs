@@ -15,8 +15,6 @@
 pub mod cmd;
 #[forbid(unsafe_code)]
 pub mod attr;
-#[forbid(unsafe_code)]
-pub mod devinfo;
 pub mod discovery;
 pub mod dv;
 #[forbid(unsafe_code)]

@@ -40,14 +40,17 @@ fn fields(text: &str, n: usize) -> Option<Vec<&str>> {
 }
 
 /// A GUID file (`fc3c:7aff:feba:5df3`) as libibumad reads it: four fields, each hex and kept
-/// to 16 bits. `None` with fewer than four fields.
-pub fn parse_guid(text: &str) -> Option<u64> {
+/// to 16 bits. `None` with fewer than four fields. Lenient on purpose, so that ibstat prints
+/// what the C tool prints for odd text (`12345:zz:0:0` is `2345:0000:0000:0000`); device
+/// discovery, which must refuse such text, uses [`uverbs::discovery::sysfs::parse_guid`].
+pub fn guid_like_libibumad(text: &str) -> Option<u64> {
     let f = fields(text, 4)?;
     Some(f.iter().fold(0u64, |g, s| (g << 16) | (strtoul(s, 16) & 0xffff)))
 }
 
-/// A GID file as libibumad reads it: eight hex fields of 16 bits.
-pub fn parse_gid(text: &str) -> Option<[u8; 16]> {
+/// A GID file as libibumad reads it: eight hex fields of 16 bits, each as lenient as in
+/// [`guid_like_libibumad`]. Discovery's strict reader is [`uverbs::discovery::sysfs::parse_gid`].
+pub fn gid_like_libibumad(text: &str) -> Option<[u8; 16]> {
     let f = fields(text, 8)?;
     let mut out = [0u8; 16];
     for (i, s) in f.iter().enumerate() {
@@ -77,14 +80,31 @@ mod tests {
 
     #[test]
     fn guids_and_gids_like_libibumad() {
-        assert_eq!(parse_guid("fc3c:7aff:feba:5df3"), Some(0xfc3c_7aff_feba_5df3));
-        assert_eq!(parse_guid("1:2:3:4"), Some(0x0001_0002_0003_0004));
-        assert_eq!(parse_guid("1:2:3"), None);
-        assert_eq!(parse_guid("12345:0:0:0"), Some(0x2345_0000_0000_0000));
-        let g = parse_gid("fe80:0000:0000:0000:fc3c:7aff:feba:5df3").unwrap();
+        assert_eq!(guid_like_libibumad("fc3c:7aff:feba:5df3"), Some(0xfc3c_7aff_feba_5df3));
+        assert_eq!(guid_like_libibumad("1:2:3:4"), Some(0x0001_0002_0003_0004));
+        assert_eq!(guid_like_libibumad("1:2:3"), None);
+        assert_eq!(guid_like_libibumad("12345:0:0:0"), Some(0x2345_0000_0000_0000));
+        let g = gid_like_libibumad("fe80:0000:0000:0000:fc3c:7aff:feba:5df3").unwrap();
         assert_eq!(&g[..2], &[0xfe, 0x80]);
         assert_eq!(&g[8..], &[0xfc, 0x3c, 0x7a, 0xff, 0xfe, 0xba, 0x5d, 0xf3]);
-        assert_eq!(parse_gid("fe80::1"), None);
+        assert_eq!(gid_like_libibumad("fe80::1"), None);
+    }
+
+    // What the kernel writes reads the same both ways; odd text that discovery refuses reads
+    // as libibumad reads it.
+    #[test]
+    fn agrees_with_discovery_on_kernel_text_only() {
+        use uverbs::discovery::sysfs;
+        for t in ["fc3c:7aff:feba:5df3\n", "0000:0000:0000:0001\n", "ffff:ffff:ffff:ffff\n"] {
+            assert_eq!(guid_like_libibumad(t), Some(sysfs::parse_guid(t).unwrap()), "{t}");
+        }
+        let gid = "fe80:0000:0000:0000:fc3c:7aff:feba:5df3\n";
+        assert_eq!(gid_like_libibumad(gid), Some(sysfs::parse_gid(gid).unwrap()));
+        assert!(sysfs::parse_guid("12345:zz:0:0").is_err());
+        assert_eq!(guid_like_libibumad("12345:zz:0:0"), Some(0x2345_0000_0000_0000));
+        let odd = "fe80:0:0:0:0:0:0:zz";
+        assert!(sysfs::parse_gid(odd).is_err());
+        assert_eq!(gid_like_libibumad(odd).map(|g| g[0]), Some(0xfe));
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub fn rping(data: &[u8]) {
 /// and a GID in their sysfs form, built from the input's first bytes.
 pub fn diag_sysfs(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let _ = (bench_core::cparse::strtoul(&text, 0), bench_core::cparse::strtoul(&text, 16), csys::parse_guid(&text), csys::parse_gid(&text));
+    let _ = (bench_core::cparse::strtoul(&text, 0), bench_core::cparse::strtoul(&text, 16), csys::guid_like_libibumad(&text), csys::gid_like_libibumad(&text));
     let mut w = [0u8; 16];
     for (d, s) in w.iter_mut().zip(data) {
         *d = *s;
@@ -56,9 +56,9 @@ pub fn diag_sysfs(data: &[u8]) {
     assert_eq!(bench_core::cparse::strtoul(&format!("{v}: STATE\n"), 0), v, "a number before text");
     let g: Vec<u16> = w.chunks(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
     let guid = format!("{:04x}:{:04x}:{:04x}:{:04x}\n", g[0], g[1], g[2], g[3]);
-    assert_eq!(csys::parse_guid(&guid), Some(u64::from_be_bytes(w[..8].try_into().unwrap_or_default())), "{guid}");
+    assert_eq!(csys::guid_like_libibumad(&guid), Some(u64::from_be_bytes(w[..8].try_into().unwrap_or_default())), "{guid}");
     let gid = g.iter().map(|x| format!("{x:04x}")).collect::<Vec<_>>().join(":") + "\n";
-    assert_eq!(csys::parse_gid(&gid), Some(w), "{gid}");
+    assert_eq!(csys::gid_like_libibumad(&gid), Some(w), "{gid}");
 }
 
 /// `rperftest doctor`'s peer messages (bytes from the other host): a hello is accepted or

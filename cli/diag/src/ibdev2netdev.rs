@@ -112,7 +112,7 @@ pub fn find_netdev(root: &SysfsRoot, ibdev: &str, port: u32) -> Option<String> {
     let net = root.0.join("class/net");
     let netdevs = sorted_names(&net);
     if ll == "InfiniBand" {
-        let gid = attr(&pdir.join("gids/0")).and_then(|t| super::csys::parse_gid(&t));
+        let gid = attr(&pdir.join("gids/0")).and_then(|t| super::csys::gid_like_libibumad(&t));
         if let Some(g) = gid {
             for n in &netdevs {
                 let a = attr(&net.join(n).join("address")).and_then(|a| ipoib_guid(&a));

@@ -177,7 +177,7 @@ fn read_port(root: &SysfsRoot, ca: &str, num: u32) -> Result<Port, String> {
     let capmask = need("cap_mask")?;
     let link_layer = read_string(&dir.join("link_layer"), 20).unwrap_or_else(|| "IB".into());
     let gid = read_string(&dir.join("gids/0"), 64)
-        .and_then(|t| csys::parse_gid(&t))
+        .and_then(|t| csys::gid_like_libibumad(&t))
         .ok_or_else(|| format!("cannot read GID 0 from {}", dir.join("gids/0").display()))?;
     let pkeys = sorted_names(&dir.join("pkeys"));
     if !pkeys.iter().any(|n| n.bytes().all(|b| b.is_ascii_digit())) {
@@ -211,7 +211,7 @@ pub fn read_ca(root: &SysfsRoot, name: &str) -> Result<Ca, String> {
         .ok_or_else(|| format!("cannot read {}", d.join("node_type").display()))?;
     let guid = |f: &str| {
         read_string(&d.join(f), 32)
-            .and_then(|t| csys::parse_guid(&t))
+            .and_then(|t| csys::guid_like_libibumad(&t))
             .ok_or_else(|| format!("cannot read {}", d.join(f).display()))
     };
     let mut ca = Ca {

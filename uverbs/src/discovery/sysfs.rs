@@ -153,6 +153,8 @@ pub fn parse_node_type(text: &str) -> Result<NodeType> {
 }
 
 /// A GUID as sysfs writes it: four groups of up to four hex digits (`fc3c:7aff:feba:5df3`).
+/// Strict: anything else is an error, so discovery never opens a device on a misread GUID. The
+/// diag tools' `csys::guid_like_libibumad` is the lenient C reading, for reproducing their text.
 pub fn parse_guid(text: &str) -> Result<u64> {
     let t = text.trim();
     let mut v: u64 = 0;
@@ -173,7 +175,8 @@ pub fn parse_guid(text: &str) -> Result<u64> {
     Ok(v)
 }
 
-/// A GID file: eight groups of four hex digits → the raw 16 bytes (network order).
+/// A GID file: eight groups of four hex digits → the raw 16 bytes (network order). Strict, as
+/// [`parse_guid`]; the diag tools' lenient C reading is `csys::gid_like_libibumad`.
 pub fn parse_gid(text: &str) -> Result<[u8; 16]> {
     parse_gid_bytes(text.trim().as_bytes()).ok_or_else(|| parse_err("GID", text))
 }

@@ -6,8 +6,14 @@
 
 use std::fmt::Write as _;
 
-use crate::attr::{DeviceAttr, GidEntry, GidType, PortAttr, LINK_LAYER_ETHERNET};
-use crate::discovery::{format_gid_hex, format_ipv6, DeviceInfo};
+use uverbs::attr::{DeviceAttr, GidEntry, GidType, PortAttr, LINK_LAYER_ETHERNET};
+use uverbs::discovery::{format_gid_hex, format_ipv6, DeviceInfo};
+use uverbs::sys::ExQueryDeviceResp;
+
+/// `writeln!` into a `String`, which cannot fail.
+macro_rules! put {
+    ($s:expr, $($t:tt)*) => { let _ = writeln!($s, $($t)*); };
+}
 
 /// One port as `ibv_devinfo` shows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -251,96 +257,115 @@ pub fn format_gid_line(e: &GidEntry, link_layer: u8) -> String {
     format!("\t\t\tGID[{:3}]:\t\t{text}{suffix}\n", e.index)
 }
 
+/// The device part of `ibv_devinfo -v`, after `phys_port_cnt`: the QUERY_DEVICE limits, then
+/// the extended (EX_QUERY_DEVICE) capabilities, then the completion vector count.
 fn device_verbose(s: &mut String, a: &DeviceAttr) {
-    macro_rules! line {
-        ($($t:tt)*) => { let _ = writeln!(s, $($t)*); };
-    }
-    line!("\tmax_mr_size:\t\t\t0x{:x}", a.max_mr_size);
-    line!("\tpage_size_cap:\t\t\t0x{:x}", a.page_size_cap);
-    line!("\tmax_qp:\t\t\t\t{}", a.max_qp as i32);
-    line!("\tmax_qp_wr:\t\t\t{}", a.max_qp_wr as i32);
-    line!("\tdevice_cap_flags:\t\t0x{:08x}", a.device_cap_flags);
+    device_limits(s, a);
+    let r = &a.resp;
+    odp_caps(s, r);
+    clock_and_raw_packet_caps(s, r);
+    cap_flags_ex(s, r);
+    offload_caps(s, r);
+    tag_matching_caps(s, r);
+    moderation_and_memory_caps(s, r);
+    put!(s, "\tnum_comp_vectors:\t\t{}", a.num_comp_vectors as i32);
+}
+
+/// The base QUERY_DEVICE limits, `max_mr_size` to `local_ca_ack_delay`.
+fn device_limits(s: &mut String, a: &DeviceAttr) {
+    put!(s, "\tmax_mr_size:\t\t\t0x{:x}", a.max_mr_size);
+    put!(s, "\tpage_size_cap:\t\t\t0x{:x}", a.page_size_cap);
+    put!(s, "\tmax_qp:\t\t\t\t{}", a.max_qp as i32);
+    put!(s, "\tmax_qp_wr:\t\t\t{}", a.max_qp_wr as i32);
+    put!(s, "\tdevice_cap_flags:\t\t0x{:08x}", a.device_cap_flags);
     flag_lines(s, a.device_cap_flags, DEVICE_CAP_FLAGS);
-    line!("\tmax_sge:\t\t\t{}", a.max_sge as i32);
-    line!("\tmax_sge_rd:\t\t\t{}", a.max_sge_rd as i32);
-    line!("\tmax_cq:\t\t\t\t{}", a.max_cq as i32);
-    line!("\tmax_cqe:\t\t\t{}", a.max_cqe as i32);
-    line!("\tmax_mr:\t\t\t\t{}", a.max_mr as i32);
-    line!("\tmax_pd:\t\t\t\t{}", a.max_pd as i32);
-    line!("\tmax_qp_rd_atom:\t\t\t{}", a.max_qp_rd_atom as i32);
-    line!("\tmax_ee_rd_atom:\t\t\t{}", a.max_ee_rd_atom as i32);
-    line!("\tmax_res_rd_atom:\t\t{}", a.max_res_rd_atom as i32);
-    line!("\tmax_qp_init_rd_atom:\t\t{}", a.max_qp_init_rd_atom as i32);
-    line!("\tmax_ee_init_rd_atom:\t\t{}", a.max_ee_init_rd_atom as i32);
-    line!(
+    put!(s, "\tmax_sge:\t\t\t{}", a.max_sge as i32);
+    put!(s, "\tmax_sge_rd:\t\t\t{}", a.max_sge_rd as i32);
+    put!(s, "\tmax_cq:\t\t\t\t{}", a.max_cq as i32);
+    put!(s, "\tmax_cqe:\t\t\t{}", a.max_cqe as i32);
+    put!(s, "\tmax_mr:\t\t\t\t{}", a.max_mr as i32);
+    put!(s, "\tmax_pd:\t\t\t\t{}", a.max_pd as i32);
+    put!(s, "\tmax_qp_rd_atom:\t\t\t{}", a.max_qp_rd_atom as i32);
+    put!(s, "\tmax_ee_rd_atom:\t\t\t{}", a.max_ee_rd_atom as i32);
+    put!(s, "\tmax_res_rd_atom:\t\t{}", a.max_res_rd_atom as i32);
+    put!(s, "\tmax_qp_init_rd_atom:\t\t{}", a.max_qp_init_rd_atom as i32);
+    put!(s, "\tmax_ee_init_rd_atom:\t\t{}", a.max_ee_init_rd_atom as i32);
+    put!(
+        s,
         "\tatomic_cap:\t\t\t{} ({})",
         atomic_cap_str(a.atomic_cap),
         a.atomic_cap as i32
     );
-    line!("\tmax_ee:\t\t\t\t{}", a.max_ee as i32);
-    line!("\tmax_rdd:\t\t\t{}", a.max_rdd as i32);
-    line!("\tmax_mw:\t\t\t\t{}", a.max_mw as i32);
-    line!("\tmax_raw_ipv6_qp:\t\t{}", a.max_raw_ipv6_qp as i32);
-    line!("\tmax_raw_ethy_qp:\t\t{}", a.max_raw_ethy_qp as i32);
-    line!("\tmax_mcast_grp:\t\t\t{}", a.max_mcast_grp as i32);
-    line!("\tmax_mcast_qp_attach:\t\t{}", a.max_mcast_qp_attach as i32);
-    line!(
+    put!(s, "\tmax_ee:\t\t\t\t{}", a.max_ee as i32);
+    put!(s, "\tmax_rdd:\t\t\t{}", a.max_rdd as i32);
+    put!(s, "\tmax_mw:\t\t\t\t{}", a.max_mw as i32);
+    put!(s, "\tmax_raw_ipv6_qp:\t\t{}", a.max_raw_ipv6_qp as i32);
+    put!(s, "\tmax_raw_ethy_qp:\t\t{}", a.max_raw_ethy_qp as i32);
+    put!(s, "\tmax_mcast_grp:\t\t\t{}", a.max_mcast_grp as i32);
+    put!(s, "\tmax_mcast_qp_attach:\t\t{}", a.max_mcast_qp_attach as i32);
+    put!(
+        s,
         "\tmax_total_mcast_qp_attach:\t{}",
         a.max_total_mcast_qp_attach as i32
     );
-    line!("\tmax_ah:\t\t\t\t{}", a.max_ah as i32);
-    line!("\tmax_fmr:\t\t\t{}", a.max_fmr as i32);
+    put!(s, "\tmax_ah:\t\t\t\t{}", a.max_ah as i32);
+    put!(s, "\tmax_fmr:\t\t\t{}", a.max_fmr as i32);
     if a.max_fmr != 0 {
-        line!("\tmax_map_per_fmr:\t\t{}", a.max_map_per_fmr as i32);
+        put!(s, "\tmax_map_per_fmr:\t\t{}", a.max_map_per_fmr as i32);
     }
-    line!("\tmax_srq:\t\t\t{}", a.max_srq as i32);
+    put!(s, "\tmax_srq:\t\t\t{}", a.max_srq as i32);
     if a.max_srq != 0 {
-        line!("\tmax_srq_wr:\t\t\t{}", a.max_srq_wr as i32);
-        line!("\tmax_srq_sge:\t\t\t{}", a.max_srq_sge as i32);
+        put!(s, "\tmax_srq_wr:\t\t\t{}", a.max_srq_wr as i32);
+        put!(s, "\tmax_srq_sge:\t\t\t{}", a.max_srq_sge as i32);
     }
-    line!("\tmax_pkeys:\t\t\t{}", a.max_pkeys);
-    line!("\tlocal_ca_ack_delay:\t\t{}", a.local_ca_ack_delay);
+    put!(s, "\tmax_pkeys:\t\t\t{}", a.max_pkeys);
+    put!(s, "\tlocal_ca_ack_delay:\t\t{}", a.local_ca_ack_delay);
+}
 
-    // The extended attributes (EX_QUERY_DEVICE).
-    let r = &a.resp;
-    // ODP.
-    line!("\tgeneral_odp_caps:");
+/// On-demand paging: the general flags, then the per-transport ones.
+fn odp_caps(s: &mut String, r: &ExQueryDeviceResp) {
+    put!(s, "\tgeneral_odp_caps:");
     if r.odp_caps.general_caps & 1 != 0 {
-        line!("{FLAG_INDENT}ODP_SUPPORT");
+        put!(s, "{FLAG_INDENT}ODP_SUPPORT");
     }
     if r.odp_caps.general_caps & 2 != 0 {
-        line!("{FLAG_INDENT}ODP_SUPPORT_IMPLICIT");
+        put!(s, "{FLAG_INDENT}ODP_SUPPORT_IMPLICIT");
     }
     if r.odp_caps.general_caps & !3 != 0 {
-        line!(
+        put!(
+            s,
             "{FLAG_INDENT}Unknown flags: 0x{:X}",
             r.odp_caps.general_caps & !3
         );
     }
-    line!("\trc_odp_caps:");
+    put!(s, "\trc_odp_caps:");
     odp_trans(s, r.odp_caps.rc_odp_caps);
-    line!("\tuc_odp_caps:");
+    put!(s, "\tuc_odp_caps:");
     odp_trans(s, r.odp_caps.uc_odp_caps);
-    line!("\tud_odp_caps:");
+    put!(s, "\tud_odp_caps:");
     odp_trans(s, r.odp_caps.ud_odp_caps);
-    line!("\txrc_odp_caps:");
+    put!(s, "\txrc_odp_caps:");
     odp_trans(s, r.xrc_odp_caps);
+}
 
+/// The completion timestamp mask, the core clock, and the raw packet offloads (only when any).
+fn clock_and_raw_packet_caps(s: &mut String, r: &ExQueryDeviceResp) {
     if r.timestamp_mask != 0 {
-        line!(
+        put!(
+            s,
             "\tcompletion timestamp_mask:\t\t\t0x{:016x}",
             r.timestamp_mask
         );
     } else {
-        line!("\tcompletion_timestamp_mask not supported");
+        put!(s, "\tcompletion_timestamp_mask not supported");
     }
     if r.hca_core_clock != 0 {
-        line!("\thca_core_clock:\t\t\t{}kHZ", r.hca_core_clock);
+        put!(s, "\thca_core_clock:\t\t\t{}kHZ", r.hca_core_clock);
     } else {
-        line!("\tcore clock not supported");
+        put!(s, "\tcore clock not supported");
     }
     if r.raw_packet_caps != 0 {
-        line!("\traw packet caps:");
+        put!(s, "\traw packet caps:");
         for (bit, name) in [
             (1u32, "C-VLAN stripping offload"),
             (2, "Scatter FCS offload"),
@@ -348,70 +373,89 @@ fn device_verbose(s: &mut String, a: &DeviceAttr) {
             (8, "Delay drop"),
         ] {
             if r.raw_packet_caps & bit != 0 {
-                line!("{FLAG_INDENT}{name}");
+                put!(s, "{FLAG_INDENT}{name}");
             }
         }
     }
-    line!("\tdevice_cap_flags_ex:\t\t0x{:X}", r.device_cap_flags_ex);
+}
+
+/// `device_cap_flags_ex` and the names of its upper 32 bits (the lower ones repeat
+/// `device_cap_flags`, printed above).
+fn cap_flags_ex(s: &mut String, r: &ExQueryDeviceResp) {
+    put!(s, "\tdevice_cap_flags_ex:\t\t0x{:X}", r.device_cap_flags_ex);
     let ex = r.device_cap_flags_ex & 0xffff_ffff_0000_0000;
     if ex & (1 << 34) != 0 {
-        line!("{FLAG_INDENT}RAW_SCATTER_FCS");
+        put!(s, "{FLAG_INDENT}RAW_SCATTER_FCS");
     }
     if ex & (1 << 36) != 0 {
-        line!("{FLAG_INDENT}PCI_WRITE_END_PADDING");
+        put!(s, "{FLAG_INDENT}PCI_WRITE_END_PADDING");
     }
     let ex_unknown = ex & !((1u64 << 34) | (1u64 << 36));
     if ex_unknown != 0 {
-        line!("{FLAG_INDENT}Unknown flags: 0x{ex_unknown:X}");
+        put!(s, "{FLAG_INDENT}Unknown flags: 0x{ex_unknown:X}");
     }
+}
+
+/// TSO, RSS, the WQ limit and packet pacing.
+fn offload_caps(s: &mut String, r: &ExQueryDeviceResp) {
     // TSO, the RSS hash and packet pacing are not in the kernel's answer: libibverbs takes them
     // from the provider's driver data (mlx5's), which we do not decode, so they print as zero,
     // as `ibv_devinfo` prints them on rxe.
-    line!("\ttso_caps:");
-    line!("\t\tmax_tso:\t\t\t0");
-    line!("\trss_caps:");
-    line!(
+    put!(s, "\ttso_caps:");
+    put!(s, "\t\tmax_tso:\t\t\t0");
+    put!(s, "\trss_caps:");
+    put!(
+        s,
         "\t\tmax_rwq_indirection_tables:\t\t\t{}",
         r.rss_caps.max_rwq_indirection_tables
     );
-    line!(
+    put!(
+        s,
         "\t\tmax_rwq_indirection_table_size:\t\t\t{}",
         r.rss_caps.max_rwq_indirection_table_size
     );
-    line!("\t\trx_hash_function:\t\t\t\t0x0");
-    line!("\t\trx_hash_fields_mask:\t\t\t\t0x0");
+    put!(s, "\t\trx_hash_function:\t\t\t\t0x0");
+    put!(s, "\t\trx_hash_fields_mask:\t\t\t\t0x0");
     if r.rss_caps.supported_qpts != 0 {
-        line!("\t\tsupported_qp:");
+        put!(s, "\t\tsupported_qp:");
         qpt_lines(s, r.rss_caps.supported_qpts);
     }
-    line!("\tmax_wq_type_rq:\t\t\t{}", r.max_wq_type_rq);
-    line!("\tpacket_pacing_caps:");
-    line!("\t\tqp_rate_limit_min:\t0kbps");
-    line!("\t\tqp_rate_limit_max:\t0kbps");
+    put!(s, "\tmax_wq_type_rq:\t\t\t{}", r.max_wq_type_rq);
+    put!(s, "\tpacket_pacing_caps:");
+    put!(s, "\t\tqp_rate_limit_min:\t0kbps");
+    put!(s, "\t\tqp_rate_limit_max:\t0kbps");
+}
+
+/// Tag matching limits, or the line saying there is none.
+fn tag_matching_caps(s: &mut String, r: &ExQueryDeviceResp) {
     if r.tm_caps.max_num_tags != 0 {
-        line!("\tmax_rndv_hdr_size:\t\t{}", r.tm_caps.max_rndv_hdr_size);
-        line!("\tmax_num_tags:\t\t\t{}", r.tm_caps.max_num_tags);
-        line!("\tmax_ops:\t\t\t{}", r.tm_caps.max_ops);
-        line!("\tmax_sge:\t\t\t{}", r.tm_caps.max_sge);
-        line!("\tflags:");
+        put!(s, "\tmax_rndv_hdr_size:\t\t{}", r.tm_caps.max_rndv_hdr_size);
+        put!(s, "\tmax_num_tags:\t\t\t{}", r.tm_caps.max_num_tags);
+        put!(s, "\tmax_ops:\t\t\t{}", r.tm_caps.max_ops);
+        put!(s, "\tmax_sge:\t\t\t{}", r.tm_caps.max_sge);
+        put!(s, "\tflags:");
         if r.tm_caps.flags & 1 != 0 {
-            line!("{FLAG_INDENT}IBV_TM_CAP_RC");
+            put!(s, "{FLAG_INDENT}IBV_TM_CAP_RC");
         }
     } else {
-        line!("\ttag matching not supported");
+        put!(s, "\ttag matching not supported");
     }
+}
+
+/// CQ moderation and device memory, each only when the device has it.
+fn moderation_and_memory_caps(s: &mut String, r: &ExQueryDeviceResp) {
     if r.cq_moderation_caps.max_cq_moderation_count != 0 && r.cq_moderation_caps.max_cq_moderation_period != 0 {
-        line!("\n\tcq moderation caps:");
-        line!("\t\tmax_cq_count:\t{}", r.cq_moderation_caps.max_cq_moderation_count);
-        line!("\t\tmax_cq_period:\t{} us\n", r.cq_moderation_caps.max_cq_moderation_period);
+        put!(s, "\n\tcq moderation caps:");
+        put!(s, "\t\tmax_cq_count:\t{}", r.cq_moderation_caps.max_cq_moderation_count);
+        put!(s, "\t\tmax_cq_period:\t{} us\n", r.cq_moderation_caps.max_cq_moderation_period);
     }
     if r.max_dm_size != 0 {
-        line!(
+        put!(
+            s,
             "\tmaximum available device memory:\t{}Bytes\n",
             r.max_dm_size
         );
     }
-    line!("\tnum_comp_vectors:\t\t{}", a.num_comp_vectors as i32);
 }
 
 /// One device's block of `ibv_devinfo [-v]` output (one `hca_id:` block; the ports in `ports`
@@ -423,104 +467,122 @@ pub fn format_devinfo(
     verbose: bool,
 ) -> String {
     let mut s = String::new();
+    device_header(&mut s, dev, attr);
+    if verbose {
+        device_verbose(&mut s, attr);
+    }
     let transport = dev.node_type.transport();
-    let _ = writeln!(s, "hca_id:\t{}", dev.ibdev);
-    let _ = writeln!(
+    for p in ports {
+        port_lines(&mut s, p);
+        if verbose {
+            port_verbose(&mut s, p, transport);
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// `hca_id:` to `phys_port_cnt:`, the lines every `ibv_devinfo` prints.
+fn device_header(s: &mut String, dev: &DeviceInfo, attr: &DeviceAttr) {
+    let transport = dev.node_type.transport();
+    put!(s, "hca_id:\t{}", dev.ibdev);
+    put!(
         s,
         "\ttransport:\t\t\t{} ({})",
         transport_str(transport),
         transport
     );
     if !attr.fw_ver.is_empty() {
-        let _ = writeln!(s, "\tfw_ver:\t\t\t\t{}", attr.fw_ver);
+        put!(s, "\tfw_ver:\t\t\t\t{}", attr.fw_ver);
     }
-    let _ = writeln!(s, "\tnode_guid:\t\t\t{}", guid_str(attr.node_guid.get()));
-    let _ = writeln!(
+    put!(s, "\tnode_guid:\t\t\t{}", guid_str(attr.node_guid.get()));
+    put!(
         s,
         "\tsys_image_guid:\t\t\t{}",
         guid_str(attr.sys_image_guid.get())
     );
-    let _ = writeln!(s, "\tvendor_id:\t\t\t0x{:04x}", attr.vendor_id);
-    let _ = writeln!(s, "\tvendor_part_id:\t\t\t{}", attr.vendor_part_id as i32);
-    let _ = writeln!(s, "\thw_ver:\t\t\t\t0x{:X}", attr.hw_ver);
+    put!(s, "\tvendor_id:\t\t\t0x{:04x}", attr.vendor_id);
+    put!(s, "\tvendor_part_id:\t\t\t{}", attr.vendor_part_id as i32);
+    put!(s, "\thw_ver:\t\t\t\t0x{:X}", attr.hw_ver);
     if let Some(b) = dev.board_id.as_deref().filter(|b| !b.is_empty()) {
-        let _ = writeln!(s, "\tboard_id:\t\t\t{b}");
+        put!(s, "\tboard_id:\t\t\t{b}");
     }
-    let _ = writeln!(s, "\tphys_port_cnt:\t\t\t{}", attr.phys_port_cnt);
-    if verbose {
-        device_verbose(&mut s, attr);
+    put!(s, "\tphys_port_cnt:\t\t\t{}", attr.phys_port_cnt);
+}
+
+/// `port:` to `link_layer:`, the port lines every `ibv_devinfo` prints.
+fn port_lines(s: &mut String, p: &PortReport) {
+    let a = &p.attr;
+    put!(s, "\t\tport:\t{}", p.port);
+    put!(
+        s,
+        "\t\t\tstate:\t\t\t{} ({})",
+        port_state_str(a.state),
+        a.state as i32
+    );
+    put!(
+        s,
+        "\t\t\tmax_mtu:\t\t{} ({})",
+        mtu_str(a.max_mtu),
+        a.max_mtu as i32
+    );
+    put!(
+        s,
+        "\t\t\tactive_mtu:\t\t{} ({})",
+        mtu_str(a.active_mtu),
+        a.active_mtu as i32
+    );
+    put!(s, "\t\t\tsm_lid:\t\t\t{}", a.sm_lid);
+    put!(s, "\t\t\tport_lid:\t\t{}", a.port_lid);
+    put!(s, "\t\t\tport_lmc:\t\t0x{:02x}", a.port_lmc);
+    put!(s, "\t\t\tlink_layer:\t\t{}", link_layer_str(a.link_layer));
+}
+
+/// The port's `-v` lines: its counters and limits, the physical state (InfiniBand transport
+/// only), and its non-null GIDs by index.
+fn port_verbose(s: &mut String, p: &PortReport, transport: i32) {
+    let a = &p.attr;
+    put!(s, "\t\t\tmax_msg_sz:\t\t0x{:x}", a.max_msg_sz);
+    put!(s, "\t\t\tport_cap_flags:\t\t0x{:08x}", a.port_cap_flags);
+    put!(s, "\t\t\tport_cap_flags2:\t0x{:04x}", a.port_cap_flags2);
+    put!(
+        s,
+        "\t\t\tmax_vl_num:\t\t{} ({})",
+        vl_str(a.max_vl_num),
+        a.max_vl_num
+    );
+    put!(s, "\t\t\tbad_pkey_cntr:\t\t0x{:x}", a.bad_pkey_cntr);
+    put!(s, "\t\t\tqkey_viol_cntr:\t\t0x{:x}", a.qkey_viol_cntr);
+    put!(s, "\t\t\tsm_sl:\t\t\t{}", a.sm_sl);
+    put!(s, "\t\t\tpkey_tbl_len:\t\t{}", a.pkey_tbl_len);
+    put!(s, "\t\t\tgid_tbl_len:\t\t{}", a.gid_tbl_len as i32);
+    put!(s, "\t\t\tsubnet_timeout:\t\t{}", a.subnet_timeout);
+    put!(s, "\t\t\tinit_type_reply:\t{}", a.init_type_reply);
+    put!(
+        s,
+        "\t\t\tactive_width:\t\t{}X ({})",
+        width_str(a.active_width),
+        a.active_width
+    );
+    put!(
+        s,
+        "\t\t\tactive_speed:\t\t{} ({})",
+        speed_str(a.active_speed),
+        a.active_speed
+    );
+    if transport == 0 {
+        put!(
+            s,
+            "\t\t\tphys_state:\t\t{} ({})",
+            port_phy_state_str(a.phys_state),
+            a.phys_state
+        );
     }
-    for p in ports {
-        let a = &p.attr;
-        let _ = writeln!(s, "\t\tport:\t{}", p.port);
-        let _ = writeln!(
-            s,
-            "\t\t\tstate:\t\t\t{} ({})",
-            port_state_str(a.state),
-            a.state as i32
-        );
-        let _ = writeln!(
-            s,
-            "\t\t\tmax_mtu:\t\t{} ({})",
-            mtu_str(a.max_mtu),
-            a.max_mtu as i32
-        );
-        let _ = writeln!(
-            s,
-            "\t\t\tactive_mtu:\t\t{} ({})",
-            mtu_str(a.active_mtu),
-            a.active_mtu as i32
-        );
-        let _ = writeln!(s, "\t\t\tsm_lid:\t\t\t{}", a.sm_lid);
-        let _ = writeln!(s, "\t\t\tport_lid:\t\t{}", a.port_lid);
-        let _ = writeln!(s, "\t\t\tport_lmc:\t\t0x{:02x}", a.port_lmc);
-        let _ = writeln!(s, "\t\t\tlink_layer:\t\t{}", link_layer_str(a.link_layer));
-        if verbose {
-            let _ = writeln!(s, "\t\t\tmax_msg_sz:\t\t0x{:x}", a.max_msg_sz);
-            let _ = writeln!(s, "\t\t\tport_cap_flags:\t\t0x{:08x}", a.port_cap_flags);
-            let _ = writeln!(s, "\t\t\tport_cap_flags2:\t0x{:04x}", a.port_cap_flags2);
-            let _ = writeln!(
-                s,
-                "\t\t\tmax_vl_num:\t\t{} ({})",
-                vl_str(a.max_vl_num),
-                a.max_vl_num
-            );
-            let _ = writeln!(s, "\t\t\tbad_pkey_cntr:\t\t0x{:x}", a.bad_pkey_cntr);
-            let _ = writeln!(s, "\t\t\tqkey_viol_cntr:\t\t0x{:x}", a.qkey_viol_cntr);
-            let _ = writeln!(s, "\t\t\tsm_sl:\t\t\t{}", a.sm_sl);
-            let _ = writeln!(s, "\t\t\tpkey_tbl_len:\t\t{}", a.pkey_tbl_len);
-            let _ = writeln!(s, "\t\t\tgid_tbl_len:\t\t{}", a.gid_tbl_len as i32);
-            let _ = writeln!(s, "\t\t\tsubnet_timeout:\t\t{}", a.subnet_timeout);
-            let _ = writeln!(s, "\t\t\tinit_type_reply:\t{}", a.init_type_reply);
-            let _ = writeln!(
-                s,
-                "\t\t\tactive_width:\t\t{}X ({})",
-                width_str(a.active_width),
-                a.active_width
-            );
-            let _ = writeln!(
-                s,
-                "\t\t\tactive_speed:\t\t{} ({})",
-                speed_str(a.active_speed),
-                a.active_speed
-            );
-            if transport == 0 {
-                let _ = writeln!(
-                    s,
-                    "\t\t\tphys_state:\t\t{} ({})",
-                    port_phy_state_str(a.phys_state),
-                    a.phys_state
-                );
-            }
-            let mut gids: Vec<&GidEntry> = p.gids.iter().filter(|g| !null_gid(&g.gid)).collect();
-            gids.sort_by_key(|g| g.index);
-            for g in gids {
-                s.push_str(&format_gid_line(g, a.link_layer));
-            }
-        }
-        s.push('\n');
+    let mut gids: Vec<&GidEntry> = p.gids.iter().filter(|g| !null_gid(&g.gid)).collect();
+    gids.sort_by_key(|g| g.index);
+    for g in gids {
+        s.push_str(&format_gid_line(g, a.link_layer));
     }
-    s
 }
 
 #[cfg(test)]
