@@ -3,194 +3,43 @@
 //! groups that change together: [`conf`] (fixed once set up), [`shape`] (what the exchanges
 //! settle), [`peer`] (what the peer sent), [`watch`] (how a running loop stops), [`verbs`] (the
 //! resources) and [`print`] (the report state); [`SideRun`] holds them and crosses them.
+//! [`start`] sets a side up, runs its plan and ends it.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use uverbs::objects::{AccessFlags, Context};
+use uverbs::objects::AccessFlags;
 use uverbs::provider::{Provider, QpType};
 use uverbs::wr::WcStatus;
 
 use crate::engine::bw::{BwConfig, DurationWindow};
 use crate::engine::lat::LatConfig;
-use crate::engine::dv::Ext;
 use crate::engine::verbs::{BufLayout, ConnectParams, VerbsEndpoint, VerbsSetup};
 use crate::engine::{bw, hw_rate, lat, EngineError};
-use crate::oob::msg::{KeyMsg, SysData};
-use crate::oob::{msg, Channel, Listener, OobConfig};
-use crate::params::{Connection, Params, Role, TestKind, TestMethod, TestType, Tool, Verb};
+use crate::oob::msg::{self, KeyMsg};
+use crate::params::{Connection, Params, TestKind, TestMethod, TestType, Tool, Verb};
 use crate::report::DASH_LINE;
 use crate::stats::{BwResult, LatencyReport};
-use crate::{cm_session, engine, oob, params, report};
+use crate::{engine, oob, params};
 
-use super::setup::{cache_line, cpu_between, oob_fail, page_size, query_device, random_psn, to_tool, DevFacts};
-use super::{installed_timeout, limits, limits_verdict, record, run_fail_code, source_ip, Out, ToolError};
-use super::{ENV_OOB_TIMEOUT, ENV_STALL_TIMEOUT, OOB_SETUP_DEFAULT, STALL_DEFAULT};
+use super::setup::{cpu_between, random_psn, DevFacts};
+use super::{limits, run_fail_code, Out, ToolError};
 
 mod conf;
 mod hooks;
 mod peer;
 mod print;
 mod shape;
+mod start;
 mod verbs;
 mod watch;
 
 use conf::SideConf;
 use peer::Peer;
-use print::{plot_meta, Reporting, SharedCounters};
+use print::Reporting;
 use shape::Shape;
+pub(super) use start::run_with_context;
 use verbs::Verbs;
 use watch::{watched, Watch};
-
-pub(super) fn run_with_context<P: Provider>(
-    p: &Params,
-    out: Out,
-    listener: Option<Listener>,
-    cm: Option<cm_session::CmStart>,
-    ctx: Arc<Context<P>>,
-    ext: Ext<P>,
-) -> Result<(), ToolError> {
-    let knobs = &p.settings;
-    let stall = installed_timeout(ENV_STALL_TIMEOUT, knobs.stall_timeout.as_deref(), STALL_DEFAULT)?;
-    let setup_timeout = installed_timeout(ENV_OOB_TIMEOUT, knobs.oob_timeout.as_deref(), OOB_SETUP_DEFAULT)?;
-    let dev = query_device(p, &ctx)?;
-    let payload = super::prepare::prepare(p, &dev.attr, page_size().max(1) as u64, cache_line().max(1) as u64)
-        .map_err(|m| ToolError::new(1, m))?;
-
-    let lim = limits::side_limits(
-        p,
-        limits::DevCaps { known: dev.known, max_qp_rd_atom: dev.attr.max_qp_rd_atom, active_mtu: dev.port.active_mtu },
-        setup_timeout,
-    );
-    print_caps(out, &lim.caps);
-    let limits::SideLimits { inline, out_reads, local_mtu, sizes, run_bound, .. } = lim;
-
-    // -W: read the counters once before connecting (perftest's create_comm_struct).
-    let counters = SharedCounters::default();
-    if !p.report.counters.is_empty() {
-        let c = crate::counters::Counters::open(&dev.name, p.dev.ib_port, &p.report.counters).map_err(|e| ToolError::new(1, e))?;
-        *counters.borrow_mut() = Some(c);
-    }
-    let tcp_client = p.is_tcp_client();
-    // The plan follows the test role (`--reversed` swaps it); the exchange order (who writes
-    // first) follows the TCP role, which the channel keeps.
-    let oob_role = if p.machine == Role::Client { oob::Role::Client } else { oob::Role::Server };
-    let src = source_ip(p);
-    let cfg = OobConfig { port: p.conn.port, timeout: setup_timeout, source_addr: src, bind_addr: src, ..OobConfig::default() };
-    let mut cm_data = None;
-    let ch = if let Some(start) = cm {
-        let mut c = cm_session::CmOob::establish(&ctx, start, setup_timeout, cfg.connect_retry_for, p.dev.qp_timeout).map_err(|e| {
-            let f = if tcp_client { "rdma_client" } else { "rdma_server" };
-            ToolError::new(1, format!(" Unable to perform {f} function\n{e}"))
-        })?;
-        c.set_gid_index(dev.gid_index);
-        if p.conn.work_rdma_cm {
-            let dcfg = cm_session::CmDataConfig {
-                dst: match p.server_name.as_deref() {
-                    Some(h) => Some(cm_session::resolve_host(h, p.conn.port, p.dev.ipv6).map_err(|e| ToolError::new(1, e))?),
-                    None => None,
-                },
-                port: p.conn.port,
-                bind: src,
-                ipv6: p.dev.ipv6,
-                tos: p.conn.tos,
-                ack_timeout: p.dev.qp_timeout,
-                retry_count: p.conn.retry_count.min(7) as u8,
-                rd_atomic: if matches!(p.verb, Verb::Read | Verb::Atomic) { out_reads.min(255) as u8 } else { 0 },
-                timeout: setup_timeout,
-                ud: p.connection == Connection::Ud,
-                ud_reply: p.connection == Connection::Ud && (p.kind == TestKind::Lat || p.duplex),
-                sgid_index: dev.gid_index.unwrap_or(0),
-            };
-            cm_data = Some(if tcp_client {
-                cm_session::CmData::client(dcfg)
-            } else {
-                cm_session::CmData::server(dcfg, p.num_qps)
-                    .map_err(|e| ToolError::new(1, format!(" Failed to create RDMA CM connection\n{e}")))?
-            });
-        }
-        cm_session::OobLink::Cm(Box::new(c))
-    } else if tcp_client {
-        let host = p.server_name.as_deref().unwrap_or("127.0.0.1");
-        if p.machine == Role::Server {
-            // perftest 6.06 prints the banner on the *test* server (`--reversed`: this side).
-            out.text(report::WAITING_FOR_CLIENT);
-        }
-        cm_session::OobLink::Tcp(Channel::connect(host, &cfg).map_err(|e| {
-            oob_fail(format!("Couldn't connect to {host}:{}\n Unable to init the socket connection\n", p.conn.port), e)
-        })?)
-    } else {
-        let l = match listener {
-            Some(l) => l,
-            None => Listener::bind(&cfg)
-                .map_err(|e| ToolError::new(1, format!("Couldn't listen to port {}\n{e}", p.conn.port)))?,
-        };
-        if p.machine == Role::Server {
-            out.text(report::WAITING_FOR_CLIENT);
-        }
-        cm_session::OobLink::Tcp(
-            l.accept().map_err(|e| oob_fail("accept() failed\n Unable to init the socket connection\n".into(), e))?,
-        )
-    };
-    let peer_sock = match &ch {
-        cm_session::OobLink::Tcp(c) => c.stream().try_clone().ok(),
-        cm_session::OobLink::Cm(_) => None,
-    };
-
-    let recorder = std::rc::Rc::new(std::cell::RefCell::new(record::Recorder::new(
-        // The loopback server's copy is silent: only the client draws and streams.
-        if out.quiet { None } else { p.report.plot_file.clone() },
-        if out.quiet { None } else { p.report.series_file.clone() },
-        plot_meta(p),
-    )));
-    let conf = SideConf { p, out, dev, payload, stall, setup_timeout, oob_role, run_bound };
-    let shape = Shape { inline, out_reads, local_mtu, mtu: local_mtu, sys: SysData { page_size: page_size(), cache_line: cache_line() }, sizes };
-    let mut side = SideRun {
-        conf,
-        shape,
-        peer: Peer::new(p),
-        watch: Watch::new(peer_sock),
-        verbs: Verbs::new(ctx, ext, cm_data),
-        report: Reporting::new(counters, recorder),
-    };
-    let steps = oob::plan(to_tool(p.tool), oob_role, &plan_options(p, &side.shape.sizes, local_mtu));
-    let r = oob::execute(ch, &steps, &mut side);
-    if let Some(d) = side.verbs.cm_data.as_mut() {
-        d.finish();
-    }
-    // The picture and the burn-in summary also at the end of a --run_infinitely run, which a
-    // signal (or its peer going away) ends.
-    let drawn = side.report.recorder.borrow_mut().finish(side.conf.out);
-    if let Err(m) = &drawn {
-        side.conf.out.err(&format!(" {m}\n"));
-    }
-    if r.is_err() && side.user_stopped_infinite_run() {
-        // perftest 6.29's sender of an infinite run takes Ctrl-C as the way to end it: a note,
-        // the closing line, exit 0 (6.06 dies from the signal: 130, as the 6.06 persona).
-        side.conf.out.text("\n User stopped traffic\n");
-        side.conf.out.text(DASH_LINE);
-        return Ok(());
-    }
-    if r.is_err() && side.client_ended_infinite_run() {
-        // perftest's server of an infinite run ends when its client does.
-        side.conf.out.text(" Client closed connection\n");
-        side.conf.out.text(DASH_LINE);
-        return Ok(());
-    }
-    r?;
-    drawn.map_err(|m| ToolError::new(1, format!(" {m}")))?;
-    if let Some(msg) = limits_verdict(p, side.report.last_line.get()) {
-        return Err(ToolError::new(1, msg));
-    }
-    if p.buf.wait_destroy > 0 {
-        // --wait_destroy: keep the resources for N seconds (a stop signal cuts it short).
-        let until = std::time::Instant::now() + Duration::from_secs(u64::from(p.buf.wait_destroy));
-        while std::time::Instant::now() < until && !bench_core::signal::requested() {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    Ok(())
-}
 
 pub(super) enum RunResult {
     Bw(BwResult),
@@ -305,7 +154,6 @@ impl<P: Provider> SideRun<'_, P> {
         let p = self.conf.p;
         let mtu_bytes = u64::from(msg::mtu_bytes(self.shape.mtu).unwrap_or(1024));
         self.shape.clamp_ud_sizes(&self.conf)?;
-        let ud = p.connection == Connection::Ud;
         if p.conn.work_rdma_cm && self.report.header.is_none() {
             // -R: the header now (perftest prints it before the rdma_cm connection); the
             // resources come with the connection (Action::ConnectCm calls this again).
@@ -319,51 +167,8 @@ impl<P: Provider> SideRun<'_, P> {
             }
         }
         let nq = p.num_qps as usize;
-        let max_size = self.shape.sizes.iter().copied().max().unwrap_or(p.size);
-        let layout = BufLayout::new(
-            nq,
-            max_size,
-            self.shape.sys.page_size.max(1) as u64,
-            self.shape.sys.cache_line.max(1) as u64,
-            ud,
-        );
-        let access = match p.verb {
-            Verb::Write | Verb::WriteImm => AccessFlags::REMOTE_WRITE,
-            Verb::Read => AccessFlags::REMOTE_READ,
-            Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
-            Verb::Send | Verb::SendImm => AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE,
-        } | AccessFlags::LOCAL_WRITE;
-        let recv_cq = p.verb.has_recv_comp();
-        let setup = VerbsSetup {
-            qp_type: match p.connection {
-                Connection::Uc => QpType::Uc,
-                Connection::Ud => QpType::Ud,
-                _ => QpType::Rc,
-            },
-            num_qps: nq,
-            tx_depth: p.tx_depth,
-            rx_depth: p.rx_depth,
-            inline_size: self.shape.inline,
-            use_srq: p.use_srq,
-            use_event: p.use_event,
-            comp_vector: p.eq_num.unwrap_or(0),
-            recv_cq,
-            send_cq_depth: p.tx_depth.saturating_mul(p.num_qps).max(1),
-            recv_cq_depth: p.rx_depth.saturating_mul(p.num_qps).max(1),
-            layout,
-            access,
-            port: p.dev.ib_port,
-            port2: if p.dev.dualport { Some(p.dev.ib_port2) } else { None },
-            pkey_index: p.dev.pkey_index as u16,
-            fill: super::prepare::fill_for(p.tool, self.conf.payload.clone()).truncated(max_size),
-            hugepages: p.buf.use_hugepages,
-            mmap: p.buf.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.buf.mmap_offset)),
-            odp: p.buf.odp,
-            dc: params::dc::engine_setup(p),
-            null_mr: p.buf.use_null_mr,
-            xrc: params::xrc_plan(p),
-            crypto: p.aes.engine_setup(p.verb != Verb::Atomic),
-        };
+        let setup = verbs_setup(&self.conf, &self.shape);
+        let layout = setup.layout;
         if let Some(f) = &p.buf.mmap_file {
             if let Some(m) = crate::engine::memsrc::mmap_file_problem(f, p.buf.mmap_offset, layout.total(), self.shape.sys.page_size.max(1) as u64) {
                 return Err(ToolError::new(1, m));
@@ -386,31 +191,7 @@ impl<P: Provider> SideRun<'_, P> {
             ));
             self.shape.inline = ep.max_inline();
         }
-        let lid = if self.conf.dev.ethernet { 0 } else { self.conf.dev.port.port_lid };
-        let port2 = self.conf.dev.port2;
-        // -c XRC: ports alternate within each half (perftest's halved num_of_qps).
-        let port_qps = params::lane_plan(p).map_or(nq, |x| x.lanes());
-        let on_port2 = |q: usize| p.dev.dualport && crate::engine::dualport::port_slot(q, port_qps) == 1;
-        self.verbs.my_keys = (0..nq)
-            .map(|q| KeyMsg {
-                lid: match port2 {
-                    Some((lid2, _, _)) if on_port2(q) => lid2,
-                    _ => lid,
-                },
-                out_reads: self.shape.out_reads as u16,
-                qpn: ep.qpn(q) & 0xff_ffff,
-                psn: random_psn(),
-                rkey: ep.rkey(),
-                vaddr: ep.recv_addr(q),
-                tail_markers_vaddr: 0,
-                gid: match port2 {
-                    Some((_, _, gid2)) if on_port2(q) => gid2,
-                    _ => self.conf.dev.gid,
-                },
-                // -c DC / -c XRC: every key names this side's SRQ.
-                srqn: if matches!(p.connection, Connection::Dc | Connection::Xrc) { ep.srqn().unwrap_or(0) } else { 0 },
-            })
-            .collect();
+        self.verbs.my_keys = local_keys(&self.conf, self.shape.out_reads, &ep);
         self.peer.remote_keys = vec![KeyMsg::default(); nq];
         self.verbs.ep = Some(ep);
         if crate::mcast::attaches(p) {
@@ -649,6 +430,90 @@ impl<P: Provider> SideRun<'_, P> {
         }
         Ok(())
     }
+}
+
+/// What [`SideRun::setup`] creates: the QPs, CQs and buffers for the agreed sizes, with the
+/// access and memory options of the command line.
+fn verbs_setup(conf: &SideConf, shape: &Shape) -> VerbsSetup {
+    let p = conf.p;
+    let ud = p.connection == Connection::Ud;
+    let nq = p.num_qps as usize;
+    let max_size = shape.sizes.iter().copied().max().unwrap_or(p.size);
+    let layout = BufLayout::new(
+        nq,
+        max_size,
+        shape.sys.page_size.max(1) as u64,
+        shape.sys.cache_line.max(1) as u64,
+        ud,
+    );
+    let access = match p.verb {
+        Verb::Write | Verb::WriteImm => AccessFlags::REMOTE_WRITE,
+        Verb::Read => AccessFlags::REMOTE_READ,
+        Verb::Atomic => AccessFlags::REMOTE_ATOMIC,
+        Verb::Send | Verb::SendImm => AccessFlags::REMOTE_WRITE | AccessFlags::LOCAL_WRITE,
+    } | AccessFlags::LOCAL_WRITE;
+    let recv_cq = p.verb.has_recv_comp();
+    VerbsSetup {
+        qp_type: match p.connection {
+            Connection::Uc => QpType::Uc,
+            Connection::Ud => QpType::Ud,
+            _ => QpType::Rc,
+        },
+        num_qps: nq,
+        tx_depth: p.tx_depth,
+        rx_depth: p.rx_depth,
+        inline_size: shape.inline,
+        use_srq: p.use_srq,
+        use_event: p.use_event,
+        comp_vector: p.eq_num.unwrap_or(0),
+        recv_cq,
+        send_cq_depth: p.tx_depth.saturating_mul(p.num_qps).max(1),
+        recv_cq_depth: p.rx_depth.saturating_mul(p.num_qps).max(1),
+        layout,
+        access,
+        port: p.dev.ib_port,
+        port2: if p.dev.dualport { Some(p.dev.ib_port2) } else { None },
+        pkey_index: p.dev.pkey_index as u16,
+        fill: super::prepare::fill_for(p.tool, conf.payload.clone()).truncated(max_size),
+        hugepages: p.buf.use_hugepages,
+        mmap: p.buf.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.buf.mmap_offset)),
+        odp: p.buf.odp,
+        dc: params::dc::engine_setup(p),
+        null_mr: p.buf.use_null_mr,
+        xrc: params::xrc_plan(p),
+        crypto: p.aes.engine_setup(p.verb != Verb::Atomic),
+    }
+}
+
+/// This side's key records, one per QP (`-O`: the QPs on the second port carry its LID and GID).
+fn local_keys<P: Provider>(conf: &SideConf, out_reads: u32, ep: &VerbsEndpoint<P>) -> Vec<KeyMsg> {
+    let p = conf.p;
+    let nq = p.num_qps as usize;
+    let lid = if conf.dev.ethernet { 0 } else { conf.dev.port.port_lid };
+    let port2 = conf.dev.port2;
+    // -c XRC: ports alternate within each half (perftest's halved num_of_qps).
+    let port_qps = params::lane_plan(p).map_or(nq, |x| x.lanes());
+    let on_port2 = |q: usize| p.dev.dualport && crate::engine::dualport::port_slot(q, port_qps) == 1;
+    (0..nq)
+        .map(|q| KeyMsg {
+            lid: match port2 {
+                Some((lid2, _, _)) if on_port2(q) => lid2,
+                _ => lid,
+            },
+            out_reads: out_reads as u16,
+            qpn: ep.qpn(q) & 0xff_ffff,
+            psn: random_psn(),
+            rkey: ep.rkey(),
+            vaddr: ep.recv_addr(q),
+            tail_markers_vaddr: 0,
+            gid: match port2 {
+                Some((_, _, gid2)) if on_port2(q) => gid2,
+                _ => conf.dev.gid,
+            },
+            // -c DC / -c XRC: every key names this side's SRQ.
+            srqn: if matches!(p.connection, Connection::Dc | Connection::Xrc) { ep.srqn().unwrap_or(0) } else { 0 },
+        })
+        .collect()
 }
 
 /// The notes of the caps that lowered what the command line asked for (perftest's texts).
