@@ -1,27 +1,74 @@
 //! What a side prints after a run: its result lines (BW, latency, `--report-both` blocks, the
-//! periodic lines of `--run_infinitely`), the `-W` counters and the JSON / `--plot` records.
+//! periodic lines of `--run_infinitely`), the `-W` counters and the JSON / `--plot` records;
+//! and the report state they come from and leave behind.
+
+use std::cell::Cell;
 
 use uverbs::provider::Provider;
 
 use bench_core::clock;
 use crate::oob::msg::BwReport;
-use crate::params::{Params, ReportFormat, TestKind, TestMethod, TestType, Tool};
-use crate::report::{json, BwColumns, BwLine};
+use crate::params::{Params, ReportFormat, TestKind, TestMethod, Tool};
+use crate::report::{json, BwLine, ReportHeader};
 use crate::stats::{BwInput, BwResult};
 use crate::tool::adopt::option_summary;
 use crate::tool::setup::{cpu_between, output_mode, read_proc_stat};
-use crate::tool::{Out, JSON_STYLE};
-use crate::{params, report, stats};
+use crate::tool::{header, record, Out, JSON_STYLE};
+use crate::{report, stats};
 
-use super::{RunResult, SharedCounters, SideRun};
+use super::conf::{report_qps, SideConf};
+use super::shape::Shape;
+use super::{RunResult, SideRun};
 
-impl<'a, P: Provider> SideRun<'a, P> {
+pub(super) type SharedCounters = std::rc::Rc<std::cell::RefCell<Option<crate::counters::Counters>>>;
+
+/// The report state of a side: the header, the results of each size, the last lines printed,
+/// and the `-W` counters and `--plot` / `--series` recorder every line goes to.
+pub(super) struct Reporting {
+    pub(super) header: Option<ReportHeader>,
+    pub(super) results: Vec<(RunResult, Option<f32>)>,
+    pub(super) last_bw: Option<BwResult>,
+    /// BW average and message rate of the last BW line printed (for `-w`/`-y`).
+    pub(super) last_line: Cell<Option<(f64, f64)>>,
+    /// `-W`: the counters, reported after every result line.
+    pub(super) counters: SharedCounters,
+    /// `--plot` / `--series`: every result line (shared with the periodic reporter).
+    pub(super) recorder: record::SharedRecorder,
+    /// The result header was printed: the measurement phase began.
+    pub(super) measuring: bool,
+}
+
+impl Reporting {
+    pub(super) fn new(counters: SharedCounters, recorder: record::SharedRecorder) -> Self {
+        Reporting { header: None, results: Vec::new(), last_bw: None, last_line: Cell::new(None), counters, recorder, measuring: false }
+    }
+
+    /// The header block (test name, settings, address family of the exchange).
+    pub(super) fn print_header(&mut self, conf: &SideConf, shape: &Shape, mtu_bytes: u64) {
+        let p = conf.p;
+        let facts = header::HeaderFacts {
+            device: conf.dev.name.clone(),
+            vendor_part_id: conf.dev.attr.vendor_part_id,
+            ethernet: conf.dev.ethernet,
+            gid_index: conf.dev.gid_index,
+            gid_index2: conf.dev.port2.and_then(|(_, ix2, _)| ix2),
+            is_client: conf.is_test_client(),
+            mtu_bytes: mtu_bytes as u32,
+            inline_size: shape.inline,
+            out_reads: shape.out_reads,
+            numa_node: if p.persona.parser_notes() { header::current_numa_node() } else { None },
+        };
+        let h = header::report_header(p, &facts);
+        conf.out.text(&report::header(&h, p.persona.style()));
+        self.header = Some(h);
+    }
+
     /// `--run_infinitely`: prints one result line per period from the messages completed in it
     /// (peak 0; with `--cpu_util` the CPU column covers the same period).
-    pub(super) fn infinite_reporter(&self, size: u64) -> impl FnMut(u64, u64) + 'a {
-        let p: &'a Params = self.p;
-        let out = self.out;
-        let cols = self.columns();
+    pub(super) fn infinite_reporter<'a>(&self, conf: &SideConf<'a>, size: u64) -> impl FnMut(u64, u64) + 'a {
+        let p: &'a Params = conf.p;
+        let out = conf.out;
+        let cols = conf.columns();
         let mut cpu_prev = if cols.cpu_util { read_proc_stat() } else { None };
         let counters = self.counters.clone();
         let recorder = self.recorder.clone();
@@ -57,61 +104,54 @@ impl<'a, P: Provider> SideRun<'a, P> {
         }
     }
 
-    pub(super) fn columns(&self) -> BwColumns {
-        BwColumns {
-            gbits: self.p.report.fmt == ReportFormat::Gbs,
-            per_port: self.p.report.per_port && self.p.kind == TestKind::Bw,
-            cpu_util: self.p.report.cpu_util && self.p.test_type == TestType::Duration,
-        }
-    }
-
     /// `--out_json` (rewritten at every line, as perftest does) and, with `record`, the line for
     /// `--plot` / `--series`.
-    pub(super) fn write_json(&self, r: &json::JsonResults, cpu: Option<f32>, record: bool) {
+    pub(super) fn write_json(&self, conf: &SideConf, r: &json::JsonResults, cpu: Option<f32>, record: bool) {
         let recording = record && self.recorder.borrow().active();
-        if !self.p.report.out_json && !recording {
+        if !conf.p.report.out_json && !recording {
             return;
         }
         if let Some(h) = &self.header {
             // Valid JSON (6.29's layout) under both personas: 6.06's pseudo-JSON breaks every
             // parser, and the VM suite checks our files with one (docs/compat.md).
-            let content = json::json_report(h, r, JSON_STYLE, cpu, output_mode(self.p.report.output));
+            let content = json::json_report(h, r, JSON_STYLE, cpu, output_mode(conf.p.report.output));
             if recording {
-                self.recorder.borrow_mut().line(&content, false, self.out);
+                self.recorder.borrow_mut().line(&content, false, conf.out);
             }
-            if !self.p.report.out_json {
+            if !conf.p.report.out_json {
                 return;
             }
-            if let Err(e) = json::write_json_file(std::path::Path::new(&self.p.report.out_json_file), &content) {
-                self.out.err(&format!(" Failed to write {}: {e}\n", self.p.report.out_json_file));
+            if let Err(e) = json::write_json_file(std::path::Path::new(&conf.p.report.out_json_file), &content) {
+                conf.out.err(&format!(" Failed to write {}: {e}\n", conf.p.report.out_json_file));
             }
         }
     }
 
-    pub(super) fn print_bw(&self, r: &BwResult, cpu: Option<f32>) {
-        self.print_bw_line(r, cpu);
+    pub(super) fn print_bw(&self, conf: &SideConf, r: &BwResult, cpu: Option<f32>) {
+        self.print_bw_line(conf, r, cpu);
     }
 
-    pub(super) fn print_bw_line(&self, line: &BwLine, cpu: Option<f32>) {
+    pub(super) fn print_bw_line(&self, conf: &SideConf, line: &BwLine, cpu: Option<f32>) {
         self.last_line.set(Some((line.bw_avg, line.msg_rate)));
-        let c = self.columns();
-        self.out.result(&report::bw_result_line(self.p.persona.style(), c, line, cpu, output_mode(self.p.report.output)));
-        print_counters(self.out, &self.counters);
-        self.write_json(&bw_json(line, c.gbits), cpu, true);
+        let c = conf.columns();
+        conf.out.result(&report::bw_result_line(conf.p.persona.style(), c, line, cpu, output_mode(conf.p.report.output)));
+        print_counters(conf.out, &self.counters);
+        self.write_json(conf, &bw_json(line, c.gbits), cpu, true);
     }
 
-    pub(super) fn print_own(&self, size_index: usize) {
-        let p = self.p;
+    pub(super) fn print_own(&self, conf: &SideConf, sizes: &[u64], size_index: usize) {
+        let p = conf.p;
         let Some((r, cpu)) = self.results.get(size_index) else { return };
-        let size = self.sizes.get(size_index).copied().unwrap_or(p.size);
+        let size = sizes.get(size_index).copied().unwrap_or(p.size);
         let mode = output_mode(p.report.output);
         match r {
-            RunResult::Bw(b) => self.print_bw(b, *cpu),
+            RunResult::Bw(b) => self.print_bw(conf, b, *cpu),
             RunResult::Lat(rep, iters) => {
-                self.out.result(&report::lat_report(size, *iters, rep, p.report.unsorted, p.report.histogram, p.report.cycles, *cpu, mode));
-                print_counters(self.out, &self.counters);
+                conf.out.result(&report::lat_report(size, *iters, rep, p.report.unsorted, p.report.histogram, p.report.cycles, *cpu, mode));
+                print_counters(conf.out, &self.counters);
                 let st = &rep.stats;
                 self.write_json(
+                    conf,
                     &json::JsonResults::Lat {
                         size,
                         iters: *iters,
@@ -127,43 +167,46 @@ impl<'a, P: Provider> SideRun<'a, P> {
                     true,
                 );
                 // -H on one size: the samples behind the histogram lines.
-                if p.report.histogram && self.sizes.len() <= 1 {
-                    self.recorder.borrow_mut().samples(&rep.sorted, self.out);
+                if p.report.histogram && sizes.len() <= 1 {
+                    self.recorder.borrow_mut().samples(&rep.sorted, conf.out);
                 }
             }
             RunResult::LatDuration { iters, t_avg, tps } => {
-                self.out.result(&report::lat_duration_line(size, *iters, *t_avg, *tps, *cpu, mode));
-                print_counters(self.out, &self.counters);
-                self.write_json(&json::JsonResults::LatDuration { size, iters: *iters, t_avg: *t_avg, tps: *tps }, *cpu, true);
+                conf.out.result(&report::lat_duration_line(size, *iters, *t_avg, *tps, *cpu, mode));
+                print_counters(conf.out, &self.counters);
+                self.write_json(conf, &json::JsonResults::LatDuration { size, iters: *iters, t_avg: *t_avg, tps: *tps }, *cpu, true);
             }
             RunResult::Nothing => {}
         }
     }
+}
 
+impl<P: Provider> SideRun<'_, P> {
     /// `--report-both` with `-b` in a regular run: this side's and the peer's lines in blocks
     /// of their own (perftest: the JSON file is rewritten for each, so it ends with the peer's;
     /// the -w/-y limits are checked on the summed line only). send_bw -b -D exchanges no
     /// report: perftest prints its uninitialised remote record there; rperftest prints zeros.
     pub(super) fn print_report_both(&self, cpu: Option<f32>) {
-        let p = self.p;
+        let p = self.conf.p;
         if !(p.report.both && p.duplex && p.kind == TestKind::Bw && p.test_method == TestMethod::Regular) {
             return;
         }
-        let c = self.columns();
+        let c = self.conf.columns();
         let mode = output_mode(p.report.output);
         let cpu = if c.cpu_util { Some(cpu.unwrap_or(0.0)) } else { None };
         let local = self.own_report();
-        let remote = self.peer_report.unwrap_or_default();
+        let remote = self.peer.peer_report.unwrap_or_default();
         let text = report::report_both_blocks(
-            self.p.persona.style(),
+            p.persona.style(),
             c,
             p.tool == Tool::AtomicBw,
-            &report::bw_result_line(self.p.persona.style(), c, &local, cpu, mode),
-            &report::bw_result_line(self.p.persona.style(), c, &remote, cpu, mode),
+            &report::bw_result_line(p.persona.style(), c, &local, cpu, mode),
+            &report::bw_result_line(p.persona.style(), c, &remote, cpu, mode),
         );
-        self.out.result(&text);
+        self.conf.out.result(&text);
         for l in [&local, &remote] {
-            self.write_json(
+            self.report.write_json(
+                &self.conf,
                 &json::JsonResults::Bw {
                     size: l.size,
                     iters: l.iters,
@@ -179,9 +222,9 @@ impl<'a, P: Provider> SideRun<'a, P> {
     }
 
     pub(super) fn own_report(&self) -> BwReport {
-        match &self.last_bw {
+        match &self.report.last_bw {
             Some(r) => *r,
-            None => BwReport { size: self.sizes.last().copied().unwrap_or(self.p.size), ..Default::default() },
+            None => BwReport { size: self.shape.sizes.last().copied().unwrap_or(self.conf.p.size), ..Default::default() },
         }
     }
 }
@@ -221,12 +264,6 @@ pub(super) fn plot_meta(p: &Params) -> plot::run::RunMeta {
         bw_unit: if p.report.fmt == ReportFormat::Gbs { "Gb/sec".into() } else { "MB/sec".into() },
         ..Default::default()
     }
-}
-
-/// The QP count of the BW report: perftest's `num_of_qps`, halved for `-c XRC -b` (only the
-/// sending half counts).
-pub(super) fn report_qps(p: &Params) -> u64 {
-    params::lane_plan(p).map_or(u64::from(p.num_qps), |x| x.lanes() as u64)
 }
 
 /// `-W`: the counter deltas after a result line (perftest's `counters_print`).
