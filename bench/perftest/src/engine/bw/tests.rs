@@ -249,7 +249,9 @@ fn rate_limiter_posts_bursts_separated_by_the_gap() {
     let mut m = Model::new(ModelSide::Sender, 2);
     let t = targets(&m, 2);
     let mut c = cfg(WrOpcode::RdmaWrite, 20, 64, 1, 1);
-    let gap = 20 * TICKS_PER_SEC / 1000;
+    // A gap far longer than ten posts take, even on a loaded host where the thread may lose
+    // the CPU for tens of ms: the last check tells "no gap inside a burst" from "a gap".
+    let gap = 100 * TICKS_PER_SEC / 1000;
     c.rate_limit = Some(RateLimiter { burst: 10, gap_ticks: gap });
     let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
     assert_eq!(s.messages, 40);
