@@ -455,7 +455,9 @@ fn arg(args: &[String], i: usize) -> Result<&str, Fatal> {
     args.get(i + 1).map(String::as_str).ok_or_else(|| Fatal(format!("missing argument to {}", args[i])))
 }
 
-/// Apply one option with its value (if it takes one). Returns how many words it used.
+/// Apply one option with its value (if it takes one). Returns how many words it used
+/// (`usize::MAX`: help or the version was printed). One arm per kind of option; the checks
+/// of a value are in the helpers below.
 fn do_option(
     st: &mut State,
     opt: &Opt,
@@ -463,62 +465,17 @@ fn do_option(
     value: Option<&str>,
     out: &mut dyn FnMut(&str),
 ) -> Result<usize, Fatal> {
-    fn need<'v>(v: Option<&'v str>, name: &str) -> Result<&'v str, Fatal> {
-        v.ok_or_else(|| Fatal(format!("missing argument to {name}")))
-    }
-    let set = |st: &mut State, v: u64, text: &str| {
-        let v = v as u32;
-        if let Some(p) = opt.loc {
-            st.pars.set_user(Side::Loc, p, name, v, text);
-        }
-        if let Some(p) = opt.rem {
-            st.pars.set_user(Side::Rem, p, name, v, text);
-        }
-    };
     match opt.kind {
-        K::Int => {
-            let s = need(value, name)?;
-            let v = parse_long(name, s)?;
-            set(st, v, s);
-            Ok(2)
-        }
+        K::Int => set_par(st, opt, name, value, parse_long),
         K::Set1 => {
-            set(st, 1, "1");
+            set_sides(st, opt, name, 1, "1");
             Ok(1)
         }
-        K::Size => {
-            let s = need(value, name)?;
-            let v = parse_size(name, s)?;
-            set(st, v, s);
-            Ok(2)
-        }
-        K::Sl => {
-            let s = need(value, name)?;
-            let v = parse_long(name, s)?;
-            if v > 15 {
-                return Err(Fatal(format!("service level must be between 0 and 15: {v} given")));
-            }
-            set(st, v, s);
-            Ok(2)
-        }
-        K::Str => {
-            let s = need(value, name)?;
-            if s.len() >= super::wire::STR_LEN {
-                return Err(Fatal(format!("{s}: too long")));
-            }
-            set(st, 0, s);
-            Ok(2)
-        }
-        K::Time | K::ServerTime => {
-            let s = need(value, name)?;
-            let v = parse_time(name, s)?;
-            set(st, v, s);
-            Ok(2)
-        }
-        K::Debug => {
-            st.g.verbosity.debug = true;
-            Ok(1)
-        }
+        K::Size => set_par(st, opt, name, value, parse_size),
+        K::Sl => set_par(st, opt, name, value, parse_sl),
+        K::Str => set_par(st, opt, name, value, check_str),
+        K::Time | K::ServerTime => set_par(st, opt, name, value, parse_time),
+        K::Debug => flag(&mut st.g.verbosity.debug),
         K::Help => {
             out(&help(value));
             Ok(usize::MAX)
@@ -533,38 +490,20 @@ fn do_option(
         }
         K::Loop => {
             let s = value.ok_or_else(|| Fatal(format!("{name}: missing argument")))?;
-            let l = parse_loop(name, s)?;
-            st.g.loops.push(l);
+            st.g.loops.push(parse_loop(name, s)?);
             Ok(2)
         }
         K::ListenPort => {
-            let s = need(value, name)?;
-            let v = parse_long(name, s)?;
-            st.g.listen_port = u16::try_from(v).map_err(|_| Fatal(format!("{name}: port must be at most 65535")))?;
+            st.g.listen_port = parse_port(name, need(value, name)?)?;
             Ok(2)
         }
         K::Precision => {
-            let s = need(value, name)?;
-            let v = parse_long(name, s)?;
-            // Stock qperf takes any number; more than 40 digits of a double are noise.
-            if v > 40 {
-                return Err(Fatal(format!("{name}: precision must be at most 40: {v} given")));
-            }
-            st.g.units.precision = v as usize;
+            st.g.units.precision = parse_precision(name, need(value, name)?)?;
             Ok(2)
         }
-        K::Ub => {
-            st.g.units.bits_per_sec = true;
-            Ok(1)
-        }
-        K::Un => {
-            st.g.unify_nodes = true;
-            Ok(1)
-        }
-        K::Uu => {
-            st.g.units.unify_units = true;
-            Ok(1)
-        }
+        K::Ub => flag(&mut st.g.units.bits_per_sec),
+        K::Un => flag(&mut st.g.unify_nodes),
+        K::Uu => flag(&mut st.g.units.unify_units),
         K::V => {
             st.g.verbosity.conf = st.g.verbosity.conf.max(1);
             st.g.verbosity.stat = st.g.verbosity.stat.max(1);
@@ -572,56 +511,93 @@ fn do_option(
             st.g.verbosity.used = st.g.verbosity.used.max(1);
             Ok(1)
         }
-        K::Vc => {
-            st.g.verbosity.conf = 1;
-            Ok(1)
-        }
-        K::Vs => {
-            st.g.verbosity.stat = 1;
-            Ok(1)
-        }
-        K::Vt => {
-            st.g.verbosity.time = 1;
-            Ok(1)
-        }
-        K::Vu => {
-            st.g.verbosity.used = 1;
-            Ok(1)
-        }
+        K::Vc => level(&mut st.g.verbosity.conf, 1),
+        K::Vs => level(&mut st.g.verbosity.stat, 1),
+        K::Vt => level(&mut st.g.verbosity.time, 1),
+        K::Vu => level(&mut st.g.verbosity.used, 1),
         K::Vv => {
             let d = st.g.verbosity.debug;
             st.g.verbosity = Verbosity { conf: 2, stat: 2, time: 2, used: 2, debug: d };
             Ok(1)
         }
-        K::Vvc => {
-            st.g.verbosity.conf = 2;
-            Ok(1)
-        }
-        K::Vvs => {
-            st.g.verbosity.stat = 2;
-            Ok(1)
-        }
-        K::Vvt => {
-            st.g.verbosity.time = 2;
-            Ok(1)
-        }
-        K::Vvu => {
-            st.g.verbosity.used = 2;
-            Ok(1)
-        }
+        K::Vvc => level(&mut st.g.verbosity.conf, 2),
+        K::Vvs => level(&mut st.g.verbosity.stat, 2),
+        K::Vvt => level(&mut st.g.verbosity.time, 2),
+        K::Vvu => level(&mut st.g.verbosity.used, 2),
         K::Wait => {
             st.g.wait_server = parse_time(name, need(value, name)?)?;
             Ok(2)
         }
-        K::AllowQuit => {
-            st.g.allow_quit = true;
-            Ok(1)
-        }
-        K::Json => {
-            st.g.json = true;
-            Ok(1)
-        }
+        K::AllowQuit => flag(&mut st.g.allow_quit),
+        K::Json => flag(&mut st.g.json),
     }
+}
+
+fn need<'v>(v: Option<&'v str>, name: &str) -> Result<&'v str, Fatal> {
+    v.ok_or_else(|| Fatal(format!("missing argument to {name}")))
+}
+
+/// An option that sets a parameter: its value, checked by `parse`, on the side or sides the
+/// option names. Uses two words.
+fn set_par(st: &mut State, opt: &Opt, name: &str, value: Option<&str>, parse: fn(&str, &str) -> Result<u64, Fatal>) -> Result<usize, Fatal> {
+    let s = need(value, name)?;
+    let v = parse(name, s)?;
+    set_sides(st, opt, name, v, s);
+    Ok(2)
+}
+
+/// Set the option's local and remote parameters (those it has), as given by `name` as `text`.
+fn set_sides(st: &mut State, opt: &Opt, name: &str, v: u64, text: &str) {
+    let v = v as u32;
+    if let Some(p) = opt.loc {
+        st.pars.set_user(Side::Loc, p, name, v, text);
+    }
+    if let Some(p) = opt.rem {
+        st.pars.set_user(Side::Rem, p, name, v, text);
+    }
+}
+
+/// `-sl`: a service level is 0 to 15.
+fn parse_sl(name: &str, s: &str) -> Result<u64, Fatal> {
+    let v = parse_long(name, s)?;
+    if v > 15 {
+        return Err(Fatal(format!("service level must be between 0 and 15: {v} given")));
+    }
+    Ok(v)
+}
+
+/// A string parameter (`-i`) must fit the request's field; its number is 0.
+fn check_str(_name: &str, s: &str) -> Result<u64, Fatal> {
+    if s.len() >= super::wire::STR_LEN {
+        return Err(Fatal(format!("{s}: too long")));
+    }
+    Ok(0)
+}
+
+fn parse_port(name: &str, s: &str) -> Result<u16, Fatal> {
+    let v = parse_long(name, s)?;
+    u16::try_from(v).map_err(|_| Fatal(format!("{name}: port must be at most 65535")))
+}
+
+fn parse_precision(name: &str, s: &str) -> Result<usize, Fatal> {
+    let v = parse_long(name, s)?;
+    // Stock qperf takes any number; more than 40 digits of a double are noise.
+    if v > 40 {
+        return Err(Fatal(format!("{name}: precision must be at most 40: {v} given")));
+    }
+    Ok(v as usize)
+}
+
+/// An option without a value that turns something on.
+fn flag(f: &mut bool) -> Result<usize, Fatal> {
+    *f = true;
+    Ok(1)
+}
+
+/// An option without a value that sets one class's verbosity.
+fn level(class: &mut u8, v: u8) -> Result<usize, Fatal> {
+    *class = v;
+    Ok(1)
 }
 
 fn takes_value(k: Kind) -> bool {
@@ -883,6 +859,48 @@ mod tests {
         }
         assert!(parse_time("-t", "1ms").is_err());
         assert!(parse_time("-t", "-1").is_err());
+    }
+
+    /// Each kind of option lands where it belongs: parameters on the sides the option names,
+    /// with its text and name; the settings of the run in `Global`.
+    #[test]
+    fn each_kind_of_option_sets_its_place() {
+        let mut st = State::default();
+        let line = "-H h2 -D -lp 7000 -e 5 -ub -un -uu -ws 3 --allow-quit --json -vv -vc -vu -vvs \
+                    -sl 3 -ri abc -lcp1 --mtu_size 2k -lto 9 -oo msg_size:1:2:1 -rca 4 tcp_lat";
+        let r = do_args(&args(line), &mut st, &mut |_| {}, &mut |_, _| Ok(()));
+        assert_eq!(r, Ok(Outcome::Client));
+        let g = &st.g;
+        assert_eq!((g.host.as_deref(), g.listen_port, g.wait_server, g.allow_quit, g.json, g.unify_nodes), (Some("h2"), 7000, 3, true, true, true));
+        assert_eq!(g.units, Units { precision: 5, unify_units: true, bits_per_sec: true });
+        // -vv keeps -D; -vc and -vu then lower two classes to 1, -vvs keeps stat at 2.
+        assert_eq!(g.verbosity, Verbosity { conf: 1, stat: 2, time: 2, used: 1, debug: true });
+        assert_eq!(g.loops.len(), 1);
+        let side = |s, p| {
+            let i = st.pars.get(s, p);
+            (i.val, i.text.as_str(), i.set_by.as_deref())
+        };
+        assert_eq!(side(Side::Loc, Par::Sl), (3, "3", Some("-sl")));
+        assert_eq!(side(Side::Rem, Par::Sl), (3, "3", Some("-sl")));
+        assert_eq!(side(Side::Rem, Par::Id), (0, "abc", Some("-ri")));
+        assert_eq!(side(Side::Loc, Par::Id).2, None);
+        assert_eq!(side(Side::Loc, Par::PollMode), (1, "1", Some("-lcp1")));
+        assert_eq!(side(Side::Rem, Par::PollMode).2, None);
+        assert_eq!(side(Side::Loc, Par::MtuSize), (2000, "2k", Some("--mtu_size")));
+        // The loop ran last with msg_size 2.
+        assert_eq!(side(Side::Rem, Par::MsgSize), (2, "2", Some("--msg_size")));
+        assert_eq!(side(Side::Loc, Par::Timeout), (9, "9", Some("-lto")));
+        assert_eq!(side(Side::Rem, Par::Affinity), (4, "4", Some("-rca")));
+        let mut v = State::default();
+        do_args(&args("h -v -vvt tcp_bw"), &mut v, &mut |_| {}, &mut |_, _| Ok(())).unwrap();
+        assert_eq!(v.g.verbosity, Verbosity { conf: 1, stat: 1, time: 2, used: 1, debug: false });
+        // The value checks of the kinds that have one.
+        assert_eq!(parse("h -i 0123456789012345678901234567890123456789012345678901234567890123456789 tcp_bw").0.unwrap_err().0, "0123456789012345678901234567890123456789012345678901234567890123456789: too long");
+        assert_eq!(parse("-lp 70000").0, Err(Fatal("-lp: port must be at most 65535".into())));
+        assert_eq!(parse("h -e 41 tcp_bw").0, Err(Fatal("-e: precision must be at most 40: 41 given".into())));
+        assert_eq!(parse("h -oo").0, Err(Fatal("missing argument to -oo".into())));
+        assert_eq!(parse("h -H").0, Err(Fatal("missing argument to -H".into())));
+        assert_eq!(parse("h -ws 2x tcp_bw").0, Err(Fatal("bad argument: 2x".into())));
     }
 
     #[test]

@@ -370,16 +370,17 @@ fn run_config(cfg: &Config) -> Result<bool, String> {
     r
 }
 
-fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<bool, String> {
-    let t_start = Instant::now();
-    bench_core::signal::install();
-    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("--out {}: {e}", cfg.out.display()))?;
-    let jsonl = cfg.out.join("results.jsonl");
+/// A pair's identity: test, rail and the two nodes (see [`pair_key`]).
+type PairKey = (String, String, String, String);
+
+/// `--resume`: the records already in results.jsonl, the last one of each pair. Without it,
+/// an existing results.jsonl is an error (another run's records are not mixed in).
+fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<Vec<Record>, String> {
     let mut done: Vec<Record> = Vec::new();
     if cfg.resume {
-        let (old, bad) = results::read_jsonl(&jsonl).map_err(|e| format!("{}: {e}", jsonl.display()))?;
+        let (old, bad) = results::read_jsonl(jsonl).map_err(|e| format!("{}: {e}", jsonl.display()))?;
         // A pair re-run before the stop is in the file twice: the later record is the one.
-        let mut last: BTreeMap<(String, String, String, String), Record> = BTreeMap::new();
+        let mut last: BTreeMap<PairKey, Record> = BTreeMap::new();
         let mut order = Vec::new();
         for r in old {
             let k = rec_key(cfg, &r);
@@ -392,9 +393,11 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
     } else if jsonl.exists() {
         return Err(format!("{} exists: give --resume to continue that run, or another --out", jsonl.display()));
     }
-    let mut log = JsonlLog::open(&cfg.out).map_err(|e| format!("{}: {e}", jsonl.display()))?;
-    let have: HashSet<_> = done.iter().map(|r| rec_key(cfg, r)).collect();
+    Ok(done)
+}
 
+/// [`preflight`] with its lines on stderr: the node states, and a note per unreachable node.
+fn preflight_noted(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> (Vec<NodeState>, Vec<String>) {
     let launcher_name = match cfg.launcher.kind {
         launcher::Kind::Ssh => "ssh",
         launcher::Kind::Srun => "srun",
@@ -412,6 +415,72 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
     for n in &notes {
         eprintln!("  {n}");
     }
+    (states, notes)
+}
+
+/// One test on one rail: what the jobs of its rounds and re-runs share.
+struct TestOnRail<'a> {
+    cfg: &'a Config,
+    t: &'a args::TestSpec,
+    /// `t`'s tool name.
+    test: &'a str,
+    rail: &'a Rail,
+    deadline: std::time::Duration,
+}
+
+impl TestOnRail<'_> {
+    /// The job of pair `p` in round `r`, on port slot `slot`; None when a node lacks the rail.
+    fn job(&self, p: &schedule::Pair, r: usize, slot: usize) -> Option<Job> {
+        let (cfg, t, rail, deadline) = (self.cfg, self.t, self.rail, self.deadline);
+        match (&rail.per_node[p.a], &rail.per_node[p.b]) {
+            (Ok(da), Ok(db)) => Some(Job {
+                tool: t.tool,
+                rail: rail.label.clone(),
+                round: r,
+                port: cfg.port_base + u16::try_from(slot).unwrap_or(0),
+                server: endpoint(&cfg.hosts[p.a], da),
+                client: endpoint(&cfg.hosts[p.b], db),
+                options: cfg.options.clone(),
+                deadline,
+                setup: cfg.floors.setup,
+                unit: t.unit.clone(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// A matrix run's state after the preflight: the records so far, the log they go to, the
+/// progress shown, and the notes and re-run lines for the report.
+struct MatrixRun<'a> {
+    cfg: &'a Config,
+    bin: &'a str,
+    t_start: Instant,
+    jsonl: std::path::PathBuf,
+    log: JsonlLog,
+    /// Every record so far, resumed ones first.
+    done: Vec<Record>,
+    /// The pairs recorded before this invocation (`--resume`): not run again.
+    have: HashSet<PairKey>,
+    notes: Vec<String>,
+    rounds: Vec<Vec<schedule::Pair>>,
+    total: usize,
+    prog: Progress,
+    /// Each re-run pair and the start of its line, which the final judgement finishes.
+    retried: Vec<(PairKey, String)>,
+    stopped: bool,
+}
+
+fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<bool, String> {
+    let t_start = Instant::now();
+    bench_core::signal::install();
+    std::fs::create_dir_all(&cfg.out).map_err(|e| format!("--out {}: {e}", cfg.out.display()))?;
+    let jsonl = cfg.out.join("results.jsonl");
+    let done = resumed(cfg, &jsonl)?;
+    let log = JsonlLog::open(&cfg.out).map_err(|e| format!("{}: {e}", jsonl.display()))?;
+    let have: HashSet<_> = done.iter().map(|r| rec_key(cfg, r)).collect();
+
+    let (states, mut notes) = preflight_noted(cfg, bin, pushed);
     let rails = rails(cfg, &states);
     if rails.is_empty() {
         notes.push("no rail: no reachable node has an active RDMA port".into());
@@ -419,7 +488,7 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
     let rounds = all_rounds(cfg);
     let per_rail: usize = rounds.iter().map(Vec::len).sum();
     let total = cfg.tests.len() * rails.len() * per_rail;
-    let mut prog = Progress {
+    let prog = Progress {
         tty: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         t0: t_start,
         total,
@@ -429,160 +498,189 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
         phase: String::new(),
         drawn: false,
     };
-    let mut retried = Vec::new();
-    let mut stopped = false;
-    let index_of = |node: &str| cfg.hosts.iter().position(|h| h == node);
+    let mut run = MatrixRun { cfg, bin, t_start, jsonl, log, done, have, notes, rounds, total, prog, retried: Vec::new(), stopped: false };
     'phases: for t in &cfg.tests {
         let test = t.tool.name();
         let deadline = schedule::pair_deadline(&t.params, &cfg.floors);
         for rail in &rails {
-            let job = |p: &schedule::Pair, r: usize, slot: usize| -> Option<Job> {
-                match (&rail.per_node[p.a], &rail.per_node[p.b]) {
-                    (Ok(da), Ok(db)) => Some(Job {
-                        tool: t.tool,
-                        rail: rail.label.clone(),
-                        round: r,
-                        port: cfg.port_base + u16::try_from(slot).unwrap_or(0),
-                        server: endpoint(&cfg.hosts[p.a], da),
-                        client: endpoint(&cfg.hosts[p.b], db),
-                        options: cfg.options.clone(),
-                        deadline,
-                        setup: cfg.floors.setup,
-                        unit: t.unit.clone(),
-                    }),
-                    _ => None,
-                }
-            };
-            // Pairs that cannot run are recorded at once, not waited for.
-            for (r, round) in rounds.iter().enumerate() {
-                for p in round {
-                    let (a, b) = (&cfg.hosts[p.a], &cfg.hosts[p.b]);
-                    if have.contains(&pair_key(cfg, test, &rail.label, a, b)) {
-                        continue;
-                    }
-                    let why: Vec<(Status, String)> = [(a, &rail.per_node[p.a]), (b, &rail.per_node[p.b])]
-                        .into_iter()
-                        .filter_map(|(node, d)| d.as_ref().err().map(|e| (node, e)))
-                        .map(|(node, e)| (if e.starts_with("unreachable") { Status::Unreachable } else { Status::Skipped }, format!("{node} {e}")))
-                        .collect();
-                    if let Some((status, _)) = why.first() {
-                        let status = if why.iter().any(|(s, _)| *s == Status::Unreachable) { Status::Unreachable } else { *status };
-                        let reason = why.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("; ");
-                        let mut rec = not_run(test, &rail.label, a, b, &t.unit);
-                        (rec.status, rec.reason, rec.round, rec.options) = (status, reason, r, cfg.options.clone());
-                        log.append(&rec).map_err(|e| format!("{}: {e}", jsonl.display()))?;
-                        done.push(rec);
-                        prog.finished += 1;
-                        prog.not_ok += 1;
-                    }
-                }
-            }
-            for (r, round) in rounds.iter().enumerate() {
-                let jobs: Vec<Job> = round
-                    .iter()
-                    .filter(|p| !have.contains(&pair_key(cfg, test, &rail.label, &cfg.hosts[p.a], &cfg.hosts[p.b])))
-                    .filter(|p| rail.per_node[p.a].is_ok() && rail.per_node[p.b].is_ok())
-                    .enumerate()
-                    .filter_map(|(slot, p)| job(p, r, slot))
-                    .collect();
-                if jobs.is_empty() {
-                    continue;
-                }
-                if bench_core::signal::requested() {
-                    stopped = true;
-                    break 'phases;
-                }
-                prog.phase = format!("{test} {} round {}/{}", rail.label, r + 1, rounds.len());
-                run_round(cfg, bin, &jobs, &mut prog, &mut log, &mut done).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-                if bench_core::signal::requested() {
-                    stopped = true;
-                    break 'phases;
-                }
-            }
-            if !cfg.retry {
-                continue;
-            }
-            // Suspects (judged as the end will judge them) run once more, in later rounds, and
-            // the judgement is made again while re-runs bring new ones (rerun::settle).
-            let at: Vec<usize> = (0..done.len()).filter(|&i| done[i].test == test && done[i].rail == rail.label).collect();
-            let mut group: Vec<Record> = at.iter().map(|&i| done[i].clone()).collect();
-            let mut extra = 0;
-            let mut pass = 0;
-            let settled = rerun::settle(&mut group, &cfg.rules, rerun::MAX_PASSES, |r| rec_key(cfg, r), |suspects| -> Result<Vec<Record>, String> {
-                let pairs: Vec<schedule::Pair> = suspects
-                    .iter()
-                    .filter_map(|r| Some(schedule::Pair { a: index_of(&r.server.node)?, b: index_of(&r.client.node)? }))
-                    .collect();
-                let again = pack(cfg, pairs);
-                pass += 1;
-                let mut fresh = Vec::new();
-                for (k, round) in again.iter().enumerate() {
-                    if stopped || bench_core::signal::requested() {
-                        stopped = true;
-                        break;
-                    }
-                    let jobs: Vec<Job> = round.iter().enumerate().filter_map(|(slot, p)| job(p, rounds.len() + extra, slot)).collect();
-                    extra += 1;
-                    prog.phase = format!("{test} {} re-run pass {pass}, {}/{}", rail.label, k + 1, again.len());
-                    prog.total += jobs.len();
-                    run_round(cfg, bin, &jobs, &mut prog, &mut log, &mut fresh).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-                    // The pair counts once in the totals.
-                    prog.total -= jobs.len();
-                    prog.finished -= jobs.len().min(prog.finished);
-                }
-                Ok(fresh)
-            })?;
-            for &g in &settled.rerun {
-                let rec = &group[g];
-                let was = rec.retried.as_deref().unwrap_or_default();
-                // Its verdict comes from the final judgement (a re-run is LOW only against
-                // the median of its test and rail), so the line is finished after it.
-                retried.push((rec_key(cfg, rec), format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
-            }
-            for (i, rec) in at.into_iter().zip(group) {
-                done[i] = rec;
-            }
-            prog.not_ok = done.iter().filter(|r| r.status != Status::Ok).count();
-            if stopped {
+            run.test_on_rail(&TestOnRail { cfg, t, test, rail, deadline })?;
+            if run.stopped {
                 break 'phases;
             }
         }
     }
-    prog.clear();
-    // No pair is LOW without its re-run: pairs the passes or a stop left are named instead.
-    notes.extend(rerun::final_verdict(&mut done, &cfg.rules, cfg.retry));
-    let retried: Vec<String> = retried
-        .into_iter()
-        .map(|(key, line)| {
-            let now = done.iter().find(|d| rec_key(cfg, d) == key).map_or("(not recorded)", |d| d.status.name());
-            format!("{line} {now}")
-        })
-        .collect();
-    log.rewrite(&done).map_err(|e| format!("{}: {e}", jsonl.display()))?;
-    let csv = cfg.out.join("results.csv");
-    std::fs::write(&csv, results::csv_text(&done)).map_err(|e| format!("{}: {e}", csv.display()))?;
-    print!("{}", report::text(&cfg.hosts, &done));
-    let diag = judge::diagnose(&done);
-    for line in notes.iter().chain(&retried).chain(&diag) {
-        println!("{line}");
+    let retried = run.final_judgement();
+    run.report(&retried)
+}
+
+impl MatrixRun<'_> {
+    /// Every pair of one test on one rail: the rounds, then the re-runs of suspects. Sets
+    /// `stopped` when a signal ends the run.
+    fn test_on_rail(&mut self, on: &TestOnRail) -> Result<(), String> {
+        self.record_not_run(on)?;
+        self.run_rounds(on)?;
+        if self.stopped || !self.cfg.retry {
+            return Ok(());
+        }
+        self.rerun_suspects(on)
     }
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in &done {
-        *counts.entry(r.status.name()).or_default() += 1;
+
+    /// Pairs that cannot run are recorded at once, not waited for.
+    fn record_not_run(&mut self, on: &TestOnRail) -> Result<(), String> {
+        let (cfg, test, rail, t) = (self.cfg, on.test, on.rail, on.t);
+        for (r, round) in self.rounds.iter().enumerate() {
+            for p in round {
+                let (a, b) = (&cfg.hosts[p.a], &cfg.hosts[p.b]);
+                if self.have.contains(&pair_key(cfg, test, &rail.label, a, b)) {
+                    continue;
+                }
+                let why: Vec<(Status, String)> = [(a, &rail.per_node[p.a]), (b, &rail.per_node[p.b])]
+                    .into_iter()
+                    .filter_map(|(node, d)| d.as_ref().err().map(|e| (node, e)))
+                    .map(|(node, e)| (if e.starts_with("unreachable") { Status::Unreachable } else { Status::Skipped }, format!("{node} {e}")))
+                    .collect();
+                if let Some((status, _)) = why.first() {
+                    let status = if why.iter().any(|(s, _)| *s == Status::Unreachable) { Status::Unreachable } else { *status };
+                    let reason = why.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("; ");
+                    let mut rec = not_run(test, &rail.label, a, b, &t.unit);
+                    (rec.status, rec.reason, rec.round, rec.options) = (status, reason, r, cfg.options.clone());
+                    self.log.append(&rec).map_err(|e| format!("{}: {e}", self.jsonl.display()))?;
+                    self.done.push(rec);
+                    self.prog.finished += 1;
+                    self.prog.not_ok += 1;
+                }
+            }
+        }
+        Ok(())
     }
-    let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
-    let line = format!("{} pair(s) in {} round(s): {}; {:.1} s", done.len(), rounds.len(), summary.join(", "), t_start.elapsed().as_secs_f64());
-    let html_path = cfg.out.join("report.html");
-    let notes_all: Vec<String> = notes.iter().chain(&retried).cloned().collect();
-    let page = html::page(&cfg.hosts, &done, &notes_all, &diag, &line)?;
-    std::fs::write(&html_path, page).map_err(|e| format!("{}: {e}", html_path.display()))?;
-    println!("{line}; {}, {} and {}", jsonl.display(), csv.display(), html_path.display());
-    if stopped {
-        println!("stopped by a signal: {} of {total} pairs recorded; --resume runs the rest", done.len());
+
+    /// The rounds of the pairs that can run and are not recorded yet; a signal, checked
+    /// before and after each round, stops them.
+    fn run_rounds(&mut self, on: &TestOnRail) -> Result<(), String> {
+        let (cfg, test, rail) = (self.cfg, on.test, on.rail);
+        let have = &self.have;
+        for (r, round) in self.rounds.iter().enumerate() {
+            let jobs: Vec<Job> = round
+                .iter()
+                .filter(|p| !have.contains(&pair_key(cfg, test, &rail.label, &cfg.hosts[p.a], &cfg.hosts[p.b])))
+                .filter(|p| rail.per_node[p.a].is_ok() && rail.per_node[p.b].is_ok())
+                .enumerate()
+                .filter_map(|(slot, p)| on.job(p, r, slot))
+                .collect();
+            if jobs.is_empty() {
+                continue;
+            }
+            if bench_core::signal::requested() {
+                self.stopped = true;
+                return Ok(());
+            }
+            self.prog.phase = format!("{test} {} round {}/{}", rail.label, r + 1, self.rounds.len());
+            run_round(cfg, self.bin, &jobs, &mut self.prog, &mut self.log, &mut self.done).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+            if bench_core::signal::requested() {
+                self.stopped = true;
+                return Ok(());
+            }
+        }
+        Ok(())
     }
-    let complete = !stopped && done.len() >= total;
-    // No rail or a node down is never a pass, even with no pair recorded.
-    Ok(complete && total > 0 && notes.is_empty() && done.iter().all(|r| r.status == Status::Ok))
+
+    /// Suspects (judged as the end will judge them) run once more, in later rounds, and
+    /// the judgement is made again while re-runs bring new ones (rerun::settle).
+    fn rerun_suspects(&mut self, on: &TestOnRail) -> Result<(), String> {
+        let (cfg, bin, test, rail) = (self.cfg, self.bin, on.test, on.rail);
+        let index_of = |node: &str| cfg.hosts.iter().position(|h| h == node);
+        let done = &mut self.done;
+        let (prog, log, stopped) = (&mut self.prog, &mut self.log, &mut self.stopped);
+        let rounds = &self.rounds;
+        let at: Vec<usize> = (0..done.len()).filter(|&i| done[i].test == test && done[i].rail == rail.label).collect();
+        let mut group: Vec<Record> = at.iter().map(|&i| done[i].clone()).collect();
+        let mut extra = 0;
+        let mut pass = 0;
+        let settled = rerun::settle(&mut group, &cfg.rules, rerun::MAX_PASSES, |r| rec_key(cfg, r), |suspects| -> Result<Vec<Record>, String> {
+            let pairs: Vec<schedule::Pair> = suspects
+                .iter()
+                .filter_map(|r| Some(schedule::Pair { a: index_of(&r.server.node)?, b: index_of(&r.client.node)? }))
+                .collect();
+            let again = pack(cfg, pairs);
+            pass += 1;
+            let mut fresh = Vec::new();
+            for (k, round) in again.iter().enumerate() {
+                if *stopped || bench_core::signal::requested() {
+                    *stopped = true;
+                    break;
+                }
+                let jobs: Vec<Job> = round.iter().enumerate().filter_map(|(slot, p)| on.job(p, rounds.len() + extra, slot)).collect();
+                extra += 1;
+                prog.phase = format!("{test} {} re-run pass {pass}, {}/{}", rail.label, k + 1, again.len());
+                prog.total += jobs.len();
+                run_round(cfg, bin, &jobs, prog, log, &mut fresh).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+                // The pair counts once in the totals.
+                prog.total -= jobs.len();
+                prog.finished -= jobs.len().min(prog.finished);
+            }
+            Ok(fresh)
+        })?;
+        for &g in &settled.rerun {
+            let rec = &group[g];
+            let was = rec.retried.as_deref().unwrap_or_default();
+            // Its verdict comes from the final judgement (a re-run is LOW only against
+            // the median of its test and rail), so the line is finished after it.
+            self.retried.push((rec_key(cfg, rec), format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
+        }
+        for (i, rec) in at.into_iter().zip(group) {
+            done[i] = rec;
+        }
+        prog.not_ok = done.iter().filter(|r| r.status != Status::Ok).count();
+        Ok(())
+    }
+
+    /// The verdicts reported (rerun::final_verdict), with its notes; returns the re-run
+    /// lines, finished with each pair's final status.
+    fn final_judgement(&mut self) -> Vec<String> {
+        let cfg = self.cfg;
+        self.prog.clear();
+        // No pair is LOW without its re-run: pairs the passes or a stop left are named instead.
+        self.notes.extend(rerun::final_verdict(&mut self.done, &cfg.rules, cfg.retry));
+        let done = &self.done;
+        std::mem::take(&mut self.retried)
+            .into_iter()
+            .map(|(key, line)| {
+                let now = done.iter().find(|d| rec_key(cfg, d) == key).map_or("(not recorded)", |d| d.status.name());
+                format!("{line} {now}")
+            })
+            .collect()
+    }
+
+    /// results.jsonl rewritten with the verdicts, results.csv, the text matrix and its lines
+    /// on stdout, report.html. Ok(true) when the run is complete and every pair is OK.
+    fn report(mut self, retried: &[String]) -> Result<bool, String> {
+        let (cfg, done, notes, jsonl, total, stopped) = (self.cfg, &self.done, &self.notes, &self.jsonl, self.total, self.stopped);
+        self.log.rewrite(done).map_err(|e| format!("{}: {e}", jsonl.display()))?;
+        let csv = cfg.out.join("results.csv");
+        std::fs::write(&csv, results::csv_text(done)).map_err(|e| format!("{}: {e}", csv.display()))?;
+        print!("{}", report::text(&cfg.hosts, done));
+        let diag = judge::diagnose(done);
+        for line in notes.iter().chain(retried).chain(&diag) {
+            println!("{line}");
+        }
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in done {
+            *counts.entry(r.status.name()).or_default() += 1;
+        }
+        let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        let line = format!("{} pair(s) in {} round(s): {}; {:.1} s", done.len(), self.rounds.len(), summary.join(", "), self.t_start.elapsed().as_secs_f64());
+        let html_path = cfg.out.join("report.html");
+        let notes_all: Vec<String> = notes.iter().chain(retried).cloned().collect();
+        let page = html::page(&cfg.hosts, done, &notes_all, &diag, &line)?;
+        std::fs::write(&html_path, page).map_err(|e| format!("{}: {e}", html_path.display()))?;
+        println!("{line}; {}, {} and {}", jsonl.display(), csv.display(), html_path.display());
+        if stopped {
+            println!("stopped by a signal: {} of {total} pairs recorded; --resume runs the rest", done.len());
+        }
+        let complete = !stopped && done.len() >= total;
+        // No rail or a node down is never a pass, even with no pair recorded.
+        Ok(complete && total > 0 && notes.is_empty() && done.iter().all(|r| r.status == Status::Ok))
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! One pair: the server side on node A, then (once it listens) the client on node B against
 //! A's rail address, both under the pair's deadline; the outcome as a [`Record`].
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use perftest::params::Tool;
@@ -113,13 +114,29 @@ fn now_unix() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
+/// One pair's run: what its steps share. `rec` is the record as the pair starts; each way the
+/// pair ends fills in a copy of it ([`PairRun::finish`]).
+struct PairRun<'a> {
+    l: &'a Launcher,
+    bin: &'a str,
+    job: &'a Job,
+    t0: Instant,
+    /// The pair's deadline.
+    hard: Instant,
+    rec: Record,
+}
+
+/// A step's result: `Continue` with the side it started, or `Break` with how the pair ended
+/// there (its record, or `None` when a stop signal came first).
+type Step = ControlFlow<Option<Record>, Proc>;
+
 /// Run the pair; `None` when a stop signal came first (the pair is not recorded, so that
 /// `--resume` runs it again).
 pub fn run(l: &Launcher, bin: &str, job: &Job) -> Option<Record> {
     let t0 = Instant::now();
     let started_unix = now_unix();
     let hard = t0 + job.deadline;
-    let mut rec = Record {
+    let rec = Record {
         test: job.tool.name().to_string(),
         rail: job.rail.clone(),
         round: job.round,
@@ -137,83 +154,119 @@ pub fn run(l: &Launcher, bin: &str, job: &Job) -> Option<Record> {
         deadline_s: job.deadline.as_secs_f64(),
         retried: None,
     };
-    let finish = |mut rec: Record, s: Option<&Proc>, c: Option<&Proc>, status: Status, reason: String| {
+    let pair = PairRun { l, bin, job, t0, hard, rec };
+    let mut server = match pair.listening_server() {
+        ControlFlow::Continue(p) => p,
+        ControlFlow::Break(ended) => return ended,
+    };
+    let mut client = match pair.started_client(&mut server) {
+        ControlFlow::Continue(p) => p,
+        ControlFlow::Break(ended) => return ended,
+    };
+    if pair.wait_both(&mut server, &mut client)? {
+        return Some(pair.killed(&mut server, &mut client));
+    }
+    Some(pair.outcome(&mut server, &mut client))
+}
+
+impl PairRun<'_> {
+    /// The pair's record as it ended: both sides as far as they got, the verdict, the wall time.
+    fn finish(&self, s: Option<&Proc>, c: Option<&Proc>, status: Status, reason: String) -> Record {
+        let job = self.job;
+        let mut rec = self.rec.clone();
         let (rs, rc) = (report(s.map(|p| &p.out[..]).unwrap_or(&[])), report(c.map(|p| &p.out[..]).unwrap_or(&[])));
         rec.server = side(&job.server, s, &rs);
         rec.client = side(&job.client, c, &rc);
         rec.status = status;
         rec.reason = reason;
-        rec.wall_s = t0.elapsed().as_secs_f64();
+        rec.wall_s = self.t0.elapsed().as_secs_f64();
         rec
-    };
-    let argv = match l.argv(&job.server.node, &remote_argv(bin, job, &job.server, true)) {
-        Ok(a) => a,
-        Err(e) => return Some(finish(rec, None, None, Status::Fail, e)),
-    };
-    let mut server = match Proc::spawn(&argv) {
-        Ok(p) => p,
-        Err(e) => return Some(finish(rec, None, None, Status::Fail, format!("cannot start {}: {e}", l.program))),
-    };
-    // 1. The server listens (or ends, or the set-up time is up).
-    let ready_by = (t0 + job.setup).min(hard);
-    let mut ready = false;
-    while let Some(line) = server.next_out_line(ready_by) {
-        if line == format!("{TAG}ready") {
-            ready = true;
-            break;
-        }
-        if bench_core::signal::requested() {
-            return None;
-        }
     }
-    if !ready {
-        let reason = if server.poll() {
-            server.drain(Duration::from_secs(2));
-            format!("server on {} ended before listening: {}", job.server.node, last_line(&server))
-        } else {
-            server.terminate();
-            server.drain(Duration::from_secs(2));
-            format!("server on {} not listening on port {} within {} s: {}", job.server.node, job.port, job.setup.as_secs(), last_line(&server))
+
+    /// 1. The server listens (or ends, or the set-up time is up).
+    fn listening_server(&self) -> Step {
+        let (l, job) = (self.l, self.job);
+        let argv = match l.argv(&job.server.node, &remote_argv(self.bin, job, &job.server, true)) {
+            Ok(a) => a,
+            Err(e) => return ControlFlow::Break(Some(self.finish(None, None, Status::Fail, e))),
         };
-        rec.status = Status::Fail;
-        return Some(finish(rec, Some(&server), None, Status::Fail, reason));
+        let mut server = match Proc::spawn(&argv) {
+            Ok(p) => p,
+            Err(e) => return ControlFlow::Break(Some(self.finish(None, None, Status::Fail, format!("cannot start {}: {e}", l.program)))),
+        };
+        let ready_by = (self.t0 + job.setup).min(self.hard);
+        let mut ready = false;
+        while let Some(line) = server.next_out_line(ready_by) {
+            if line == format!("{TAG}ready") {
+                ready = true;
+                break;
+            }
+            if bench_core::signal::requested() {
+                return ControlFlow::Break(None);
+            }
+        }
+        if !ready {
+            let reason = if server.poll() {
+                server.drain(Duration::from_secs(2));
+                format!("server on {} ended before listening: {}", job.server.node, last_line(&server))
+            } else {
+                server.terminate();
+                server.drain(Duration::from_secs(2));
+                format!("server on {} not listening on port {} within {} s: {}", job.server.node, job.port, job.setup.as_secs(), last_line(&server))
+            };
+            return ControlFlow::Break(Some(self.finish(Some(&server), None, Status::Fail, reason)));
+        }
+        ControlFlow::Continue(server)
     }
-    rec.server.exit = None;
-    // 2. The client, against the server's rail address.
-    let argv = match l.argv(&job.client.node, &remote_argv(bin, job, &job.client, false)) {
-        Ok(a) => a,
-        Err(e) => return Some(finish(rec, Some(&server), None, Status::Fail, e)),
-    };
-    let mut client = match Proc::spawn(&argv) {
-        Ok(p) => p,
-        Err(e) => {
-            server.terminate();
-            return Some(finish(rec, Some(&server), None, Status::Fail, format!("cannot start {}: {e}", l.program)));
+
+    /// 2. The client, against the server's rail address.
+    fn started_client(&self, server: &mut Proc) -> Step {
+        let (l, job) = (self.l, self.job);
+        let argv = match l.argv(&job.client.node, &remote_argv(self.bin, job, &job.client, false)) {
+            Ok(a) => a,
+            Err(e) => return ControlFlow::Break(Some(self.finish(Some(server), None, Status::Fail, e))),
+        };
+        match Proc::spawn(&argv) {
+            Ok(p) => ControlFlow::Continue(p),
+            Err(e) => {
+                server.terminate();
+                ControlFlow::Break(Some(self.finish(Some(server), None, Status::Fail, format!("cannot start {}: {e}", l.program))))
+            }
         }
-    };
-    // 3. Both end, or the deadline. Once one side has ended, the other has SIDE_GRACE.
-    let mut first_end: Option<Instant> = None;
-    let timed_out = loop {
-        let (s, c) = (server.poll(), client.poll());
-        if s && c {
-            break false;
-        }
-        if (s || c) && first_end.is_none() {
-            first_end = Some(Instant::now());
-        }
-        if bench_core::signal::requested() {
-            server.terminate();
-            client.terminate();
-            return None;
-        }
-        let now = Instant::now();
-        if now >= hard || first_end.is_some_and(|t| now >= t + SIDE_GRACE) {
-            break true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    if timed_out {
-        let running: Vec<&str> = [(&mut server, "server"), (&mut client, "client")]
+    }
+
+    /// 3. Both end, or the deadline. Once one side has ended, the other has SIDE_GRACE.
+    ///
+    /// `Some(true)` when a side was still running past either; `None` when a stop signal came
+    /// (both sides are terminated).
+    fn wait_both(&self, server: &mut Proc, client: &mut Proc) -> Option<bool> {
+        let mut first_end: Option<Instant> = None;
+        let timed_out = loop {
+            let (s, c) = (server.poll(), client.poll());
+            if s && c {
+                break false;
+            }
+            if (s || c) && first_end.is_none() {
+                first_end = Some(Instant::now());
+            }
+            if bench_core::signal::requested() {
+                server.terminate();
+                client.terminate();
+                return None;
+            }
+            let now = Instant::now();
+            if now >= self.hard || first_end.is_some_and(|t| now >= t + SIDE_GRACE) {
+                break true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Some(timed_out)
+    }
+
+    /// A side still running past the deadline (TIMEOUT) or past the grace (FAIL): both killed.
+    fn killed(&self, server: &mut Proc, client: &mut Proc) -> Record {
+        let (job, hard) = (self.job, self.hard);
+        let running: Vec<&str> = [(&mut *server, "server"), (&mut *client, "client")]
             .into_iter()
             .filter_map(|(p, n)| (!p.poll()).then_some(n))
             .collect();
@@ -227,33 +280,38 @@ pub fn run(l: &Launcher, bin: &str, job: &Job) -> Option<Record> {
             format!("{} still running {} s after the other side ended; killed", running.join(" and "), SIDE_GRACE.as_secs())
         };
         let status = if Instant::now() >= hard { Status::Timeout } else { Status::Fail };
-        return Some(finish(rec, Some(&server), Some(&client), status, why));
+        self.finish(Some(server), Some(client), status, why)
     }
-    server.drain(Duration::from_secs(2));
-    client.drain(Duration::from_secs(2));
-    let (rs, rc) = (report(&server.out), report(&client.out));
-    let value = rc.json.as_ref().and_then(|j| value_of(job.tool, j)).or_else(|| rs.json.as_ref().and_then(|j| value_of(job.tool, j)));
-    let (se, ce) = (rs.exit.or(server.exit), rc.exit.or(client.exit));
-    let (status, reason) = if rs.timed_out || rc.timed_out {
-        (Status::Timeout, "a node's own deadline stopped its side".to_string())
-    } else if se == Some(0) && ce == Some(0) && value.is_some() {
-        (Status::Ok, String::new())
-    } else if se == Some(0) && ce == Some(0) {
-        let why = match (&rc.bad_json, &rs.bad_json) {
-            (Some(e), _) => format!("both sides exited 0 but the client's JSON report did not parse: {e}"),
-            (None, Some(e)) => format!("both sides exited 0 but the server's JSON report did not parse: {e}"),
-            (None, None) => "both sides exited 0 but neither wrote a JSON report with a figure".to_string(),
+
+    /// Both sides ended: the verdict from their reports and exit codes, the figure when OK.
+    fn outcome(&self, server: &mut Proc, client: &mut Proc) -> Record {
+        let job = self.job;
+        server.drain(Duration::from_secs(2));
+        client.drain(Duration::from_secs(2));
+        let (rs, rc) = (report(&server.out), report(&client.out));
+        let value = rc.json.as_ref().and_then(|j| value_of(job.tool, j)).or_else(|| rs.json.as_ref().and_then(|j| value_of(job.tool, j)));
+        let (se, ce) = (rs.exit.or(server.exit), rc.exit.or(client.exit));
+        let (status, reason) = if rs.timed_out || rc.timed_out {
+            (Status::Timeout, "a node's own deadline stopped its side".to_string())
+        } else if se == Some(0) && ce == Some(0) && value.is_some() {
+            (Status::Ok, String::new())
+        } else if se == Some(0) && ce == Some(0) {
+            let why = match (&rc.bad_json, &rs.bad_json) {
+                (Some(e), _) => format!("both sides exited 0 but the client's JSON report did not parse: {e}"),
+                (None, Some(e)) => format!("both sides exited 0 but the server's JSON report did not parse: {e}"),
+                (None, None) => "both sides exited 0 but neither wrote a JSON report with a figure".to_string(),
+            };
+            (Status::Fail, why)
+        } else {
+            // The side that failed first says why; the client usually has the better line.
+            let (who, p) = if ce != Some(0) { ("client", &*client) } else { ("server", &*server) };
+            let node = if who == "client" { &job.client.node } else { &job.server.node };
+            (Status::Fail, format!("{who} on {node} exited {}: {}", (if who == "client" { ce } else { se }).map(|c| c.to_string()).unwrap_or("?".into()), last_line(p)))
         };
-        (Status::Fail, why)
-    } else {
-        // The side that failed first says why; the client usually has the better line.
-        let (who, p) = if ce != Some(0) { ("client", &client) } else { ("server", &server) };
-        let node = if who == "client" { &job.client.node } else { &job.server.node };
-        (Status::Fail, format!("{who} on {node} exited {}: {}", (if who == "client" { ce } else { se }).map(|c| c.to_string()).unwrap_or("?".into()), last_line(p)))
-    };
-    let mut rec = finish(rec, Some(&server), Some(&client), status, reason);
-    rec.value = if status == Status::Ok { value } else { None };
-    Some(rec)
+        let mut rec = self.finish(Some(server), Some(client), status, reason);
+        rec.value = if status == Status::Ok { value } else { None };
+        rec
+    }
 }
 
 /// The line that best says what went wrong: the last non-protocol line of stderr, else of stdout.

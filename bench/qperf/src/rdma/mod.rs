@@ -98,11 +98,66 @@ impl providers::ContextUser for Job<'_> {
     }
 }
 
+/// What the connection set-up leaves for the rest of the session: the CM id (None: non-CM),
+/// the server's CM listener (kept to the end), and for a non-CM connect the LID and MTU.
+struct Setup {
+    cm_id: Option<uverbs::cm::CmId>,
+    listener: Option<uverbs::cm::CmId>,
+    lid: u32,
+    mtu_bytes: u32,
+}
+
 fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(Stat, Stat)>, CtrlError> {
     let Job { ctrl, test: t, server, p, local, peer_ext, cm: cm_side } = job;
     let name = t.name;
     let (cs, ss) = t.shapes();
     let shape = if server { ss } else { cs };
+    let (own_rd, max_rd) = rd_atomic(ctx, &p)?;
+    let buf = t.buffer_size(server, p.msg_size);
+    let mut rig = Rig::new(ctx, t.transport, shape, buf, p.msg_size, p.poll).map_err(l)?;
+    let Setup { cm_id, listener: _listener, lid, mtu_bytes } = set_up(ctx, &mut rig, ctrl, t, &p, local.as_ref(), cm_side)?;
+    let non_cm = cm_id.is_none();
+    let my_psn = if non_cm { psn() } else { 0 };
+    let lnode = Node {
+        vaddr: rig.mr.addr(),
+        lid,
+        qpn: if non_cm { rig.qp.qpn() } else { 0 },
+        psn: my_psn,
+        srqn: 0,
+        rkey: rig.mr.rkey(),
+        alt_lid: 0,
+        rd_atomic: own_rd,
+    };
+    let (rnode, peer) = swap_nodes(ctrl, name, server, non_cm, lnode.encode(), local.as_ref(), peer_ext)?;
+    if non_cm {
+        let lo = local.as_ref().ok_or_else(|| CtrlError::local("internal: no device"))?;
+        connect_non_cm(&mut rig, lo, &p, &rnode, peer.as_ref(), own_rd.min(max_rd), my_psn, mtu_bytes).map_err(l)?;
+    }
+    rig.remote = RemoteAddr { addr: rnode.vaddr, rkey: rnode.rkey };
+    prepare_buffers(&mut rig, t, server, p.msg_size)?;
+    ctrl.sync(SYNC_BEFORE)?;
+    let run = Run {
+        test: t,
+        server,
+        time: p.time,
+        no_msgs: p.no_msgs,
+        access_recv: p.access_recv,
+        idle: ctrl.timeout,
+        ethernet: local.as_ref().is_some_and(Local::ethernet),
+    };
+    let mut stat = new_stat();
+    data_phase(&mut rig, &run, ctrl, &mut stat).map_err(l)?;
+    let out = swap_results(ctrl, t, server, &p, stat)?;
+    if let Some(id) = &cm_id {
+        cm::close(id, !server);
+    }
+    drop(rig);
+    Ok(out)
+}
+
+/// RDMA reads or atomics in flight: (ours, the device's most). Ours is what -rd asked for
+/// (0: the device's most), never more than the device has.
+fn rd_atomic<P: Provider>(ctx: &Arc<Context<P>>, p: &Params) -> Result<(u32, u32), CtrlError> {
     let dattr = ctx.query_device().map_err(|e| l(format!("query device failed: {e}")))?;
     let max_rd = dattr.max_qp_rd_atom;
     let own_rd = match p.rd_atomic {
@@ -110,10 +165,15 @@ fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(S
         n if n <= max_rd => n,
         n => return Err(l(format!("device only supports {max_rd} (< {n}) RDMA reads or atomics"))),
     };
-    let buf = t.buffer_size(server, p.msg_size);
-    let mut rig = Rig::new(ctx, t.transport, shape, buf, p.msg_size, p.poll).map_err(l)?;
+    Ok((own_rd, max_rd))
+}
+
+/// The QP connected through rdma_cm (-cm1), or without CM brought to INIT on the device's
+/// port, with the LID and MTU its peer needs.
+fn set_up<P: Provider>(ctx: &Arc<Context<P>>, rig: &mut Rig<P>, ctrl: &Ctrl, t: RdmaTest, p: &Params, local: Option<&Local>, cm_side: CmSide) -> Result<Setup, CtrlError> {
+    let name = t.name;
     let mut cm_id = None;
-    let mut _listener = None;
+    let mut listener = None;
     let mut lid = 0u32;
     let mut mtu_bytes = p.mtu;
     match cm_side {
@@ -121,10 +181,10 @@ fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(S
         CmSide::Server(sv) => {
             cm::server_accept(&sv.id, &mut rig.qp, ctrl.timeout).map_err(l)?;
             cm_id = Some(sv.id);
-            _listener = Some(sv.listener);
+            listener = Some(sv.listener);
         }
         CmSide::None => {
-            let lo = local.as_ref().ok_or_else(|| CtrlError::local("internal: non-CM test without a device"))?;
+            let lo = local.ok_or_else(|| CtrlError::local("internal: non-CM test without a device"))?;
             let pa = ctx.query_port(lo.port).map_err(|e| l(format!("query port failed: {e}")))?;
             let r = &pa.legacy_resp;
             lid = u32::from(r.lid);
@@ -148,19 +208,12 @@ fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(S
             rig.qp.to_init(lo.port, 0, qp_access(t.transport)).map_err(|e| l(format!("failed to modify QP to INIT state: {e}")))?;
         }
     }
-    let non_cm = cm_id.is_none();
-    let my_psn = if non_cm { psn() } else { 0 };
-    let lnode = Node {
-        vaddr: rig.mr.addr(),
-        lid,
-        qpn: if non_cm { rig.qp.qpn() } else { 0 },
-        psn: my_psn,
-        srqn: 0,
-        rkey: rig.mr.rkey(),
-        alt_lid: 0,
-        rd_atomic: own_rd,
-    };
-    let mut nb: [u8; NODE_LEN] = lnode.encode();
+    Ok(Setup { cm_id, listener, lid, mtu_bytes })
+}
+
+/// Swap NODE messages (and, non-CM between two rperftest peers, GID extensions): the peer's
+/// NODE and its GID extension, if it sent one (the server has it from the REQ already).
+fn swap_nodes(ctrl: &Ctrl, name: &str, server: bool, non_cm: bool, mut nb: [u8; NODE_LEN], local: Option<&Local>, peer_ext: Option<GidExt>) -> Result<(Node, Option<GidExt>), CtrlError> {
     let rnode;
     let mut peer = peer_ext;
     if server {
@@ -170,7 +223,7 @@ fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(S
         }
         ctrl.send("node information", &nb)?;
         if announce {
-            let ext = local.as_ref().map(Local::ext).ok_or_else(|| CtrlError::local("internal: no device"))?;
+            let ext = local.map(Local::ext).ok_or_else(|| CtrlError::local("internal: no device"))?;
             ctrl.send("GID extension", &ext.encode())?;
         }
         rnode = Node::decode(&ctrl.recv("node information", NODE_LEN)?).map_err(|e| l(e.to_string()))?;
@@ -183,18 +236,19 @@ fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(S
             let e = ctrl.recv("GID extension", EXT_LEN)?;
             peer = Some(GidExt::decode(&e).ok_or_else(|| CtrlError::local("the server's GID extension is malformed (a different rperftest version?)"))?);
         }
-        if let Some(lo) = &local {
+        if let Some(lo) = local {
             if lo.ethernet() && peer.is_none() {
                 return Err(l(no_gid_line(name, lo, false)));
             }
         }
         ctrl.send("node information", &nb)?;
     }
-    if non_cm {
-        let lo = local.as_ref().ok_or_else(|| CtrlError::local("internal: no device"))?;
-        connect_non_cm(&mut rig, lo, &p, &rnode, peer.as_ref(), own_rd.min(max_rd), my_psn, mtu_bytes).map_err(l)?;
-    }
-    rig.remote = RemoteAddr { addr: rnode.vaddr, rkey: rnode.rkey };
+    Ok((rnode, peer))
+}
+
+/// Before the start: the receives the test needs posted, and the poll-latency test's
+/// marks written at both ends of the buffer.
+fn prepare_buffers<P: Provider>(rig: &mut Rig<P>, t: RdmaTest, server: bool, msg_size: u32) -> Result<(), CtrlError> {
     match t.kind {
         Kind::Bw | Kind::WriteBw if server => rig.post_recv(DEPTH).map_err(l)?,
         Kind::BiBw => rig.post_recv(DEPTH).map_err(l)?,
@@ -204,20 +258,14 @@ fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(S
     if t.kind == Kind::WritePollLat {
         let mark = if server { plan::POLL_SERVER_ID } else { plan::POLL_CLIENT_ID };
         rig.set_byte(0, mark);
-        rig.set_byte(p.msg_size.saturating_sub(1) as usize, mark);
+        rig.set_byte(msg_size.saturating_sub(1) as usize, mark);
     }
-    ctrl.sync(SYNC_BEFORE)?;
-    let run = Run {
-        test: t,
-        server,
-        time: p.time,
-        no_msgs: p.no_msgs,
-        access_recv: p.access_recv,
-        idle: ctrl.timeout,
-        ethernet: local.as_ref().is_some_and(Local::ethernet),
-    };
-    let mut stat = new_stat();
-    data_phase(&mut rig, &run, ctrl, &mut stat).map_err(l)?;
+    Ok(())
+}
+
+/// After the data phase: the server sends its STAT and waits for the "after" sync; the
+/// client returns (its STAT, the server's).
+fn swap_results(ctrl: &Ctrl, t: RdmaTest, server: bool, p: &Params, stat: Stat) -> Result<Option<(Stat, Stat)>, CtrlError> {
     let out = if server {
         ctrl.send("results", &stat.encode())?;
         ctrl.recv_sync(SYNC_AFTER)?;
@@ -235,10 +283,6 @@ fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(S
         }
         Some((stat, r))
     };
-    if let Some(id) = &cm_id {
-        cm::close(id, !server);
-    }
-    drop(rig);
     Ok(out)
 }
 
