@@ -45,6 +45,13 @@ dpair() {
             log "C perftest could not calibrate its clock; retrying the pair"
             continue
         fi
+        # C perftest's -D server has been seen not to end at all on a heavily loaded host (CI
+        # with every core busy; killed by wait_server, rc 143). It is the oracle here, not
+        # what is tested: retry it. Our own server that does not end still fails at once.
+        if [ $try -lt 3 ] && [ "$ws" = C ] && [ "$LAST_RC" = 0 ] && [ "$SERVER_RC" -ge 128 ]; then
+            log "C perftest's server did not end (rc=$SERVER_RC); retrying the pair"
+            continue
+        fi
         break
     done
     [ "$LAST_RC" = 0 ] || fail "$tool client ($wc) rc=$LAST_RC"
