@@ -360,7 +360,7 @@ fn build_send_generic<F>(
     p: &SqParams,
     wr: &SendWr<'_>,
     av: Option<&[u8; 48]>,
-    mut copy_inline: F,
+    copy_inline: F,
 ) -> Result<Built>
 where
     F: FnMut(u64, &mut [u8]),
@@ -375,6 +375,50 @@ where
     };
     let mut ds: u32 = 1;
 
+    ds += transport_segs(&mut c, p, wr, av)?;
+    let (data_ds, inline) = data_segs(&mut c, wr, copy_inline);
+    ds += data_ds;
+
+    if ds > MAX_DS || ds * 16 > p.max_wqe_bytes.max(64) {
+        return Err(bad(format!(
+            "work request needs {} bytes, beyond the WQE size {}",
+            ds * 16,
+            p.max_wqe_bytes
+        )));
+    }
+    let fm_ce_se = fm_ce_se_of(p, wr);
+    let imm = if wr.opcode.has_imm() { wr.imm_data } else { 0 };
+    let mut ctrl = ctrl_seg(
+        cur_post as u16,
+        mlx5_opcode(wr.opcode),
+        p.qpn,
+        ds as u8,
+        fm_ce_se,
+        imm,
+    );
+    if p.qp_type == QpType::Dci {
+        // libmlx5's mlx5_send_wr_set_dc_addr_stream: the stream id in the control segment's
+        // dci_stream_channel_id (not in the doorbell's first 8 bytes).
+        let mut seg: CtrlSeg = zerocopy::transmute!(ctrl);
+        seg.dci_stream_channel_id = U16::new(wr.dci_stream);
+        ctrl = zerocopy::transmute!(seg);
+    }
+    c.sq[start..start + 16].copy_from_slice(&ctrl);
+    let mut head = [0u8; 8];
+    head.copy_from_slice(&ctrl[..8]);
+    Ok(Built {
+        ds: ds as u8,
+        wqebbs: (ds * 16).div_ceil(WQEBB as u32),
+        inline,
+        ctrl_head: u64::from_ne_bytes(head),
+    })
+}
+
+/// The segments between the control segment and the data: the datagram (UD, DCI) or XRC
+/// segment, then the remote address and atomic segments the opcode needs (libmlx5's order).
+/// Returns how many 16-byte segments it wrote.
+fn transport_segs(c: &mut Cursor<'_>, p: &SqParams, wr: &SendWr<'_>, av: Option<&[u8; 48]>) -> Result<u32> {
+    let mut ds = 0;
     // The transport segment comes right after the control segment (libmlx5: ctrl, datagram,
     // then remote address / atomic, then data).
     if matches!(p.qp_type, QpType::Ud | QpType::Dci) {
@@ -418,6 +462,16 @@ where
         }
         WrOpcode::Send | WrOpcode::SendWithImm => {}
     }
+    Ok(ds)
+}
+
+/// The data: the request's bytes copied inline behind a 4-byte header, or one data segment per
+/// non-empty SGE. Returns the segments written and whether the data went inline.
+fn data_segs<F>(c: &mut Cursor<'_>, wr: &SendWr<'_>, mut copy_inline: F) -> (u32, bool)
+where
+    F: FnMut(u64, &mut [u8]),
+{
+    let mut ds = 0;
     let mut inline = false;
     if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
         inline = true;
@@ -451,40 +505,7 @@ where
             ds += 1;
         }
     }
-
-    if ds > MAX_DS || ds * 16 > p.max_wqe_bytes.max(64) {
-        return Err(bad(format!(
-            "work request needs {} bytes, beyond the WQE size {}",
-            ds * 16,
-            p.max_wqe_bytes
-        )));
-    }
-    let fm_ce_se = fm_ce_se_of(p, wr);
-    let imm = if wr.opcode.has_imm() { wr.imm_data } else { 0 };
-    let mut ctrl = ctrl_seg(
-        cur_post as u16,
-        mlx5_opcode(wr.opcode),
-        p.qpn,
-        ds as u8,
-        fm_ce_se,
-        imm,
-    );
-    if p.qp_type == QpType::Dci {
-        // libmlx5's mlx5_send_wr_set_dc_addr_stream: the stream id in the control segment's
-        // dci_stream_channel_id (not in the doorbell's first 8 bytes).
-        let mut seg: CtrlSeg = zerocopy::transmute!(ctrl);
-        seg.dci_stream_channel_id = U16::new(wr.dci_stream);
-        ctrl = zerocopy::transmute!(seg);
-    }
-    c.sq[start..start + 16].copy_from_slice(&ctrl);
-    let mut head = [0u8; 8];
-    head.copy_from_slice(&ctrl[..8]);
-    Ok(Built {
-        ds: ds as u8,
-        wqebbs: (ds * 16).div_ceil(WQEBB as u32),
-        inline,
-        ctrl_head: u64::from_ne_bytes(head),
-    })
+    (ds, inline)
 }
 
 /// Encode one receive WQE into its RQ slot (`slot.len()` = the RQ stride): data segments for
