@@ -38,6 +38,12 @@ pub fn run_settings(var: impl Fn(&str) -> Option<String>) -> RunSettings {
     }
 }
 
+/// The matrix's part of the environment (Slurm's allocation, TMPDIR on a node); the names are
+/// the matrix's (`matrix::args::Env::from_vars`).
+pub fn matrix_env() -> matrix::args::Env {
+    matrix::args::Env::from_vars(|k| std::env::var_os(k))
+}
+
 /// The clock source `var` asks for.
 pub fn clock_source(var: impl Fn(&str) -> Option<String>) -> clock::Source {
     match var(CLOCK_ENV).as_deref() {

@@ -112,7 +112,7 @@ fn run(cmd: &str, rest: &[String], settings: &Settings) -> u8 {
         "devinfo" => exit_u8(diag::devinfo::run_devinfo(rest, open)),
         "selftest" => selftest::run_selftest(rest, open),
         "cm-ping" => cmtest::run(rest, open),
-        "matrix" => matrix::run(rest),
+        "matrix" => matrix::run(rest, &env_settings::matrix_env()),
         "plot" => plot_cmd::run_plot(rest),
         "compare" => plot_cmd::run_compare(rest),
         "gids" | "show_gids" => diag::gids::run(rest),
@@ -121,7 +121,7 @@ fn run(cmd: &str, rest: &[String], settings: &Settings) -> u8 {
         "rping" => diag::rping::run(rest, open),
         "doctor" => diag::doctor::run(rest, open),
         // The two halves of `matrix` that run on the nodes.
-        "matrix-exec" => matrix::exec::run(rest),
+        "matrix-exec" => matrix::exec::run(rest, &env_settings::matrix_env()),
         "matrix-probe" => matrix::probe::run(rest),
         other => {
             eprintln!("rperftest: unknown command '{other}'; run 'rperftest --help' for the list");

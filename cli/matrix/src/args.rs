@@ -118,7 +118,30 @@ fn check_options(tool: Tool, opts: &[String]) -> Result<Box<Params>, String> {
     Ok(p)
 }
 
-pub fn parse_config(args: &[String]) -> Result<Config, clap::Error> {
+/// What the matrix takes from the process environment; the binary reads it (a library reads
+/// no environment), so tests and other callers hand it in.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Env {
+    /// `SLURM_JOB_NODELIST`: the hosts when neither --hosts nor --hostfile is given.
+    pub slurm_nodelist: Option<String>,
+    /// `SLURM_JOB_ID` is set: inside an allocation the launcher defaults to srun.
+    pub in_allocation: bool,
+    /// `TMPDIR` on a node (`matrix-exec`'s private directory goes there; default /tmp).
+    pub tmpdir: Option<std::path::PathBuf>,
+}
+
+impl Env {
+    /// The values from `var` (the process environment, or a table in tests).
+    pub fn from_vars(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Env {
+        Env {
+            slurm_nodelist: var("SLURM_JOB_NODELIST").and_then(|v| v.into_string().ok()),
+            in_allocation: var("SLURM_JOB_ID").is_some(),
+            tmpdir: var("TMPDIR").map(std::path::PathBuf::from),
+        }
+    }
+}
+
+pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
     let m = command().try_get_matches_from(std::iter::once("rperftest matrix".to_string()).chain(args.iter().cloned()))?;
     let bad = |msg: String| command().error(clap::error::ErrorKind::ValueValidation, msg);
     let hosts = if let Some(f) = m.get_one::<String>("hostfile") {
@@ -126,8 +149,8 @@ pub fn parse_config(args: &[String]) -> Result<Config, clap::Error> {
         hostlist::parse_hostfile(&text).map_err(|e| bad(format!("--hostfile {f}: {e}")))?
     } else if let Some(h) = m.get_one::<String>("hosts") {
         hostlist::expand(h).map_err(|e| bad(format!("--hosts: {e}")))?
-    } else if let Ok(h) = std::env::var("SLURM_JOB_NODELIST") {
-        hostlist::expand(&h).map_err(|e| bad(format!("SLURM_JOB_NODELIST: {e}")))?
+    } else if let Some(h) = &env.slurm_nodelist {
+        hostlist::expand(h).map_err(|e| bad(format!("SLURM_JOB_NODELIST: {e}")))?
     } else {
         return Err(bad("no hosts: give --hosts or --hostfile, or run inside a Slurm allocation".into()));
     };
@@ -161,7 +184,7 @@ pub fn parse_config(args: &[String]) -> Result<Config, clap::Error> {
             Devices::Named(v)
         }
     };
-    let in_allocation = std::env::var_os("SLURM_JOB_ID").is_some();
+    let in_allocation = env.in_allocation;
     let kind = match m.get_one::<String>("launcher").map(String::as_str) {
         Some("srun") => Kind::Srun,
         Some(_) => Kind::Ssh,
@@ -233,7 +256,20 @@ mod tests {
 
     fn cfg(a: &[&str]) -> Result<Config, String> {
         let v: Vec<String> = a.iter().map(|s| s.to_string()).collect();
-        parse_config(&v).map_err(|e| e.to_string())
+        parse_config(&v, &Env::default()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn slurm_and_tmpdir_come_in_as_values() {
+        let t = [("SLURM_JOB_NODELIST", "n[1-3]"), ("SLURM_JOB_ID", "7"), ("TMPDIR", "/scratch")];
+        let env = Env::from_vars(|k| t.iter().find(|(n, _)| *n == k).map(|(_, v)| v.into()));
+        assert_eq!(env.slurm_nodelist.as_deref(), Some("n[1-3]"));
+        assert!(env.in_allocation);
+        assert_eq!(env.tmpdir.as_deref(), Some(std::path::Path::new("/scratch")));
+        let c = parse_config(&["--out".to_string(), "/tmp/x".to_string()], &env).expect("hosts from Slurm");
+        assert_eq!(c.hosts, ["n1", "n2", "n3"]);
+        assert_eq!(Env::from_vars(|_| None), Env::default());
+        assert!(parse_config(&[], &Env::default()).is_err(), "no hosts and no allocation");
     }
 
     #[test]

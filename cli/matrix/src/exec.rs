@@ -40,8 +40,8 @@ fn say(out: &Mutex<std::io::Stdout>, line: &str) {
 }
 
 /// `/tmp/rperftest-matrix-XXXXXX`, mode 0700, made by mkdtemp (no name an attacker can guess).
-fn private_dir() -> std::io::Result<PathBuf> {
-    let base = std::env::var_os("TMPDIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+fn private_dir(tmpdir: Option<&std::path::Path>) -> std::io::Result<PathBuf> {
+    let base = tmpdir.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
     let mut tmpl = base.join("rperftest-matrix-XXXXXX").into_os_string().into_encoded_bytes();
     tmpl.push(0);
     // SAFETY: tmpl is a writable NUL-terminated buffer that mkdtemp fills in place.
@@ -103,7 +103,8 @@ fn forward<R: Read + Send + 'static>(r: R, to_stdout: Option<Arc<Mutex<std::io::
     })
 }
 
-pub fn run(args: &[String]) -> u8 {
+/// `rperftest matrix-exec` on a node; `env` as the binary read it (`TMPDIR`).
+pub fn run(args: &[String], env: &crate::args::Env) -> u8 {
     let m = match cli_args::parse_std(cli(), "matrix-exec", args) {
         Ok(m) => m,
         Err(code) => return code,
@@ -112,7 +113,7 @@ pub fn run(args: &[String]) -> u8 {
     let ready_port = m.get_one::<u16>("ready-port").copied();
     let tool: Vec<String> = m.get_many::<String>("tool").map(|v| v.cloned().collect()).unwrap_or_default();
     let out = Arc::new(Mutex::new(std::io::stdout()));
-    let dir = match private_dir() {
+    let dir = match private_dir(env.tmpdir.as_deref()) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("rperftest matrix-exec: cannot make a temporary directory: {e}");
@@ -231,7 +232,7 @@ mod tests {
     #[test]
     fn the_private_directory_is_mode_0700() {
         use std::os::unix::fs::PermissionsExt;
-        let d = private_dir().expect("mkdtemp");
+        let d = private_dir(None).expect("mkdtemp");
         let mode = std::fs::metadata(&d).expect("stat").permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
         assert!(d.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rperftest-matrix-") && !n.ends_with("XXXXXX")));

@@ -320,8 +320,9 @@ fn run_round(cfg: &Config, bin: &str, jobs: &[Job], prog: &mut Progress, log: &m
     io_err.map_or(Ok(()), Err)
 }
 
-pub fn run(argv: &[String]) -> u8 {
-    let cfg = match args::parse_config(argv) {
+/// `rperftest matrix`; `env` is what the binary read from the process environment.
+pub fn run(argv: &[String], env: &args::Env) -> u8 {
+    let cfg = match args::parse_config(argv, env) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
@@ -690,7 +691,7 @@ mod tests {
     fn cfg(extra: &[&str]) -> Config {
         let mut a: Vec<String> = ["--hosts", "n[1-5]", "--out", "/tmp/x", "--launcher", "ssh"].iter().map(|s| s.to_string()).collect();
         a.extend(extra.iter().map(|s| s.to_string()));
-        args::parse_config(&a).expect("parse")
+        args::parse_config(&a, &args::Env::default()).expect("parse")
     }
 
     #[test]
