@@ -382,6 +382,16 @@ const WRITE_OPS: [WrOpcode; 7] = [
 /// The same for `encode_recv`.
 pub fn rxe_wqe(data: &[u8]) {
     let mut r = Bytes::new(data);
+    rxe_send_wqe(&mut r);
+    // The receive side with the rest of the input.
+    rxe_recv_wqe(&mut r);
+}
+
+/// Guard bytes after a WQE slot: an encoder that writes past its slot changes them.
+const CANARY: usize = 64;
+
+/// [`rxe_wqe`]'s send half: a send request and limits from the input, encoded and checked.
+fn rxe_send_wqe(r: &mut Bytes<'_>) {
     let qp_type = [QpType::Rc, QpType::Uc, QpType::Ud][r.below(3) as usize];
     let slot_len = match r.below(4) {
         0 => 1usize << (6 + r.below(7)),
@@ -436,7 +446,6 @@ pub fn rxe_wqe(data: &[u8]) {
         remote_srqn: 0,
         dci_stream: 0,
     };
-    const CANARY: usize = 64;
     let mut buf = vec![0xC3u8; slot_len + CANARY];
     let (slot, guard) = buf.split_at_mut(slot_len);
     let res = wqe::encode_send(slot, &wr, &lim, &PatternInline);
@@ -453,8 +462,10 @@ pub fn rxe_wqe(data: &[u8]) {
     if res.is_ok() {
         check_send(slot, &wr, &lim);
     }
+}
 
-    // The receive side with the rest of the input.
+/// [`rxe_wqe`]'s receive half, from the rest of the input.
+fn rxe_recv_wqe(r: &mut Bytes<'_>) {
     let rlen = match r.below(3) {
         0 => 1usize << (5 + r.below(8)),
         _ => r.below(4097) as usize,
