@@ -266,7 +266,7 @@ fn set_up<P: Provider>(rig: &mut Rig<P>, ctrl: &Ctrl, t: RdmaTest, local: Option
 }
 
 /// The peer's GID extension and MTU block, when it is an rperftest side that sent them.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Peers {
     ext: Option<GidExt>,
     mtu: Option<MtuExt>,
@@ -598,5 +598,108 @@ pub fn serve(ctrl: &Ctrl, req: &Req, t: RdmaTest, settings: &ProviderSettings) -
     match providers::open(&desc, settings, job) {
         Ok(r) => r.map(|_| ()),
         Err(e) => Err(CtrlError::Local(format!("failed to open device {dev_name}: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+    use uverbs::attr::{GidEntry, GidType, NodeType};
+    use uverbs::discovery::{DeviceInfo, Source};
+
+    fn pair() -> (Ctrl, Ctrl) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let t = Duration::from_millis(500);
+        (Ctrl::new(c, t, "server").unwrap(), Ctrl::new(s, t, "client").unwrap())
+    }
+
+    fn roce(last: u8) -> Local {
+        let info = DeviceInfo {
+            index: None,
+            ibdev: "rxe0".into(),
+            uverbs: "uverbs0".into(),
+            uverbs_dev: None,
+            driver_id: 14,
+            driver_abi: 2,
+            node_guid: 0,
+            sys_image_guid: 0,
+            node_type: NodeType::Ca,
+            fw_ver: String::new(),
+            board_id: None,
+            port_count: 1,
+            source: Source::Sysfs,
+        };
+        let mut gid = [0u8; 16];
+        gid[10..].copy_from_slice(&[0xff, 0xff, 10, 0, 0, last]);
+        let gid = GidEntry { index: 1, port: 1, gid, gid_type: GidType::RoceV2, netdev: None };
+        Local { info, port: 1, ll: node_ext::LL_ETHERNET, gid: Some(gid) }
+    }
+
+    fn node(qpn: u32) -> [u8; NODE_LEN] {
+        Node { vaddr: 0x1000, lid: 0, qpn, psn: 7, srqn: 0, rkey: 9, alt_lid: 0, rd_atomic: 1 }.encode()
+    }
+
+    const NONE: Peers = Peers { ext: None, mtu: None };
+
+    /// The server's swap_nodes against the client's, the client's REQ having carried `client`;
+    /// then one sync each way, which fails if either side read too few or too many bytes.
+    fn swap(client_mtu: Option<MtuExt>) -> (Peers, Node) {
+        let (c, s) = pair();
+        let peers = Peers { ext: Some(roce(1).ext()), mtu: client_mtu };
+        let h = std::thread::spawn(move || {
+            let own = Some(MtuExt { active_mtu: 4096, mtu_given: false, msg_given: false });
+            let (n, p) = swap_nodes(&s, "ud_bw", true, true, node(0x22), Some(&roce(2)), peers, own).unwrap();
+            s.sync(SYNC_BEFORE).unwrap();
+            (n, p.mtu)
+        });
+        let (n, p) = swap_nodes(&c, "ud_bw", false, true, node(0x11), Some(&roce(1)), NONE, None).unwrap();
+        c.sync(SYNC_BEFORE).unwrap();
+        let (server_saw, server_mtu) = h.join().unwrap();
+        assert_eq!(server_saw.qpn, 0x11);
+        assert_eq!(server_mtu, client_mtu);
+        assert_eq!(p.ext, Some(roce(2).ext()));
+        (p, n)
+    }
+
+    #[test]
+    fn swap_nodes_sends_the_mtu_block_only_to_a_client_that_sent_one() {
+        let client = MtuExt { active_mtu: 1024, mtu_given: false, msg_given: true };
+        let (p, n) = swap(Some(client));
+        assert_eq!(p.mtu, Some(MtuExt { active_mtu: 4096, mtu_given: false, msg_given: false }));
+        assert_eq!(n.qpn, 0x22);
+        // An older rperftest client (GID extension, no block) gets RPQG and 24 bytes only.
+        let (p, _) = swap(None);
+        assert_eq!(p.mtu, None);
+    }
+
+    #[test]
+    fn client_against_stock_or_older_servers() {
+        // Stock: padding that is no mark; on RoCE our client stops with the no-GID line.
+        let (c, s) = pair();
+        s.send("node", &node(0x22)).unwrap();
+        let e = swap_nodes(&c, "ud_bw", false, true, node(0x11), Some(&roce(1)), NONE, None).unwrap_err();
+        assert_eq!(e, CtrlError::Local(no_gid_line("ud_bw", &roce(1), false)));
+        // An older rperftest server: RPQG and a GID extension, no MTU block: stock's sizes.
+        let (c, s) = pair();
+        let mut nb = node(0x22);
+        mark_node(&mut nb, Follows::Gid);
+        s.send("node", &nb).unwrap();
+        s.send("ext", &roce(2).ext().encode()).unwrap();
+        let (_, p) = swap_nodes(&c, "ud_bw", false, true, node(0x11), Some(&roce(1)), NONE, None).unwrap();
+        assert_eq!((p.ext, p.mtu), (Some(roce(2).ext()), None));
+        assert_eq!(s.recv("node", NODE_LEN).unwrap(), node(0x11).to_vec());
+        // A malformed block after RPQM: one line, not a hang.
+        let (c, s) = pair();
+        let mut nb = node(0x22);
+        mark_node(&mut nb, Follows::GidMtu);
+        s.send("node", &nb).unwrap();
+        s.send("ext", &roce(2).ext().encode()).unwrap();
+        s.send("mtu", &[0u8; MTU_EXT_LEN]).unwrap();
+        let e = swap_nodes(&c, "ud_bw", false, true, node(0x11), Some(&roce(1)), NONE, None).unwrap_err();
+        assert_eq!(e, CtrlError::local("the server's MTU block is malformed (a different rperftest version?)"));
     }
 }
