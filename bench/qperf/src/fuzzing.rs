@@ -76,12 +76,18 @@ pub fn qperf_wire(data: &[u8]) {
     assert!(text.chars().count() <= wire::MAX_ERROR_TEXT);
 
     // The GID extension (REQ id tail, NODE padding mark, the 24-byte message).
-    use crate::rdma::node_ext::{self, GidExt};
+    use crate::rdma::node_ext::{self, Follows, GidExt, MtuExt};
     let ext = GidExt::decode(data);
     assert_eq!(ext.is_some() && data.len() == node_ext::EXT_LEN, ext.is_some());
     let b = sized(node_ext::EXT_LEN);
     if let Some(e) = GidExt::decode(&b) {
         assert_eq!(&e.encode()[..], &b[..], "GID extension round trip");
+    }
+    // The MTU block: only the low two flag bits and byte 7 are not kept.
+    let b = sized(node_ext::MTU_EXT_LEN);
+    if let Some(m) = MtuExt::decode(&b) {
+        assert_eq!(&m.encode()[..6], &b[..6], "MTU block round trip");
+        assert_eq!(MtuExt::decode(&m.encode()), Some(m));
     }
     let b = sized(wire::REQ_LEN);
     let req = Req::decode(&b).expect("exact length");
@@ -90,14 +96,25 @@ pub fn qperf_wire(data: &[u8]) {
         assert!(req.id.raw().len() < node_ext::ID_EXT_OFF);
         let text = String::from_utf8_lossy(req.id.raw()).into_owned();
         if text.len() == req.id.raw().len() {
-            assert_eq!(node_ext::ext_from_id(&node_ext::id_with_ext(&text, Some(&e))), Some(e));
+            let m = node_ext::mtu_from_id(&req.id);
+            let id = node_ext::id_with_ext(&text, Some(&e), m.as_ref());
+            assert_eq!(node_ext::ext_from_id(&id), Some(e));
+            assert_eq!(node_ext::mtu_from_id(&id), m);
         }
     }
     let b = sized(wire::NODE_LEN);
-    assert_eq!(node_ext::node_marked(&b), b[wire::NODE_ENCODED_LEN..] == node_ext::NODE_MARK);
-    assert!(!node_ext::node_marked(&b[..wire::NODE_LEN - 1]));
+    let pad = &b[wire::NODE_ENCODED_LEN..];
+    let want = if pad == node_ext::NODE_MARK {
+        Some(Follows::Gid)
+    } else if pad == node_ext::NODE_MARK_MTU {
+        Some(Follows::GidMtu)
+    } else {
+        None
+    };
+    assert_eq!(node_ext::node_marked(&b), want);
+    assert_eq!(node_ext::node_marked(&b[..wire::NODE_LEN - 1]), None);
     let mut arr = [0u8; wire::NODE_LEN];
     arr.copy_from_slice(&b);
-    node_ext::mark_node(&mut arr);
+    node_ext::mark_node(&mut arr, if b[0] & 1 == 0 { Follows::Gid } else { Follows::GidMtu });
     assert_eq!(Node::decode(&arr).expect("exact length"), node, "the mark is not part of NODE");
 }

@@ -4,8 +4,9 @@
 # qperf 0.4.11 (full image), -cm1, RC tests, both ways: exit 0, figures, and our client's text
 # equal to stock's in the same pairing once figures are masked. Stock without -cm1 fails in
 # under 5 s with one line that says why (stock's NODE has no GID) on both our client and our
-# server. -n without -t ends for RDMA tests too; --json works.
-# Expected: about 120 s under TCG (each test runs 1 s; stock's segfault-free runs included).
+# server. -n without -t ends for RDMA tests too; --json works. ud_bw and ud_bi_bw without -m/-mt
+# between our two sides run at rxe's MTU (1024), not stock's 2 KiB default.
+# Expected: about 125 s under TCG (each test runs 1 s; stock's segfault-free runs included).
 # mode: full
 # (Full only: the bare image differs only by the absence of rdma-core and stock qperf, so a
 # second run there would repeat the ours<->ours half and add two minutes of CI.)
@@ -52,6 +53,14 @@ UC_64K=()   # uc_bi_bw runs at the end with the small size, as rc_bi_bw (above)
 for t in "${UC[@]}"; do [ "$t" = uc_bi_bw ] || UC_64K+=("$t"); done
 qperf_client 120 oo.out rperftest qperf "$RXE_IP" -t 1 "${RC_CM[@]}" "${UC_64K[@]}" ud_lat -m 1024 ud_bw ud_bi_bw uc_bi_bw rc_bi_bw rc_rdma_read_bw
 check_tests oo.out "${RC_ALL[@]}" "${UC[@]}" ud_lat ud_bw ud_bi_bw
+
+log "== ours -> ours, UD with no -m/-mt: one packet at the MTU both ports carry (1024 here)"
+# Stock's defaults (path MTU 2048, UD messages of 2 KiB) do not fit rxe's active MTU; between
+# two rperftest sides the MTU blocks pick 1024 for both, -v says so and -vvu shows the sizes.
+qperf_client 60 ou.out rperftest qperf "$RXE_IP" -t 1 -v -vvu ud_bw ud_bi_bw
+check_tests ou.out ud_bw ud_bi_bw
+expect_contains "msg_size 1024 and mtu_size 1024 (one packet at the path MTU both RoCE ports carry: ours 1024, the server's 1024); stock qperf's defaults are 2048 and 2048" ou.out
+[ "$(grep -cE '^ +msg_size += +1 KiB' ou.out)" = 2 ] || { cat ou.out; fail "ou.out: msg_size 1 KiB not shown for both tests"; }
 
 log "== ours -> ours, -cm1"
 qperf_client 120 oc.out rperftest qperf "$RXE_IP" -t 1 -cm1 "${RC_CM[@]}" "${RC_SMALL[@]}"

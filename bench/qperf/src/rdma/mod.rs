@@ -7,11 +7,13 @@
 //! sync, run the data phase, then STAT (server → client) and the "after" sync.
 //! Non-CM on RoCE needs the peer's GID, which stock qperf never sends: two rperftest peers
 //! swap it through the GID extension (node_ext); against a stock peer such a test fails at
-//! once with one line that points at -cm1.
+//! once with one line that points at -cm1. Two rperftest peers on RoCE also swap their ports'
+//! active MTU (node_ext's MTU block), and pick the sizes the user left open from both (path).
 
 pub mod cm;
 pub mod dev;
 pub mod node_ext;
+pub mod path;
 pub mod plan;
 #[allow(unsafe_code)]
 pub mod rig;
@@ -31,7 +33,8 @@ use super::ctrl::{Ctrl, CtrlError};
 use super::options::{Fatal, Par, Side, State};
 use super::wire::{Node, Req, Stat, NODE_LEN, STAT_LEN, SYNC_AFTER, SYNC_BEFORE};
 use dev::Local;
-use node_ext::{ext_from_id, id_with_ext, mark_node, node_marked, GidExt, EXT_LEN};
+use node_ext::{ext_from_id, id_with_ext, mark_node, mtu_from_id, node_marked, Follows, GidExt, MtuExt, EXT_LEN, MTU_EXT_LEN};
+use path::{Asked, Ports};
 use plan::{Kind, RdmaTest, Transport, ACK_TIMEOUT, DEFAULT_MTU, DEPTH, MIN_RNR_TIMER, QKEY, RETRY_CNT, RNR_RETRY};
 use rig::{qp_access, Rig};
 use run::{data_phase, Run};
@@ -52,6 +55,10 @@ pub struct Params {
     pub sl: u8,
     pub rate: u8,
     pub src_path_bits: u32,
+    /// The user gave the path MTU (-mt) / the message size (-m); server: as the client's MTU
+    /// block says (true without one). What was not given may be chosen (path.rs).
+    pub mtu_given: bool,
+    pub msg_given: bool,
 }
 
 enum CmSide {
@@ -67,9 +74,19 @@ struct Job<'a> {
     p: Params,
     /// Non-CM: the device, port and GID in use.
     local: Option<Local>,
-    /// Server: the client's GID extension from the REQ.
+    /// Server: the client's GID extension and MTU block from the REQ.
     peer_ext: Option<GidExt>,
+    peer_mtu: Option<MtuExt>,
     cm: CmSide,
+}
+
+/// What a session leaves: (our STAT, the server's) on the client, and for a non-CM test what
+/// the ports carry, ours and (from an rperftest peer) the peer's.
+pub struct Done {
+    stats: Option<(Stat, Stat)>,
+    ports: Option<Ports>,
+    /// The peer's GID extension said Ethernet.
+    peer_ethernet: bool,
 }
 
 /// The one line for a non-CM test on RoCE whose peer sent no GID.
@@ -92,35 +109,53 @@ fn l(s: String) -> CtrlError {
 }
 
 impl providers::ContextUser for Job<'_> {
-    type Output = Result<Option<(Stat, Stat)>, CtrlError>;
+    type Output = Result<Done, CtrlError>;
     fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Self::Output {
         session(&ctx, self)
     }
 }
 
-/// What the connection set-up leaves for the rest of the session: the CM id (None: non-CM),
-/// the server's CM listener (kept to the end), and for a non-CM connect the LID and MTU.
+/// What the connection set-up leaves for the rest of the session: the CM id (None: non-CM)
+/// and the server's CM listener (kept to the end).
 struct Setup {
     cm_id: Option<uverbs::cm::CmId>,
     listener: Option<uverbs::cm::CmId>,
-    lid: u32,
-    mtu_bytes: u32,
 }
 
-fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(Stat, Stat)>, CtrlError> {
-    let Job { ctrl, test: t, server, p, local, peer_ext, cm: cm_side } = job;
+/// A non-CM side's port: the LID its peer addresses and the active MTU in bytes.
+#[derive(Clone, Copy)]
+struct PortFacts {
+    lid: u32,
+    active_mtu: u32,
+}
+
+fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Done, CtrlError> {
+    let Job { ctrl, test: t, server, mut p, local, peer_ext, peer_mtu, cm: cm_side } = job;
     let name = t.name;
     let (cs, ss) = t.shapes();
     let shape = if server { ss } else { cs };
     let (own_rd, max_rd) = rd_atomic(ctx, &p)?;
-    let buf = t.buffer_size(server, p.msg_size);
+    let port = local.as_ref().map(|lo| port_facts(ctx, lo, &p)).transpose()?;
+    let mut ports = port.zip(local.as_ref()).map(|(pf, lo)| Ports { ethernet: lo.ethernet(), local: pf.active_mtu, peer: peer_mtu.map(|m| m.active_mtu) });
+    // The server has its peer's MTU from the REQ; the client has it only after the NODE swap,
+    // so it sizes its buffer for the largest message its port could carry.
+    let mut buf_msg = p.msg_size;
+    if let Some(pt) = ports {
+        if server {
+            settle(t, &mut p, pt)?;
+            buf_msg = p.msg_size;
+        } else if pt.ethernet && t.transport == Transport::Ud && !p.msg_given {
+            buf_msg = buf_msg.max(pt.local);
+        }
+    }
+    let buf = t.buffer_size(server, buf_msg);
     let mut rig = Rig::new(ctx, t.transport, shape, buf, p.msg_size, p.poll).map_err(l)?;
-    let Setup { cm_id, listener: _listener, lid, mtu_bytes } = set_up(ctx, &mut rig, ctrl, t, &p, local.as_ref(), cm_side)?;
+    let Setup { cm_id, listener: _listener } = set_up(&mut rig, ctrl, t, local.as_ref(), cm_side)?;
     let non_cm = cm_id.is_none();
     let my_psn = if non_cm { psn() } else { 0 };
     let lnode = Node {
         vaddr: rig.mr.addr(),
-        lid,
+        lid: port.map_or(0, |pf| pf.lid),
         qpn: if non_cm { rig.qp.qpn() } else { 0 },
         psn: my_psn,
         srqn: 0,
@@ -128,10 +163,17 @@ fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(S
         alt_lid: 0,
         rd_atomic: own_rd,
     };
-    let (rnode, peer) = swap_nodes(ctrl, name, server, non_cm, lnode.encode(), local.as_ref(), peer_ext)?;
+    let own_mtu = ports.map(|pt| MtuExt { active_mtu: pt.local, mtu_given: false, msg_given: false });
+    let peers = Peers { ext: peer_ext, mtu: peer_mtu };
+    let (rnode, peers) = swap_nodes(ctrl, name, server, non_cm, lnode.encode(), local.as_ref(), peers, own_mtu)?;
+    if let (Some(pt), false) = (ports.as_mut(), server) {
+        pt.peer = peers.mtu.map(|m| m.active_mtu);
+        settle(t, &mut p, *pt)?;
+        rig.msg_size = p.msg_size;
+    }
     if non_cm {
         let lo = local.as_ref().ok_or_else(|| CtrlError::local("internal: no device"))?;
-        connect_non_cm(&mut rig, lo, &p, &rnode, peer.as_ref(), own_rd.min(max_rd), my_psn, mtu_bytes).map_err(l)?;
+        connect_non_cm(&mut rig, lo, &p, &rnode, peers.ext.as_ref(), own_rd.min(max_rd), my_psn, p.mtu).map_err(l)?;
     }
     rig.remote = RemoteAddr { addr: rnode.vaddr, rkey: rnode.rkey };
     prepare_buffers(&mut rig, t, server, p.msg_size)?;
@@ -147,12 +189,22 @@ fn session<P: Provider>(ctx: &Arc<Context<P>>, job: Job<'_>) -> Result<Option<(S
     };
     let mut stat = new_stat();
     data_phase(&mut rig, &run, ctrl, &mut stat).map_err(l)?;
-    let out = swap_results(ctrl, t, server, &p, stat)?;
+    let stats = swap_results(ctrl, t, server, &p, stat)?;
     if let Some(id) = &cm_id {
         cm::close(id, !server);
     }
     drop(rig);
-    Ok(out)
+    let peer_ethernet = peers.ext.is_some_and(|e| e.link_layer == node_ext::LL_ETHERNET);
+    Ok(Done { stats, ports, peer_ethernet })
+}
+
+/// The path MTU and message size this side runs with (path.rs), into `p`.
+fn settle(t: RdmaTest, p: &mut Params, ports: Ports) -> Result<(), CtrlError> {
+    let asked = Asked { mtu: p.mtu, msg_size: p.msg_size, mtu_given: p.mtu_given, msg_given: p.msg_given };
+    let c = path::choose(t.name, asked, ports, t.transport == Transport::Ud).map_err(l)?;
+    p.mtu = c.mtu;
+    p.msg_size = c.msg_size;
+    Ok(())
 }
 
 /// RDMA reads or atomics in flight: (ours, the device's most). Ours is what -rd asked for
@@ -168,14 +220,36 @@ fn rd_atomic<P: Provider>(ctx: &Arc<Context<P>>, p: &Params) -> Result<(u32, u32
     Ok((own_rd, max_rd))
 }
 
-/// The QP connected through rdma_cm (-cm1), or without CM brought to INIT on the device's
-/// port, with the LID and MTU its peer needs.
-fn set_up<P: Provider>(ctx: &Arc<Context<P>>, rig: &mut Rig<P>, ctrl: &Ctrl, t: RdmaTest, p: &Params, local: Option<&Local>, cm_side: CmSide) -> Result<Setup, CtrlError> {
-    let name = t.name;
+/// The port's LID (plus -sp's path bits, as qperf) and active MTU.
+fn port_facts<P: Provider>(ctx: &Arc<Context<P>>, lo: &Local, p: &Params) -> Result<PortFacts, CtrlError> {
+    let pa = ctx.query_port(lo.port).map_err(|e| l(format!("query port failed: {e}")))?;
+    let r = &pa.legacy_resp;
+    let mut lid = u32::from(r.lid);
+    if r.lmc > 0 {
+        lid += p.src_path_bits & ((1u32 << r.lmc.min(7)) - 1);
+    }
+    Ok(PortFacts { lid, active_mtu: 128u32 << r.active_mtu.clamp(1, 5) })
+}
+
+/// The port's active MTU in bytes, from a context opened for that alone: the client's MTU
+/// block goes in the REQ, before the test opens the device. None: the device did not open or
+/// answer (the test's own open then says why).
+pub fn active_mtu(desc: &uverbs::provider::DeviceDesc, settings: &ProviderSettings, port: u8) -> Option<u32> {
+    struct Query(u8);
+    impl providers::ContextUser for Query {
+        type Output = Option<u32>;
+        fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Option<u32> {
+            let pa = ctx.query_port(self.0).ok()?;
+            Some(128u32 << pa.legacy_resp.active_mtu.clamp(1, 5))
+        }
+    }
+    providers::open(desc, settings, Query(port)).ok().flatten()
+}
+
+/// The QP connected through rdma_cm (-cm1), or without CM brought to INIT on the device's port.
+fn set_up<P: Provider>(rig: &mut Rig<P>, ctrl: &Ctrl, t: RdmaTest, local: Option<&Local>, cm_side: CmSide) -> Result<Setup, CtrlError> {
     let mut cm_id = None;
     let mut listener = None;
-    let mut lid = 0u32;
-    let mut mtu_bytes = p.mtu;
     match cm_side {
         CmSide::Client(c) => cm_id = Some(cm::client_connect(c, &mut rig.qp, ctrl.timeout).map_err(l)?),
         CmSide::Server(sv) => {
@@ -185,46 +259,39 @@ fn set_up<P: Provider>(ctx: &Arc<Context<P>>, rig: &mut Rig<P>, ctrl: &Ctrl, t: 
         }
         CmSide::None => {
             let lo = local.ok_or_else(|| CtrlError::local("internal: non-CM test without a device"))?;
-            let pa = ctx.query_port(lo.port).map_err(|e| l(format!("query port failed: {e}")))?;
-            let r = &pa.legacy_resp;
-            lid = u32::from(r.lid);
-            if r.lmc > 0 {
-                lid += p.src_path_bits & ((1u32 << r.lmc.min(7)) - 1);
-            }
-            // qperf uses the requested MTU as it is (IB); on RoCE the port's active MTU
-            // (netdev MTU minus headers) caps it, or larger packets would be dropped.
-            let active = 128u32 << r.active_mtu.clamp(1, 5);
-            if lo.ethernet() {
-                mtu_bytes = mtu_bytes.min(active);
-            }
-            if t.transport == Transport::Ud && p.msg_size > mtu_bytes.min(active) {
-                return Err(l(format!(
-                    "{name}: message size {} is larger than the path MTU {} (a UD message is one packet); use -m {} or less",
-                    p.msg_size,
-                    mtu_bytes.min(active),
-                    mtu_bytes.min(active)
-                )));
-            }
             rig.qp.to_init(lo.port, 0, qp_access(t.transport)).map_err(|e| l(format!("failed to modify QP to INIT state: {e}")))?;
         }
     }
-    Ok(Setup { cm_id, listener, lid, mtu_bytes })
+    Ok(Setup { cm_id, listener })
 }
 
-/// Swap NODE messages (and, non-CM between two rperftest peers, GID extensions): the peer's
-/// NODE and its GID extension, if it sent one (the server has it from the REQ already).
-fn swap_nodes(ctrl: &Ctrl, name: &str, server: bool, non_cm: bool, mut nb: [u8; NODE_LEN], local: Option<&Local>, peer_ext: Option<GidExt>) -> Result<(Node, Option<GidExt>), CtrlError> {
+/// The peer's GID extension and MTU block, when it is an rperftest side that sent them.
+#[derive(Clone, Copy, Debug)]
+struct Peers {
+    ext: Option<GidExt>,
+    mtu: Option<MtuExt>,
+}
+
+/// Swap NODE messages (and, non-CM between two rperftest peers, GID extensions and MTU
+/// blocks): the peer's NODE and what it sent of those (the server has them from the REQ).
+#[allow(clippy::too_many_arguments)]
+fn swap_nodes(ctrl: &Ctrl, name: &str, server: bool, non_cm: bool, mut nb: [u8; NODE_LEN], local: Option<&Local>, peers: Peers, own_mtu: Option<MtuExt>) -> Result<(Node, Peers), CtrlError> {
     let rnode;
-    let mut peer = peer_ext;
+    let mut peer = peers;
     if server {
-        let announce = non_cm && peer.is_some();
+        let announce = non_cm && peer.ext.is_some();
+        // Only a client that sent its MTU block reads ours (an older one would not).
+        let with_mtu = own_mtu.filter(|_| peer.mtu.is_some());
         if announce {
-            mark_node(&mut nb);
+            mark_node(&mut nb, if with_mtu.is_some() { Follows::GidMtu } else { Follows::Gid });
         }
         ctrl.send("node information", &nb)?;
         if announce {
             let ext = local.map(Local::ext).ok_or_else(|| CtrlError::local("internal: no device"))?;
             ctrl.send("GID extension", &ext.encode())?;
+            if let Some(m) = with_mtu {
+                ctrl.send("MTU block", &m.encode())?;
+            }
         }
         rnode = Node::decode(&ctrl.recv("node information", NODE_LEN)?).map_err(|e| l(e.to_string()))?;
     } else {
@@ -232,12 +299,17 @@ fn swap_nodes(ctrl: &Ctrl, name: &str, server: bool, non_cm: bool, mut nb: [u8; 
         // missing GID is then reported before a stock server tries to use our NODE.
         let rb = ctrl.recv("node information", NODE_LEN)?;
         rnode = Node::decode(&rb).map_err(|e| l(e.to_string()))?;
-        if non_cm && node_marked(&rb) {
+        let malformed = |what: &str| CtrlError::Local(format!("the server's {what} is malformed (a different rperftest version?)"));
+        if let Some(follows) = node_marked(&rb).filter(|_| non_cm) {
             let e = ctrl.recv("GID extension", EXT_LEN)?;
-            peer = Some(GidExt::decode(&e).ok_or_else(|| CtrlError::local("the server's GID extension is malformed (a different rperftest version?)"))?);
+            peer.ext = Some(GidExt::decode(&e).ok_or_else(|| malformed("GID extension"))?);
+            if follows == Follows::GidMtu {
+                let m = ctrl.recv("MTU block", MTU_EXT_LEN)?;
+                peer.mtu = Some(MtuExt::decode(&m).ok_or_else(|| malformed("MTU block"))?);
+            }
         }
         if let Some(lo) = local {
-            if lo.ethernet() && peer.is_none() {
+            if lo.ethernet() && peer.ext.is_none() {
                 return Err(l(no_gid_line(name, lo, false)));
             }
         }
@@ -391,6 +463,8 @@ pub fn run_client(st: &mut State, t: RdmaTest, index: u16) -> Result<(), Fatal> 
         sl: u8::try_from(p.loc(Par::Sl)).unwrap_or(0),
         rate,
         src_path_bits: p.loc(Par::SrcPathBits),
+        mtu_given: p.is_set(Side::Loc, Par::MtuSize),
+        msg_given: p.is_set(Side::Loc, Par::MsgSize),
     };
     if !use_cm && plan::mtu_enum(params.mtu).is_none() {
         return Err(Fatal(format!("bad MTU: {}; must be 256/512/1K/2K/4K", params.mtu)));
@@ -399,11 +473,14 @@ pub fn run_client(st: &mut State, t: RdmaTest, index: u16) -> Result<(), Fatal> 
     let mut req: Req = build_req(p, index);
     req.use_cm = u32::from(use_cm);
     if let Some(lo) = &local {
-        req.id = id_with_ext(&p.get(Side::Rem, Par::Id).text, Some(&lo.ext()));
+        // On RoCE our port's MTU goes along, for an rperftest server to pick sizes with.
+        let mtu = lo.ethernet().then(|| active_mtu(&lo.info.desc(), &st.providers, lo.port)).flatten();
+        let block = mtu.map(|m| MtuExt { active_mtu: m, mtu_given: p.is_set(Side::Rem, Par::MtuSize), msg_given: p.is_set(Side::Rem, Par::MsgSize) });
+        req.id = id_with_ext(&p.get(Side::Rem, Par::Id).text, Some(&lo.ext()), block.as_ref());
     }
     let ctrl = open_req(st, &req)?;
-    let res = client_session(&ctrl, t, params, local, use_cm, &st.providers);
-    let (mut l, mut r) = match res {
+    let res = client_session(&ctrl, t, params.clone(), local, use_cm, &st.providers);
+    let (mut l, mut r, done) = match res {
         Ok(v) => v,
         Err(CtrlError::Local(m)) => {
             // As qperf: our error goes to the peer too (it ends the server's wait at once).
@@ -413,8 +490,38 @@ pub fn run_client(st: &mut State, t: RdmaTest, index: u16) -> Result<(), Fatal> 
         Err(e) => return Err(report(e)),
     };
     drop(ctrl);
+    show_chosen(st, t, &params, &done);
     show_results(st, t.name, t.measure(), &mut l, &mut r);
     Ok(())
+}
+
+/// Sizes chosen between two rperftest sides (path.rs) replace stock's defaults in the
+/// parameters (`-vvu`, `--json`) for both sides, and `-v` says so in one line.
+fn show_chosen(st: &mut State, t: RdmaTest, params: &Params, done: &Done) {
+    let (Some(ours), Some(theirs)) = (done.ports, done.ports.and_then(|pt| pt.peer)) else {
+        return;
+    };
+    let ud = t.transport == Transport::Ud;
+    let asked = Asked { mtu: params.mtu, msg_size: params.msg_size, mtu_given: params.mtu_given, msg_given: params.msg_given };
+    let server_ports = Ports { ethernet: done.peer_ethernet, local: theirs, peer: Some(ours.local) };
+    let p = &mut st.pars;
+    let server_asked = Asked {
+        mtu: p.rem(Par::MtuSize),
+        msg_size: p.rem(Par::MsgSize),
+        mtu_given: p.is_set(Side::Rem, Par::MtuSize),
+        msg_given: p.is_set(Side::Rem, Par::MsgSize),
+    };
+    for (side, a, pt) in [(Side::Loc, asked, ours), (Side::Rem, server_asked, server_ports)] {
+        if let Ok(c) = path::choose(t.name, a, pt, ud) {
+            // set_default_side leaves a value the user gave alone.
+            p.set_default_side(side, Par::MtuSize, c.mtu);
+            p.set_default_side(side, Par::MsgSize, c.msg_size);
+        }
+    }
+    let line = path::choose(t.name, asked, ours, ud).ok().and_then(|c| path::note(asked, ours, c));
+    if let (Some(line), true, false) = (line, st.g.verbosity.used > 0, st.g.json) {
+        println!("{line}");
+    }
 }
 
 fn client_session(
@@ -424,7 +531,7 @@ fn client_session(
     local: Option<Local>,
     use_cm: bool,
     settings: &ProviderSettings,
-) -> Result<(Stat, Stat), CtrlError> {
+) -> Result<(Stat, Stat, Done), CtrlError> {
     let (desc, cm_side) = if use_cm {
         let c = cm::client_start(ctrl)?;
         (c.dev.info.desc(), CmSide::Client(c))
@@ -433,10 +540,10 @@ fn client_session(
         (lo.info.desc(), CmSide::None)
     };
     let dev_name = desc.ibdev.clone();
-    let job = Job { ctrl, test: t, server: false, p, local, peer_ext: None, cm: cm_side };
+    let job = Job { ctrl, test: t, server: false, p, local, peer_ext: None, peer_mtu: None, cm: cm_side };
     match providers::open(&desc, settings, job) {
-        Ok(Ok(Some(v))) => Ok(v),
-        Ok(Ok(None)) => Err(CtrlError::local("internal: the client got no results")),
+        Ok(Ok(Done { stats: Some((l, r)), ports, peer_ethernet })) => Ok((l, r, Done { stats: None, ports, peer_ethernet })),
+        Ok(Ok(Done { stats: None, .. })) => Err(CtrlError::local("internal: the client got no results")),
         Ok(Err(e)) => Err(e),
         Err(e) => Err(CtrlError::Local(format!("failed to open device {dev_name}: {e}"))),
     }
@@ -452,7 +559,7 @@ pub fn serve(ctrl: &Ctrl, req: &Req, t: RdmaTest, settings: &ProviderSettings) -
     check_sizes(&t, req.msg_size).map_err(CtrlError::Local)?;
     let rate_text = text_of(req.static_rate.raw());
     let rate = plan::static_rate(&rate_text).ok_or_else(|| CtrlError::Local(format!("bad static rate: {}", req.static_rate.text())))?;
-    let params = Params {
+    let mut params = Params {
         msg_size: req.msg_size,
         time: req.time,
         no_msgs: req.no_msgs,
@@ -463,6 +570,8 @@ pub fn serve(ctrl: &Ctrl, req: &Req, t: RdmaTest, settings: &ProviderSettings) -
         sl: u8::try_from(req.sl.min(15)).unwrap_or(0),
         rate,
         src_path_bits: req.src_path_bits,
+        mtu_given: true,
+        msg_given: true,
     };
     let (desc, local, peer_ext, cm_side) = if use_cm {
         let sv = cm::server_start(ctrl)?;
@@ -479,9 +588,118 @@ pub fn serve(ctrl: &Ctrl, req: &Req, t: RdmaTest, settings: &ProviderSettings) -
         (lo.info.desc(), Some(lo), ext, CmSide::None)
     };
     let dev_name = desc.ibdev.clone();
-    let job = Job { ctrl, test: t, server: true, p: params, local, peer_ext, cm: cm_side };
+    // A client's MTU block says which of our sizes its user left to us.
+    let peer_mtu = if use_cm { None } else { mtu_from_id(&req.id) };
+    if let Some(m) = peer_mtu {
+        params.mtu_given = m.mtu_given;
+        params.msg_given = m.msg_given;
+    }
+    let job = Job { ctrl, test: t, server: true, p: params, local, peer_ext, peer_mtu, cm: cm_side };
     match providers::open(&desc, settings, job) {
         Ok(r) => r.map(|_| ()),
         Err(e) => Err(CtrlError::Local(format!("failed to open device {dev_name}: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+    use uverbs::attr::{GidEntry, GidType, NodeType};
+    use uverbs::discovery::{DeviceInfo, Source};
+
+    fn pair() -> (Ctrl, Ctrl) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let t = Duration::from_millis(500);
+        (Ctrl::new(c, t, "server").unwrap(), Ctrl::new(s, t, "client").unwrap())
+    }
+
+    fn roce(last: u8) -> Local {
+        let info = DeviceInfo {
+            index: None,
+            ibdev: "rxe0".into(),
+            uverbs: "uverbs0".into(),
+            uverbs_dev: None,
+            driver_id: 14,
+            driver_abi: 2,
+            node_guid: 0,
+            sys_image_guid: 0,
+            node_type: NodeType::Ca,
+            fw_ver: String::new(),
+            board_id: None,
+            port_count: 1,
+            source: Source::Sysfs,
+        };
+        let mut gid = [0u8; 16];
+        gid[10..].copy_from_slice(&[0xff, 0xff, 10, 0, 0, last]);
+        let gid = GidEntry { index: 1, port: 1, gid, gid_type: GidType::RoceV2, netdev: None };
+        Local { info, port: 1, ll: node_ext::LL_ETHERNET, gid: Some(gid) }
+    }
+
+    fn node(qpn: u32) -> [u8; NODE_LEN] {
+        Node { vaddr: 0x1000, lid: 0, qpn, psn: 7, srqn: 0, rkey: 9, alt_lid: 0, rd_atomic: 1 }.encode()
+    }
+
+    const NONE: Peers = Peers { ext: None, mtu: None };
+
+    /// The server's swap_nodes against the client's, the client's REQ having carried `client`;
+    /// then one sync each way, which fails if either side read too few or too many bytes.
+    fn swap(client_mtu: Option<MtuExt>) -> (Peers, Node) {
+        let (c, s) = pair();
+        let peers = Peers { ext: Some(roce(1).ext()), mtu: client_mtu };
+        let h = std::thread::spawn(move || {
+            let own = Some(MtuExt { active_mtu: 4096, mtu_given: false, msg_given: false });
+            let (n, p) = swap_nodes(&s, "ud_bw", true, true, node(0x22), Some(&roce(2)), peers, own).unwrap();
+            s.sync(SYNC_BEFORE).unwrap();
+            (n, p.mtu)
+        });
+        let (n, p) = swap_nodes(&c, "ud_bw", false, true, node(0x11), Some(&roce(1)), NONE, None).unwrap();
+        c.sync(SYNC_BEFORE).unwrap();
+        let (server_saw, server_mtu) = h.join().unwrap();
+        assert_eq!(server_saw.qpn, 0x11);
+        assert_eq!(server_mtu, client_mtu);
+        assert_eq!(p.ext, Some(roce(2).ext()));
+        (p, n)
+    }
+
+    #[test]
+    fn swap_nodes_sends_the_mtu_block_only_to_a_client_that_sent_one() {
+        let client = MtuExt { active_mtu: 1024, mtu_given: false, msg_given: true };
+        let (p, n) = swap(Some(client));
+        assert_eq!(p.mtu, Some(MtuExt { active_mtu: 4096, mtu_given: false, msg_given: false }));
+        assert_eq!(n.qpn, 0x22);
+        // An older rperftest client (GID extension, no block) gets RPQG and 24 bytes only.
+        let (p, _) = swap(None);
+        assert_eq!(p.mtu, None);
+    }
+
+    #[test]
+    fn client_against_stock_or_older_servers() {
+        // Stock: padding that is no mark; on RoCE our client stops with the no-GID line.
+        let (c, s) = pair();
+        s.send("node", &node(0x22)).unwrap();
+        let e = swap_nodes(&c, "ud_bw", false, true, node(0x11), Some(&roce(1)), NONE, None).unwrap_err();
+        assert_eq!(e, CtrlError::Local(no_gid_line("ud_bw", &roce(1), false)));
+        // An older rperftest server: RPQG and a GID extension, no MTU block: stock's sizes.
+        let (c, s) = pair();
+        let mut nb = node(0x22);
+        mark_node(&mut nb, Follows::Gid);
+        s.send("node", &nb).unwrap();
+        s.send("ext", &roce(2).ext().encode()).unwrap();
+        let (_, p) = swap_nodes(&c, "ud_bw", false, true, node(0x11), Some(&roce(1)), NONE, None).unwrap();
+        assert_eq!((p.ext, p.mtu), (Some(roce(2).ext()), None));
+        assert_eq!(s.recv("node", NODE_LEN).unwrap(), node(0x11).to_vec());
+        // A malformed block after RPQM: one line, not a hang.
+        let (c, s) = pair();
+        let mut nb = node(0x22);
+        mark_node(&mut nb, Follows::GidMtu);
+        s.send("node", &nb).unwrap();
+        s.send("ext", &roce(2).ext().encode()).unwrap();
+        s.send("mtu", &[0u8; MTU_EXT_LEN]).unwrap();
+        let e = swap_nodes(&c, "ud_bw", false, true, node(0x11), Some(&roce(1)), NONE, None).unwrap_err();
+        assert_eq!(e, CtrlError::local("the server's MTU block is malformed (a different rperftest version?)"));
     }
 }
