@@ -104,7 +104,7 @@ fn forward<R: Read + Send + 'static>(r: R, to_stdout: Option<Arc<Mutex<std::io::
 }
 
 /// `rperftest matrix-exec` on a node; `env` as the binary read it (`TMPDIR`).
-pub fn run(args: &[String], env: &crate::args::Env) -> u8 {
+pub fn run(args: &[String], env: &crate::env::Env) -> u8 {
     let m = match cli_args::parse_std(cli(), "matrix-exec", args) {
         Ok(m) => m,
         Err(code) => return code,

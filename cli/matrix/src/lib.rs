@@ -7,6 +7,8 @@
 
 #[forbid(unsafe_code)]
 pub mod args;
+#[forbid(unsafe_code)]
+pub mod env;
 pub mod exec;
 #[forbid(unsafe_code)]
 pub mod fuzzing;
