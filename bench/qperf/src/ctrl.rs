@@ -203,17 +203,23 @@ impl Ctrl {
     }
 }
 
+/// Two ends of a control connection over loopback TCP (client, server), 500 ms bounds: for
+/// the tests of this crate that talk through a `Ctrl`.
+#[cfg(test)]
+pub(crate) fn loopback_pair() -> (Ctrl, Ctrl) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (s, _) = l.accept().unwrap();
+    let t = Duration::from_millis(500);
+    (Ctrl::new(c, t, "server").unwrap(), Ctrl::new(s, t, "client").unwrap())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::TcpListener;
 
     fn pair() -> (Ctrl, Ctrl) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
-        let t = Duration::from_millis(500);
-        (Ctrl::new(c, t, "server").unwrap(), Ctrl::new(s, t, "client").unwrap())
+        loopback_pair()
     }
 
     #[test]

@@ -353,18 +353,9 @@ pub(crate) fn build_send_fast_block(
     Some((Built { ds, wqebbs: 1, inline: false, ctrl_head: c0 }, w))
 }
 
-/// [`build_send`] for every request: checks it, then encodes it segment by segment.
-fn build_send_generic<F>(
-    sq: &mut [u8],
-    cur_post: u32,
-    p: &SqParams,
-    wr: &SendWr<'_>,
-    av: Option<&[u8; 48]>,
-    copy_inline: F,
-) -> Result<Built>
-where
-    F: FnMut(u64, &mut [u8]),
-{
+/// [`build_send`] for every request (its arguments): checks it, then encodes it segment by
+/// segment.
+fn build_send_generic(sq: &mut [u8], cur_post: u32, p: &SqParams, wr: &SendWr<'_>, av: Option<&[u8; 48]>, copy_inline: impl FnMut(u64, &mut [u8])) -> Result<Built> {
     check_send(p, wr)?;
     debug_assert!(sq.len().is_power_of_two() && sq.len() >= WQEBB);
     let mask = sq.len() / WQEBB - 1;

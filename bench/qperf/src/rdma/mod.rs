@@ -604,17 +604,11 @@ pub fn serve(ctrl: &Ctrl, req: &Req, t: RdmaTest, settings: &ProviderSettings) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::net::{TcpListener, TcpStream};
-    use std::time::Duration;
     use uverbs::attr::{GidEntry, GidType, NodeType};
     use uverbs::discovery::{DeviceInfo, Source};
 
     fn pair() -> (Ctrl, Ctrl) {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
-        let t = Duration::from_millis(500);
-        (Ctrl::new(c, t, "server").unwrap(), Ctrl::new(s, t, "client").unwrap())
+        crate::ctrl::loopback_pair()
     }
 
     fn roce(last: u8) -> Local {
