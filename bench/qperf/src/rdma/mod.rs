@@ -228,7 +228,13 @@ fn port_facts<P: Provider>(ctx: &Arc<Context<P>>, lo: &Local, p: &Params) -> Res
     if r.lmc > 0 {
         lid += p.src_path_bits & ((1u32 << r.lmc.min(7)) - 1);
     }
-    Ok(PortFacts { lid, active_mtu: 128u32 << r.active_mtu.clamp(1, 5) })
+    Ok(PortFacts { lid, active_mtu: mtu_bytes(r.active_mtu) })
+}
+
+/// A port's `enum ibv_mtu` in bytes, an out-of-range code taken as the nearest of 256..4096
+/// (the test's own port and the MTU block's read it the same way).
+fn mtu_bytes(code: u8) -> u32 {
+    128u32 << code.clamp(1, 5)
 }
 
 /// The port's active MTU in bytes, from a context opened for that alone: the client's MTU
@@ -240,7 +246,7 @@ pub fn active_mtu(desc: &uverbs::provider::DeviceDesc, settings: &ProviderSettin
         type Output = Option<u32>;
         fn run<P: Provider>(self, ctx: Arc<Context<P>>) -> Option<u32> {
             let pa = ctx.query_port(self.0).ok()?;
-            Some(128u32 << pa.legacy_resp.active_mtu.clamp(1, 5))
+            Some(mtu_bytes(pa.legacy_resp.active_mtu))
         }
     }
     providers::open(desc, settings, Query(port)).ok().flatten()
