@@ -62,7 +62,7 @@ fn usage() -> String {
          rping              rdma-core's rping over rdma_cm (-s | -c -a ADDR), wire compatible\n  \
          doctor             why RDMA does not work here, and with PEER on the path to it (--serve there)\n\
          \n\
-         run by matrix on the nodes: matrix-exec, matrix-probe\n\
+         run by matrix on the nodes: matrix-exec, matrix-probe, matrix-wire, matrix-counters\n\
          \n\
          rperftest COMMAND --help describes each; rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
@@ -123,6 +123,8 @@ fn run(cmd: &str, rest: &[String], settings: &Settings) -> u8 {
         // The two halves of `matrix` that run on the nodes.
         "matrix-exec" => matrix::exec::run(rest, &env_settings::matrix_env()),
         "matrix-probe" => matrix::probe::run(rest),
+        "matrix-wire" => matrix::wire::run(rest),
+        "matrix-counters" => matrix::counters::run(rest),
         other => {
             eprintln!("rperftest: unknown command '{other}'; run 'rperftest --help' for the list");
             2

@@ -2,10 +2,11 @@
 # A cluster of rxe VMs on one virtual Ethernet segment, for tests that need
 # several real hosts (RoCE packets between kernels, ssh, Slurm).
 #
-#   cluster.sh up N [--bare K,...] [--bin FILE] [--mem MB]
+#   cluster.sh up N [--rails R] [--bare K,...] [--bin FILE] [--mem MB]
 #   cluster.sh exec NODE -- CMD [ARG...]     CMD on NODE over ssh; its exit code
 #   cluster.sh copy PATH NODE:DIR            scp -r PATH to NODE
-#   cluster.sh fault NODE KIND [ARGS]        see FAULTS
+#   cluster.sh fault NODE [--rail R] KIND [ARGS]   see FAULTS
+#   cluster.sh miswire NODE RAIL OTHER_RAIL  NODE's rail-RAIL NIC onto OTHER_RAIL's segment
 #   cluster.sh status                        one line per node
 #   cluster.sh ssh-config                    path of the host's ssh config
 #   cluster.sh down                          stop everything, check nothing is left
@@ -13,7 +14,12 @@
 # up boots N VMs (2 <= N <= 8; 1 vCPU, --mem MB each, default 1024) from
 # tests/vm/build-image.sh's image with the cluster overlay (OpenSSH, munge,
 # Slurm).  Node K is "nodeK", 10.77.0.K/24 on eth0, MAC 52:54:0a:4d:00:0K,
-# rxe0 on eth0; every node resolves every other by name.  --bare K,... picks
+# rxe0 on eth0; every node resolves every other by name.
+# --rails R (1..4, default 1) gives every node R NICs: NIC r (r = 0..R-1) of
+# every node sits on segment r (its own bridge, 10.77.r.0/24, node K at
+# 10.77.r.K, MAC 52:54:0a:4d:0r:0K), named ethR in the guest with rxeR on it;
+# names resolve on rail 0 (nodeK), and nodeK-railR names rail R's address.
+# --bare K,... picks
 # the nodes booted without rdma-core and C perftest (the others are "full").
 # --bin is the rperftest put on every node's PATH (default: $RPERFTEST_BIN,
 # else tests/vm/build-static.sh's output).
@@ -39,7 +45,14 @@
 #                             from it, is dropped (u32 filters on ingress)
 #   stop-sshd | start-sshd | stop-slurmd | start-slurmd
 #   kill                      the VM is killed outright (SIGKILL to qemu)
-#   clear                     no qdisc or filter, link up, MTU 1500
+#   clear                     no qdisc or filter, link up, MTU 1500, every
+#                             NIC of the node back on its own rail's segment
+# --rail R puts the fault on that NIC only (default 0: eth0/rxe0); kill,
+# sshd and slurmd faults are the node's and take no rail.
+# miswire NODE RAIL OTHER moves the node's rail-RAIL NIC (its tap) onto rail
+# OTHER's bridge: the crossed cable.  Its address stays rail RAIL's, so it
+# reaches none of its rail's peers and hears rail OTHER's traffic.  `fault
+# NODE clear` puts it back.
 #
 # State (logs, keys, pids) lives in $RPT_CLUSTER_DIR (default
 # ${TMPDIR:-/tmp}/rperftest-cluster): nodeK.log is node K's console; down
@@ -53,6 +66,9 @@ ROOT=$(cd "$HERE/../.." && pwd)
 STATE=${RPT_CLUSTER_DIR:-${TMPDIR:-/tmp}/rperftest-cluster}
 SUBNET=10.77.0
 HOST_IP=$SUBNET.254
+subnet_of() { echo "10.77.$1"; }          # rail -> its /24
+tap_of() { if [ "$2" = 0 ]; then echo "tap$1"; else echo "tap${1}r$2"; fi; }  # node rail -> tap
+rail_count() { cat "$STATE/rails" 2>/dev/null || echo 1; }
 
 say() { echo "cluster: $*" >&2; }
 die() { echo "cluster: $*" >&2; exit 1; }
@@ -98,10 +114,11 @@ monitor() {  # K HMP-COMMAND
 
 # -------------------------------------------------------------------- up
 cmd_up() {
-    local n="" bare="" bin=${RPERFTEST_BIN:-} mem=1024 boot_timeout=""
+    local n="" bare="" bin=${RPERFTEST_BIN:-} mem=1024 boot_timeout="" rails=1
     while [ $# -gt 0 ]; do
         case "$1" in
             --bare) bare=$2; shift 2 ;;
+            --rails) rails=$2; shift 2 ;;
             --bin) bin=$2; shift 2 ;;
             --mem) mem=$2; shift 2 ;;
             --boot-timeout) boot_timeout=$2; shift 2 ;;
@@ -110,6 +127,7 @@ cmd_up() {
         esac
     done
     [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le 8 ] || die "up: N must be 2..8 (got '${n}')"
+    [[ $rails =~ ^[1-4]$ ]] || die "up: --rails must be 1..4 (got '$rails')"
     [ "$(id -u)" = 0 ] || die "up needs root (network namespace, bridge, taps)"
     for t in ip qemu-system-x86_64 ssh ssh-keygen scp flock; do
         command -v $t >/dev/null || die "up: $t is not installed (apt-get install iproute2 qemu-system-x86 openssh-client)"
@@ -131,6 +149,7 @@ cmd_up() {
     local t0; t0=$(date +%s)
     mkdir -p "$STATE/keys"
     echo "$n" >"$STATE/size"
+    echo "$rails" >"$STATE/rails"
     echo "rptcl$(echo "$STATE" | sha256sum | cut -c1-8)" >"$STATE/netns"
     # ---- keys: root's key pair, one host key per node
     ssh-keygen -q -t ed25519 -N '' -C "rperftest-cluster" -f "$STATE/keys/id_ed25519" || die "ssh-keygen failed"
@@ -139,6 +158,7 @@ cmd_up() {
         ssh-keygen -q -t ed25519 -N '' -C "node$k" -f "$STATE/keys/host$k" || die "ssh-keygen failed"
         echo "node$k,$SUBNET.$k $(cut -d' ' -f1,2 "$STATE/keys/host$k.pub")" >>"$STATE/keys/known_hosts"
         echo "$SUBNET.$k node$k" >>"$STATE/hosts"
+        for r in $(seq 1 $((rails - 1))); do echo "$(subnet_of "$r").$k node$k-rail$r" >>"$STATE/hosts"; done
     done
     {
         echo "Host node*"
@@ -192,13 +212,17 @@ EOF
     local ns; ns=$(netns)
     ip netns add "$ns" || die "cannot create network namespace $ns"
     in_ns ip link set lo up
-    in_ns ip link add br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0 || die "cannot create the bridge"
-    in_ns ip addr add "$HOST_IP/24" dev br0
-    in_ns ip link set br0 up
-    for k in $(seq 1 "$n"); do
-        in_ns ip tuntap add "tap$k" mode tap || die "cannot create tap$k (/dev/net/tun?)"
-        in_ns ip link set "tap$k" master br0
-        in_ns ip link set "tap$k" up
+    local r tap
+    for r in $(seq 0 $((rails - 1))); do
+        in_ns ip link add "br$r" type bridge stp_state 0 forward_delay 0 mcast_snooping 0 || die "cannot create bridge br$r"
+        in_ns ip addr add "$(subnet_of "$r").254/24" dev "br$r"
+        in_ns ip link set "br$r" up
+        for k in $(seq 1 "$n"); do
+            tap=$(tap_of "$k" "$r")
+            in_ns ip tuntap add "$tap" mode tap || die "cannot create $tap (/dev/net/tun?)"
+            in_ns ip link set "$tap" master "br$r"
+            in_ns ip link set "$tap" up
+        done
     done
     # ---- the VMs
     : >"$STATE/nodes"
@@ -214,6 +238,13 @@ EOF
         cp "$STATE/keys/munge.key" "$d/munge.key"
         cp "$STATE/slurm.conf" "$d/slurm.conf"
         cp -L "$bin" "$d/rperftest"
+        local railnics=()
+        : >"$d/rails"
+        for r in $(seq 1 $((rails - 1))); do
+            printf '%s %s/24 52:54:0a:4d:%02x:%02x\n' "$r" "$(subnet_of "$r").$k" "$r" "$k" >>"$d/rails"
+            railnics+=(--qemu-arg -netdev --qemu-arg "tap,id=n$r,ifname=$(tap_of "$k" "$r"),script=no,downscript=no"
+                       --qemu-arg -device --qemu-arg "$(printf 'virtio-net-pci,netdev=n%s,romfile=,mac=52:54:0a:4d:%02x:%02x' "$r" "$r" "$k")")
+        done
         printf '%s\n' "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin" "RXE_DEV=rxe0" "RXE_NETDEV=eth0" \
             "RXE_IP=$SUBNET.$k" "RXE_VM_MODE=$mode" "CLUSTER_NODE=node$k" "CLUSTER_SIZE=$n" >"$d/env"
         mkfifo "$STATE/node$k.mon.in" "$STATE/node$k.mon.out" "$STATE/node$k.agent.in" "$STATE/node$k.agent.out"
@@ -229,6 +260,7 @@ EOF
             --qemu-arg -device --qemu-arg virtio-serial-pci \
             --qemu-arg -chardev --qemu-arg "pipe,id=agent0,path=$STATE/node$k.agent" \
             --qemu-arg -device --qemu-arg "virtserialport,chardev=agent0,name=rpt.agent" \
+            "${railnics[@]}" \
             -e "RXE_VM_BOOT_TIMEOUT=$boot_timeout" \
             "$d" -- bash /usr/share/rxe-vm/cluster-node.sh /mnt/host/cluster \
             >"$STATE/node$k.log" 2>&1 </dev/null &
@@ -306,11 +338,18 @@ cmd_fault() {
     need_up
     [ $# -ge 2 ] || die "usage: cluster.sh fault NODE KIND [ARGS]"
     local k; k=$(node_index "$1") || exit 1
-    local kind=$2; shift 2
-    local dev=eth0
+    shift
+    local rail=0
+    if [ "${1:-}" = --rail ]; then
+        [[ ${2:-} =~ ^[0-9]+$ ]] && [ "$2" -lt "$(rail_count)" ] || die "fault: --rail must be 0..$(( $(rail_count) - 1 )) (got '${2:-}')"
+        rail=$2; shift 2
+    fi
+    [ $# -ge 1 ] || die "usage: cluster.sh fault NODE [--rail R] KIND [ARGS]"
+    local kind=$1; shift
+    local dev=eth$rail tap; tap=$(tap_of "$k" "$rail")
     case "$kind" in
-        link-down) monitor "$k" "set_link n0 off" ;;
-        link-up) monitor "$k" "set_link n0 on" ;;
+        link-down) monitor "$k" "set_link n$rail off" ;;
+        link-up) monitor "$k" "set_link n$rail on" ;;
         kill)
             local p; p=$(qemu_pid "$k")
             [ -n "$p" ] && kill -9 "$p" 2>/dev/null || die "node$k: VM is not running"
@@ -326,7 +365,7 @@ cmd_fault() {
               # both ways: the node's egress in the guest, the tap's egress
               # (traffic to the node) on the host side
               agent "$k" "tc qdisc replace dev $dev root tbf rate $(printf '%q' "$1") burst 64kb limit 256mb" \
-                  && in_ns tc qdisc replace dev "tap$k" root tbf rate "$1" burst 64kb limit 256mb ;;
+                  && in_ns tc qdisc replace dev "$tap" root tbf rate "$1" burst 64kb limit 256mb ;;
         mtu) [[ ${1:-} =~ ^[0-9]+$ ]] || die "fault mtu: give the MTU in bytes"
              agent "$k" "ip link set $dev mtu $1" ;;
         drop-udp|drop-tcp)
@@ -340,12 +379,30 @@ cmd_fault() {
         start-sshd) agent "$k" '/usr/sbin/sshd -E /var/log/sshd.log' ;;
         stop-slurmd) agent "$k" 'kill $(cat /run/slurm/slurmd.pid)' ;;
         start-slurmd) agent "$k" '/usr/sbin/slurmd' ;;
-        clear)
-            alive "$k" && monitor "$k" "set_link n0 on"
-            in_ns tc qdisc del dev "tap$k" root 2>/dev/null
-            agent "$k" "tc qdisc del dev $dev root 2>/dev/null; tc qdisc del dev $dev clsact 2>/dev/null; ip link set $dev mtu 1500; true" ;;
+        clear)  # every rail of the node, whatever --rail says
+            local r d cmd=""
+            for r in $(seq 0 $(( $(rail_count) - 1 ))); do
+                alive "$k" && monitor "$k" "set_link n$r on"
+                in_ns tc qdisc del dev "$(tap_of "$k" "$r")" root 2>/dev/null
+                in_ns ip link set "$(tap_of "$k" "$r")" master "br$r"
+                d=eth$r
+                cmd+="tc qdisc del dev $d root 2>/dev/null; tc qdisc del dev $d clsact 2>/dev/null; ip link set $d mtu 1500; "
+            done
+            agent "$k" "${cmd}true" ;;
         *) die "fault: unknown kind '$kind' (link-down link-up netem rate mtu drop-udp drop-tcp stop-sshd start-sshd stop-slurmd start-slurmd kill clear)" ;;
     esac
+}
+
+# --------------------------------------------------------------- miswire
+cmd_miswire() {
+    need_up
+    [ $# = 3 ] || die "usage: cluster.sh miswire NODE RAIL OTHER_RAIL"
+    local k; k=$(node_index "$1") || exit 1
+    local nr; nr=$(rail_count)
+    [[ $2 =~ ^[0-9]+$ && $3 =~ ^[0-9]+$ ]] && [ "$2" -lt "$nr" ] && [ "$3" -lt "$nr" ] && [ "$2" != "$3" ] \
+        || die "miswire: RAIL and OTHER_RAIL must be two different rails of 0..$((nr - 1))"
+    in_ns ip link set "$(tap_of "$k" "$2")" master "br$3" || die "miswire: cannot move $(tap_of "$k" "$2") to br$3"
+    say "node$k's rail-$2 NIC (eth$2, $(subnet_of "$2").$k) is now on rail $3's segment"
 }
 
 # ---------------------------------------------------------------- status
@@ -399,6 +456,7 @@ case "$c" in
     exec) [ $# -ge 1 ] || die "usage: cluster.sh exec NODE -- CMD..."; cmd_exec "$@" ;;
     copy) cmd_copy "$@" ;;
     fault) cmd_fault "$@" ;;
+    miswire) cmd_miswire "$@" ;;
     status) cmd_status ;;
     ssh-config) echo "$STATE/ssh_config" ;;
     down) cmd_down ;;

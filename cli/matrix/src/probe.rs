@@ -20,16 +20,48 @@ pub struct DevProbe {
     pub ipv4: Option<String>,
     pub gid_index: Option<u32>,
     pub netdev: Option<String>,
+    /// The netdev's MAC (RoCE): how the wire check knows which NIC answered.
+    pub mac: Option<String>,
+    /// The prefix length of the netdev's subnet holding `ipv4`, from its connected route.
+    pub prefix: Option<u8>,
+}
+
+/// The prefix length of the connected route of `netdev` that holds `ip`, from the text of
+/// `/proc/net/route` (`Iface Destination Gateway Flags ... Mask ...`, addresses as
+/// little-endian hex words).
+pub fn prefix_from_routes(routes: &str, netdev: &str, ip: std::net::Ipv4Addr) -> Option<u8> {
+    let ip = u32::from_le_bytes(ip.octets());
+    routes.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (dest, gw, mask) = (
+            u32::from_str_radix(f.get(1)?, 16).ok()?,
+            u32::from_str_radix(f.get(2)?, 16).ok()?,
+            u32::from_str_radix(f.get(7)?, 16).ok()?,
+        );
+        (f[0] == netdev && gw == 0 && mask != 0 && ip & mask == dest)
+            .then(|| u8::try_from(mask.count_ones()).unwrap_or(32))
+    })
 }
 
 fn probe_dev(root: &SysfsRoot, name: &str) -> DevProbe {
     let port = root.port(name, 1);
-    let read = |f: &str| sysfs::read_attr(&port.join(f)).map(|s| s.trim().to_string()).unwrap_or_default();
+    let read = |f: &str| {
+        sysfs::read_attr(&port.join(f))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
     // "4: ACTIVE"
     let state = read("state");
-    let state = state.split_once(':').map(|(_, s)| s.trim().to_string()).unwrap_or(state);
+    let state = state
+        .split_once(':')
+        .map(|(_, s)| s.trim().to_string())
+        .unwrap_or(state);
     let ethernet = read("link_layer") == "Ethernet";
-    let ll = if ethernet { LINK_LAYER_ETHERNET } else { LINK_LAYER_INFINIBAND };
+    let ll = if ethernet {
+        LINK_LAYER_ETHERNET
+    } else {
+        LINK_LAYER_INFINIBAND
+    };
     let mut d = DevProbe {
         name: name.to_string(),
         active: state == "ACTIVE",
@@ -39,15 +71,40 @@ fn probe_dev(root: &SysfsRoot, name: &str) -> DevProbe {
         ipv4: None,
         gid_index: None,
         netdev: None,
+        mac: None,
+        prefix: None,
     };
     if ethernet {
         if let Ok(table) = gid::read_gid_table(root, name, 1, ll) {
-            if let Some(e) = table.iter().filter(|e| e.gid_type == GidType::RoceV2 && gid_is_ipv4(&e.gid)).min_by_key(|e| e.index) {
-                d.ipv4 = Some(format!("{}.{}.{}.{}", e.gid[12], e.gid[13], e.gid[14], e.gid[15]));
+            if let Some(e) = table
+                .iter()
+                .filter(|e| e.gid_type == GidType::RoceV2 && gid_is_ipv4(&e.gid))
+                .min_by_key(|e| e.index)
+            {
+                d.ipv4 = Some(format!(
+                    "{}.{}.{}.{}",
+                    e.gid[12], e.gid[13], e.gid[14], e.gid[15]
+                ));
                 d.gid_index = Some(e.index);
                 d.netdev = e.netdev.clone();
             }
         }
+    }
+    d
+}
+
+/// The MAC and prefix of a RoCE device's netdev (from the live system; the probe's fixture
+/// tests cover the parsing).
+fn with_netdev_facts(mut d: DevProbe, routes: &str) -> DevProbe {
+    if let Some(nd) = d.netdev.clone() {
+        d.mac = std::fs::read_to_string(format!("/sys/class/net/{nd}/address"))
+            .ok()
+            .map(|m| m.trim().to_string());
+        d.prefix = d
+            .ipv4
+            .as_deref()
+            .and_then(|a| a.parse().ok())
+            .and_then(|ip| prefix_from_routes(routes, &nd, ip));
     }
     d
 }
@@ -57,7 +114,8 @@ pub fn to_json(devs: &[DevProbe]) -> Value {
         .iter()
         .map(|d| {
             json!({"name": d.name, "active": d.active, "state": d.state, "rate": d.rate,
-                   "ethernet": d.ethernet, "ipv4": d.ipv4, "gid_index": d.gid_index, "netdev": d.netdev})
+                   "ethernet": d.ethernet, "ipv4": d.ipv4, "gid_index": d.gid_index, "netdev": d.netdev,
+                   "mac": d.mac, "prefix": d.prefix})
         })
         .collect();
     json!({"rperftest": env!("CARGO_PKG_VERSION"), "devices": list})
@@ -76,8 +134,17 @@ pub fn from_json(v: &Value) -> Option<(String, Vec<DevProbe>)> {
             rate: s("rate").unwrap_or_default(),
             ethernet: d.get("ethernet").and_then(Value::as_bool).unwrap_or(false),
             ipv4: s("ipv4"),
-            gid_index: d.get("gid_index").and_then(Value::as_u64).and_then(|x| u32::try_from(x).ok()),
+            gid_index: d
+                .get("gid_index")
+                .and_then(Value::as_u64)
+                .and_then(|x| u32::try_from(x).ok()),
             netdev: s("netdev"),
+            mac: s("mac"),
+            prefix: d
+                .get("prefix")
+                .and_then(Value::as_u64)
+                .and_then(|x| u8::try_from(x).ok())
+                .filter(|&p| p <= 32),
         });
     }
     Some((version, out))
@@ -89,20 +156,31 @@ pub fn find_in_output(lines: &[String]) -> Option<(String, Vec<DevProbe>)> {
         .iter()
         .rev()
         .filter_map(|l| l.strip_prefix(PREFIX))
-        .find_map(|l| serde_json::from_str::<Value>(l).ok().as_ref().and_then(from_json))
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .as_ref()
+                .and_then(from_json)
+        })
 }
 
 pub const PREFIX: &str = "@rpt-matrix probe ";
 
 pub fn run(args: &[String]) -> u8 {
     if !args.is_empty() {
-        eprintln!("usage: rperftest matrix-probe (no arguments; run by rperftest matrix on each node)");
+        eprintln!(
+            "usage: rperftest matrix-probe (no arguments; run by rperftest matrix on each node)"
+        );
         return 2;
     }
     let root = SysfsRoot::system();
     let mut names = sysfs::list_dir(&root.ib_class()).unwrap_or_default();
     names.sort();
-    let devs: Vec<DevProbe> = names.iter().map(|n| probe_dev(&root, n)).collect();
+    let routes = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
+    let devs: Vec<DevProbe> = names
+        .iter()
+        .map(|n| with_netdev_facts(probe_dev(&root, n), &routes))
+        .collect();
     println!("{PREFIX}{}", to_json(&devs));
     0
 }
@@ -149,14 +227,53 @@ mod tests {
         assert_eq!(d.netdev.as_deref(), Some("eth0"));
         assert_eq!(d.rate, "10 Gb/sec (4X QDR)");
         let down = probe_dev(&root, "rxe1");
-        assert!(!down.active && !down.ethernet && down.ipv4.is_none(), "{down:?}");
+        assert!(
+            !down.active && !down.ethernet && down.ipv4.is_none(),
+            "{down:?}"
+        );
         assert_eq!(down.state, "DOWN");
         // The line survives a round trip and is found among other output.
-        let lines = vec!["Welcome".to_string(), format!("{PREFIX}{}", to_json(&[d.clone(), down.clone()])), "bye".into()];
+        let lines = vec![
+            "Welcome".to_string(),
+            format!("{PREFIX}{}", to_json(&[d.clone(), down.clone()])),
+            "bye".into(),
+        ];
         let (v, back) = find_in_output(&lines).expect("probe line");
         assert_eq!(v, env!("CARGO_PKG_VERSION"));
         assert_eq!(back, vec![d, down]);
         assert!(find_in_output(&["@rpt-matrix probe {not json".to_string()]).is_none());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_prefix_comes_from_the_netdevs_connected_route() {
+        // /proc/net/route of a 2-rail bed node: 10.77.0.0/24 on eth0, 10.77.1.0/24 on eth1
+        let routes =
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+                      eth0\t00000000\t01004D0A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n\
+                      eth0\t00004D0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
+                      eth1\t00014D0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
+                      eth1\t0000100A\t00000000\t0001\t0\t0\t0\t00F0FFFF\t0\t0\t0\n";
+        assert_eq!(
+            prefix_from_routes(routes, "eth1", "10.77.1.2".parse().expect("ip")),
+            Some(24)
+        );
+        assert_eq!(
+            prefix_from_routes(routes, "eth0", "10.77.0.9".parse().expect("ip")),
+            Some(24)
+        );
+        assert_eq!(
+            prefix_from_routes(routes, "eth1", "10.16.3.4".parse().expect("ip")),
+            Some(20)
+        );
+        assert_eq!(
+            prefix_from_routes(routes, "eth1", "10.77.0.2".parse().expect("ip")),
+            None,
+            "that subnet is eth0's"
+        );
+        assert_eq!(
+            prefix_from_routes("Iface\nbad line\n", "eth0", "1.2.3.4".parse().expect("ip")),
+            None
+        );
     }
 }

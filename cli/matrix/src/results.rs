@@ -31,9 +31,16 @@ impl Status {
         }
     }
     pub fn from_name(s: &str) -> Option<Status> {
-        [Status::Ok, Status::Low, Status::Fail, Status::Timeout, Status::Unreachable, Status::Skipped]
-            .into_iter()
-            .find(|x| x.name() == s)
+        [
+            Status::Ok,
+            Status::Low,
+            Status::Fail,
+            Status::Timeout,
+            Status::Unreachable,
+            Status::Skipped,
+        ]
+        .into_iter()
+        .find(|x| x.name() == s)
     }
     /// Did the pair measure anything (and so count for the median and the diagnosis)?
     pub fn measured(self) -> bool {
@@ -80,7 +87,14 @@ pub struct Record {
     pub deadline_s: f64,
     /// A re-run pair: its first run's status and reason (`LOW: 1.02 MB/sec below ...`).
     pub retried: Option<String>,
+    /// The load pattern the pair ran under: [`PAIRS`] (one pair per node, one rail), or one of
+    /// the fabric patterns (`all-rails`, `incast`, `alltoall`, `bisection`), whose `round`
+    /// is the pattern's step.
+    pub pattern: String,
 }
+
+/// The pair-wise rounds' pattern name.
+pub const PAIRS: &str = "pairs";
 
 impl Record {
     pub fn to_json(&self) -> Value {
@@ -96,6 +110,7 @@ impl Record {
             "status": self.status.name(), "reason": self.reason, "value": self.value,
             "unit": self.unit, "median": self.median, "started_unix": self.started_unix,
             "wall_s": self.wall_s, "deadline_s": self.deadline_s, "retried": self.retried,
+            "pattern": self.pattern,
         })
     }
 
@@ -113,13 +128,23 @@ impl Record {
             dev: s(v, "dev"),
             addr: s(v, "addr"),
             rate: s(v, "rate"),
-            gid_index: v.get("gid_index").and_then(Value::as_u64).and_then(|x| u32::try_from(x).ok()),
-            exit: v.get("exit").and_then(Value::as_i64).and_then(|x| i32::try_from(x).ok()),
+            gid_index: v
+                .get("gid_index")
+                .and_then(Value::as_u64)
+                .and_then(|x| u32::try_from(x).ok()),
+            exit: v
+                .get("exit")
+                .and_then(Value::as_i64)
+                .and_then(|x| i32::try_from(x).ok()),
             json: v.get("json").filter(|j| !j.is_null()).cloned(),
             tail: v
                 .get("tail")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|l| l.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default(),
         };
         let f = |k: &str| v.get(k).and_then(Value::as_f64);
@@ -127,11 +152,19 @@ impl Record {
             test: v.get("test")?.as_str()?.to_string(),
             rail: v.get("rail")?.as_str()?.to_string(),
             round: v.get("round").and_then(Value::as_u64).unwrap_or(0) as usize,
-            port: v.get("port").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()).unwrap_or(0),
+            port: v
+                .get("port")
+                .and_then(Value::as_u64)
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or(0),
             options: v
                 .get("options")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|o| o.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default(),
             server: side(v.get("server")?),
             client: side(v.get("client")?),
@@ -144,6 +177,11 @@ impl Record {
             wall_s: f("wall_s").unwrap_or(0.0),
             deadline_s: f("deadline_s").unwrap_or(0.0),
             retried: v.get("retried").and_then(Value::as_str).map(str::to_string),
+            pattern: v
+                .get("pattern")
+                .and_then(Value::as_str)
+                .unwrap_or(PAIRS)
+                .to_string(),
         })
     }
 }
@@ -200,7 +238,11 @@ pub fn read_jsonl(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
 pub fn parse_jsonl(text: &str) -> (Vec<Record>, usize) {
     let (mut out, mut bad) = (Vec::new(), 0);
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        match serde_json::from_str::<Value>(line).ok().as_ref().and_then(Record::from_json) {
+        match serde_json::from_str::<Value>(line)
+            .ok()
+            .as_ref()
+            .and_then(Record::from_json)
+        {
             Some(r) => out.push(r),
             None => bad += 1,
         }
@@ -218,7 +260,7 @@ fn csv_field(s: &str) -> String {
 }
 
 pub const CSV_HEADER: &str =
-    "test,rail,round,server,client,server_dev,client_dev,status,value,unit,median,wall_s,deadline_s,reason";
+    "test,rail,round,server,client,server_dev,client_dev,status,value,unit,median,wall_s,deadline_s,reason,pattern";
 
 pub fn csv_text(all: &[Record]) -> String {
     let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
@@ -240,6 +282,7 @@ pub fn csv_text(all: &[Record]) -> String {
             format!("{:.3}", r.wall_s),
             format!("{:.1}", r.deadline_s),
             r.reason.clone(),
+            r.pattern.clone(),
         ];
         let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
         s.push_str(&line.join(","));
@@ -249,15 +292,30 @@ pub fn csv_text(all: &[Record]) -> String {
 }
 
 #[cfg(test)]
-pub(crate) fn sample(test: &str, rail: &str, a: &str, b: &str, status: Status, value: Option<f64>) -> Record {
+pub(crate) fn sample(
+    test: &str,
+    rail: &str,
+    a: &str,
+    b: &str,
+    status: Status,
+    value: Option<f64>,
+) -> Record {
     Record {
         test: test.into(),
         rail: rail.into(),
         round: 0,
         port: 18600,
         options: vec!["-s".into(), "4096".into()],
-        server: Side { node: a.into(), dev: rail.into(), ..Side::default() },
-        client: Side { node: b.into(), dev: rail.into(), ..Side::default() },
+        server: Side {
+            node: a.into(),
+            dev: rail.into(),
+            ..Side::default()
+        },
+        client: Side {
+            node: b.into(),
+            dev: rail.into(),
+            ..Side::default()
+        },
         status,
         reason: String::new(),
         value,
@@ -267,6 +325,7 @@ pub(crate) fn sample(test: &str, rail: &str, a: &str, b: &str, status: Status, v
         wall_s: 2.25,
         deadline_s: 31.0,
         retried: None,
+        pattern: PAIRS.into(),
     }
 }
 
@@ -282,9 +341,19 @@ mod tests {
         r.client.exit = Some(1);
         r.server.gid_index = Some(1);
         r.server.tail = vec!["a".into(), "b".into()];
-        let back = Record::from_json(&serde_json::from_str(&r.to_json().to_string()).expect("json")).expect("record");
+        let back =
+            Record::from_json(&serde_json::from_str(&r.to_json().to_string()).expect("json"))
+                .expect("record");
         assert_eq!(back, r);
-        assert_eq!(back.key(), ("write_bw".into(), "rxe0".into(), "node1".into(), "node2".into()));
+        assert_eq!(
+            back.key(),
+            (
+                "write_bw".into(),
+                "rxe0".into(),
+                "node1".into(),
+                "node2".into()
+            )
+        );
     }
 
     #[test]
@@ -320,6 +389,6 @@ mod tests {
         let t = csv_text(&[r]);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], CSV_HEADER);
-        assert_eq!(lines[1], "send_lat,rxe0,0,n1,n2,rxe0,rxe0,FAIL,,MB/sec,,2.250,31.0,\"server: bad, \"\"quoted\"\"\"");
+        assert_eq!(lines[1], "send_lat,rxe0,0,n1,n2,rxe0,rxe0,FAIL,,MB/sec,,2.250,31.0,\"server: bad, \"\"quoted\"\"\",pairs");
     }
 }

@@ -5,6 +5,7 @@
 #   cluster-node.sh DIR     (DIR = /mnt/host/cluster, written by cluster.sh)
 #
 # DIR holds: node (this node's name), hosts (/etc/hosts lines for every node),
+# rails (one line per rail beyond rail 0: "R ADDR/24 MAC", may be empty),
 # id_ed25519[.pub] (root's key, the same on every node, as on a cluster with a
 # shared home), host_ed25519[.pub] (this node's host key), ssh_known_hosts
 # (every node's host key), munge.key, slurm.conf, env (variables for ssh
@@ -40,6 +41,24 @@ for p in /sys/class/virtio-ports/*; do
     ) &
 done
 { echo "127.0.0.1 localhost"; cat "$D/hosts"; } >/etc/hosts
+
+# ---- rails beyond rail 0 (cluster.sh up --rails R): "R ADDR/24 MAC" per line;
+# the NIC with that MAC becomes ethR with the address and rxeR on it
+RAILS=/dev/null; [ -f "$D/rails" ] && RAILS=$D/rails
+while read -r r cidr mac; do
+    [ -n "$r" ] || continue
+    dev=""
+    for n in /sys/class/net/*; do
+        [ "$(cat "$n/address" 2>/dev/null)" = "$mac" ] && dev=${n##*/}
+    done
+    [ -n "$dev" ] || fail "rail $r: no NIC with MAC $mac"
+    if [ "$dev" != "eth$r" ]; then
+        [ -e "/sys/class/net/eth$r" ] && fail "rail $r: its NIC is $dev and eth$r is another NIC"
+        ip link set "$dev" name "eth$r" || fail "rail $r: cannot rename $dev to eth$r"
+    fi
+    ip link set "eth$r" up && ip addr add "$cidr" dev "eth$r" || fail "rail $r: cannot set $cidr on eth$r"
+    rdma link add "rxe$r" type rxe netdev "eth$r" || fail "rail $r: rdma link add rxe$r failed"
+done <"$RAILS"
 
 # ---- accounts: sshd's privilege-separation user, munge; root may log in by
 # key ('*' is a password that matches nothing but is not a locked account)
