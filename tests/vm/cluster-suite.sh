@@ -2,14 +2,16 @@
 # The cluster part of the VM suite: one `cluster.sh up`, every
 # tests/vm/cluster-cases/*.sh on the host against it, then `cluster.sh down`.
 #
-#   cluster-suite.sh [--nodes N] [--bare LIST] [--filter REGEX] [-v] BIN
+#   cluster-suite.sh [--nodes N] [--rails R] [--bare LIST] [--filter REGEX] [-v] BIN
 #
 # BIN: the rperftest binary put on every node.  Defaults: 4 nodes, node2 and
 # node4 bare (so each full node has a bare neighbour).  Cases get CLUSTER
-# (cluster.sh), CLUSTER_LIB, CLUSTER_NODES, CLUSTER_BARE, VMTEST_TMP (cwd)
+# (cluster.sh), CLUSTER_LIB, CLUSTER_NODES, CLUSTER_RAILS, CLUSTER_BARE, VMTEST_TMP (cwd)
 # and VMTEST_CASE; headers as in tests/vm/cases (# timeout: SECS;
 # # nodes: N, the bed size the case needs, 4 when absent: on another size
 # it is reported skipped, so `--nodes 5 --filter '^35'` runs the 5-node one;
+# # rails: R, the NICs per node the case needs, 1 when absent: a bed with
+# fewer is reported skipped; --rails R boots the bed with R (cluster.sh up --rails);
 # # xfail: REASON for a known intermittent or open failure: a failure is
 # reported as xfail, a pass as ok with a note to drop the header).  Before
 # each case every running node's faults are cleared.
@@ -21,6 +23,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 NODES=4
+RAILS=1
 BARE=2,4
 FILTER=""
 VERBOSE=0
@@ -29,6 +32,7 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --nodes) NODES=$2; shift 2 ;;
+        --rails) RAILS=$2; shift 2 ;;
         --bare) BARE=$2; shift 2 ;;
         --filter) FILTER=$2; shift 2 ;;
         -v) VERBOSE=1; shift ;;
@@ -63,7 +67,7 @@ report() {  # name ok|FAILED secs [rc] [note] ; output file
 
 # ------------------------------------------------------------------ up
 t=$(now)
-"$CL" up "$NODES" --bare "$BARE" --bin "$BIN" >"$WORK/up.out" 2>&1
+"$CL" up "$NODES" --rails "$RAILS" --bare "$BARE" --bin "$BIN" >"$WORK/up.out" 2>&1
 rc=$?
 if [ $rc != 0 ]; then
     report up FAILED "$(secs "$t")" "$rc" "$WORK/up.out"
@@ -73,7 +77,7 @@ if [ $rc != 0 ]; then
     exit 125
 fi
 read -r BOOT READY <"$RPT_CLUSTER_DIR/up-seconds"
-report up ok "$(secs "$t")" "" "$WORK/up.out" "$NODES nodes, bare $BARE: booted in ${BOOT}s, ssh and Slurm ready in ${READY}s"
+report up ok "$(secs "$t")" "" "$WORK/up.out" "$NODES nodes x $RAILS rail(s), bare $BARE: booted in ${BOOT}s, ssh and Slurm ready in ${READY}s"
 
 # ---------------------------------------------------------------- cases
 TC=$(now)
@@ -86,12 +90,17 @@ for name in "${NAMES[@]}"; do
         echo "VMTEST $name skipped 0 (needs a bed of ${need:-4} nodes, this one has $NODES)"
         skipped=$((skipped + 1)); continue
     fi
+    needr=$(sed -n '1,40s/^# rails:[[:space:]]*\([0-9]\+\).*/\1/p' "$c" | head -1)
+    if [ "${needr:-1}" -gt "$RAILS" ]; then
+        echo "VMTEST $name skipped 0 (needs ${needr} rails, this bed has $RAILS)"
+        skipped=$((skipped + 1)); continue
+    fi
     for k in $(seq 1 "$NODES"); do
         "$CL" status 2>/dev/null | grep -q "^node$k .* running" && "$CL" fault "node$k" clear >/dev/null 2>&1
     done
     d=$WORK/cases/$name; mkdir -p "$d"
     t=$(now)
-    ( cd "$d" && CLUSTER=$CL CLUSTER_LIB=$HERE/cluster-cases/lib.sh CLUSTER_NODES=$NODES CLUSTER_BARE=$BARE \
+    ( cd "$d" && CLUSTER=$CL CLUSTER_LIB=$HERE/cluster-cases/lib.sh CLUSTER_NODES=$NODES CLUSTER_RAILS=$RAILS CLUSTER_BARE=$BARE \
         VMTEST_TMP=$d VMTEST_CASE=$name setsid timeout -k 10 "${to:-300}" bash "$c" ) >"$d/output" 2>&1
     rc=$?
     if [ $rc = 0 ]; then report "$name" ok "$(secs "$t")" "" "$d/output" "${xf:+passed although marked xfail: $xf}"

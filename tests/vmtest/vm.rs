@@ -162,7 +162,9 @@ fn run_mode(
     let filter = format!("^({})$", picked.iter().map(|c| regex_escape(c)).collect::<Vec<_>>().join("|"));
     let mut cmd = if is_cluster(mode) {
         let mut c = Command::new(root.join("tests/vm/cluster-suite.sh"));
-        c.args(["--nodes", if mode == CLUSTER5 { "5" } else { "4" }, "--filter", &filter]);
+        // The 4-node bed has two rails (the rails cases); the 5-node one, one.
+        let (nodes, rails) = if mode == CLUSTER5 { ("5", "1") } else { ("4", "2") };
+        c.args(["--nodes", nodes, "--rails", rails, "--filter", &filter]);
         c
     } else {
         let mut c = Command::new(root.join("tests/vm/run-suite.sh"));

@@ -46,6 +46,8 @@ pub struct Config {
     /// The load patterns, in order (`--pattern`; `pairs` alone by default).
     pub patterns: Vec<super::pattern::Pattern>,
     pub knobs: super::pattern::Knobs,
+    /// `--preflight-only`: the nodes, their rails and the wire check, then stop.
+    pub preflight_only: bool,
 }
 
 pub fn command() -> Command {
@@ -92,6 +94,7 @@ pub fn command() -> Command {
         .arg(Arg::new("max-flows").long("max-flows").value_name("N").value_parser(value_parser!(u64).range(1..=256)).default_value("4").help("alltoall: flows per node per rail at a time"))
         .arg(Arg::new("draws").long("draws").value_parser(value_parser!(u64).range(1..=100)).default_value("3").help("bisection: random halvings"))
         .arg(Arg::new("seed").long("seed").value_parser(value_parser!(u64)).default_value("1").help("bisection: the halves' seed (the same seed, the same halves)"))
+        .arg(Arg::new("preflight-only").long("preflight-only").action(ArgAction::SetTrue).help("only the preflight and the wire check (is every node up, every rail NIC on its rail's segment?); exit 0 when all is well"))
         .arg(Arg::new("ssh").long("ssh").default_value("ssh").help("the ssh client to run"))
         .arg(Arg::new("options").num_args(0..).last(true).allow_hyphen_values(true).help("perftest options for both sides, after --"))
 }
@@ -313,6 +316,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         seed: m.get_one::<u64>("seed").copied().unwrap_or(1),
     };
     Ok(Config {
+        preflight_only: m.get_flag("preflight-only"),
         patterns,
         knobs,
         hosts,

@@ -1,7 +1,8 @@
 //! Fuzz target bodies for the `rperftest matrix` parsers of bytes that come from other hosts
 //! or from an earlier, possibly killed, run: `results.jsonl` (read back by `--resume`), the
-//! probe line a node prints through ssh or srun (among login banners and warnings), and Slurm
-//! hostlists (`SLURM_JOB_NODELIST`, `--hosts`, host files).
+//! probe line a node prints through ssh or srun (among login banners and warnings), the wire
+//! check's and the counters' lines and the ARP frames the wire check takes off a cable, and
+//! Slurm hostlists (`SLURM_JOB_NODELIST`, `--hosts`, host files).
 //!
 //! Each `pub fn <target>(data: &[u8])` is run by the cargo-fuzz target of the same name
 //! (`fuzz/fuzz_targets/<target>.rs`, nightly) and by the stable replay test
@@ -9,7 +10,7 @@
 //! when a property it checks fails. See docs/fuzzing.md.
 #![doc(hidden)]
 
-use crate::{hostlist, probe, results};
+use crate::{arp, counters, hostlist, probe, results, wire};
 
 /// Any text: the records found survive a write and read back unchanged, the counts add up, and
 /// the CSV has one row per record after its header.
@@ -86,5 +87,76 @@ pub fn matrix_hostlist(data: &[u8]) {
                 "names re-expand to themselves"
             );
         }
+    }
+}
+
+/// What nodes and cables hand the wire check and the counters: the first byte picks the
+/// parser. An ARP frame is a reply only to the MAC it names, and only for a well-formed reply;
+/// a node's wire line never names a miswire on a rail no answering NIC belongs to; a counters
+/// line never makes a counter move backwards or from nothing.
+pub fn matrix_node_lines(data: &[u8]) {
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    match sel % 3 {
+        0 => {
+            let ours = [0x52, 0x54, 0x0a, 0x4d, 0x01, 0x02];
+            if let Some((_, mac)) = arp::parse_arp_reply(rest, ours) {
+                assert_eq!(&rest[18..24], &ours, "a reply to us");
+                assert_eq!(&rest[8..14], &mac, "the sender's MAC");
+            }
+        }
+        1 => {
+            let devs: Vec<Vec<probe::DevProbe>> = (0..2)
+                .map(|r| (1..=3).map(|k| bed_dev(r, k)).collect())
+                .collect();
+            let views: Vec<wire::RailView> = ["rxe0", "rxe1"]
+                .iter()
+                .zip(&devs)
+                .map(|(l, v)| wire::RailView {
+                    label: l,
+                    per_node: v.iter().map(Some).collect(),
+                })
+                .collect();
+            let hosts: Vec<String> = (1..=3).map(|k| format!("node{k}")).collect();
+            let answers = vec![
+                Some(Ok(text.to_string())),
+                Some(Err(text.to_string())),
+                None,
+            ];
+            let (found, _) = wire::judge(&views, &hosts, &answers);
+            for m in &found {
+                assert_eq!(m.node, 0, "only the node that answered");
+                assert!(!m.on.is_empty() && !m.on.contains(&m.rail), "{m:?}");
+                let _ = m.line(&hosts, &views);
+            }
+        }
+        _ => {
+            let mut before = counters::Snapshot::new();
+            counters::add_line(&mut before, "n1", &text);
+            let mut after = before.clone();
+            counters::add_line(&mut after, "n2", &text);
+            assert!(
+                counters::moved(&before, &after).is_empty(),
+                "the same counters did not move"
+            );
+            let _ = counters::summary("x", &[counters::moved(&counters::Snapshot::new(), &after)]);
+        }
+    }
+}
+
+fn bed_dev(r: usize, k: usize) -> probe::DevProbe {
+    probe::DevProbe {
+        name: format!("rxe{r}"),
+        active: true,
+        state: "ACTIVE".into(),
+        rate: String::new(),
+        ethernet: true,
+        ipv4: Some(format!("10.77.{r}.{k}")),
+        gid_index: Some(1),
+        netdev: Some(format!("eth{r}")),
+        mac: Some(format!("52:54:0a:4d:{r:02x}:{k:02x}")),
+        prefix: Some(24),
     }
 }

@@ -232,6 +232,38 @@ fn wire_check(cfg: &Config, bin: &str, rails: &mut [Rail], notes: &mut Vec<Strin
     }
 }
 
+/// `--preflight-only`: each rail's NICs (or why a node has none on it), then the notes;
+/// true when nothing is wrong.
+fn preflight_report(cfg: &Config, rails: &[Rail], notes: &[String]) -> bool {
+    for r in rails {
+        let ok = r.per_node.iter().filter(|d| d.is_ok()).count();
+        println!("rail {}: {ok} of {} node(s)", r.label, cfg.hosts.len());
+        for (n, d) in cfg.hosts.iter().zip(&r.per_node) {
+            match d {
+                Ok(d) => println!(
+                    "  {n} {} {} {}",
+                    d.name,
+                    d.ipv4.as_deref().unwrap_or("-"),
+                    d.rate
+                ),
+                Err(e) => println!("  {n} {e}"),
+            }
+        }
+    }
+    for n in notes {
+        println!("{n}");
+    }
+    println!(
+        "preflight: {}",
+        if notes.is_empty() {
+            "every node up, every NIC on its rail"
+        } else {
+            "not OK"
+        }
+    );
+    notes.is_empty()
+}
+
 fn endpoint(node: &str, d: &DevProbe) -> Endpoint {
     Endpoint {
         node: node.to_string(),
@@ -667,6 +699,9 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
     wire_check(cfg, bin, &mut rails, &mut notes);
     if rails.is_empty() {
         notes.push("no rail: no reachable node has an active RDMA port".into());
+    }
+    if cfg.preflight_only {
+        return Ok(preflight_report(cfg, &rails, &notes));
     }
     let rounds = all_rounds(cfg);
     let per_rail: usize = rounds.iter().map(Vec::len).sum();

@@ -18,3 +18,8 @@ fn matrix_probe() {
 fn matrix_hostlist() {
     replay("matrix_hostlist", fuzzing::matrix_hostlist);
 }
+
+#[test]
+fn matrix_node_lines() {
+    replay("matrix_node_lines", fuzzing::matrix_node_lines);
+}
