@@ -90,6 +90,7 @@ pub fn page(
         }
         h.push_str("</ul>\n");
     }
+    h.push_str(&grid_table(nodes, records));
     for ((test, rail), rs) in &groups {
         let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
         h.push_str(&format!(
@@ -130,6 +131,34 @@ pub fn page(
     }
     h.push_str("</body>\n</html>\n");
     Ok(h)
+}
+
+/// The node x rail grid (two rails or more): each NIC's worst pair, the cells not OK marked.
+fn grid_table(nodes: &[String], records: &[Record]) -> String {
+    let (rails, cells) = super::report::grid_cells(nodes, records);
+    if rails.is_empty() {
+        return String::new();
+    }
+    let mut h =
+        String::from("<h2>Node x rail: each NIC's worst pair</h2>\n<table>\n<tr><th>node</th>");
+    for r in &rails {
+        h.push_str(&format!("<th>{}</th>", html_escape(r)));
+    }
+    h.push_str("</tr>\n");
+    for (n, row) in nodes.iter().zip(&cells) {
+        h.push_str(&format!("<tr><td>{}</td>", html_escape(n)));
+        for c in row {
+            let class = if c.is_some_and(|s| s != Status::Ok) {
+                " class=\"bad\""
+            } else {
+                ""
+            };
+            h.push_str(&format!("<td{class}>{}</td>", c.map_or("-", Status::name)));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+    h
 }
 
 #[cfg(test)]

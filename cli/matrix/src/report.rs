@@ -150,15 +150,14 @@ pub(crate) fn mirror_missing<T: Clone>(grid: &mut [Vec<T>], missing: impl Fn(&T)
     }
 }
 
-/// The node x rail grid: each cell that NIC's worst pair (OK, LOW, TIMEOUT, FAIL,
-/// UNREACHABLE, SKIPPED, or - when it had none), over every test; with one rail it says
-/// nothing the matrix does not, so it is left out.
-pub fn grid(nodes: &[String], records: &[Record]) -> String {
-    let mut rails: Vec<&str> = records.iter().map(|r| r.rail.as_str()).collect();
+/// The node x rail grid's cells: the rails (by name), and per node and rail that NIC's worst
+/// pair over every test (None: it had none). Empty with fewer than two rails.
+pub fn grid_cells(nodes: &[String], records: &[Record]) -> (Vec<String>, Vec<Vec<Option<Status>>>) {
+    let mut rails: Vec<String> = records.iter().map(|r| r.rail.clone()).collect();
     rails.sort_unstable();
     rails.dedup();
     if rails.len() < 2 {
-        return String::new();
+        return (Vec::new(), Vec::new());
     }
     let rank = |s: Status| {
         [
@@ -173,22 +172,43 @@ pub fn grid(nodes: &[String], records: &[Record]) -> String {
         .position(|&x| x == s)
         .unwrap_or(0)
     };
+    let cells = nodes
+        .iter()
+        .map(|n| {
+            rails
+                .iter()
+                .map(|rail| {
+                    records
+                        .iter()
+                        .filter(|r| r.rail == *rail && (r.server.node == *n || r.client.node == *n))
+                        .map(|r| r.status)
+                        .max_by_key(|&st| rank(st))
+                })
+                .collect()
+        })
+        .collect();
+    (rails, cells)
+}
+
+/// The node x rail grid as text: each NIC's worst pair (OK, LOW, TIMEOUT, FAIL, UNREACHABLE,
+/// SKIPPED, or - when it had none); with one rail it says nothing the matrix does not, so it
+/// is left out.
+pub fn grid(nodes: &[String], records: &[Record]) -> String {
+    let (rails, cells) = grid_cells(nodes, records);
+    if rails.is_empty() {
+        return String::new();
+    }
     let w = nodes.iter().map(String::len).max().unwrap_or(4).max(4);
-    let cw = rails.iter().map(|r| r.len()).max().unwrap_or(0).max(11);
+    let cw = rails.iter().map(String::len).max().unwrap_or(0).max(11);
     let mut s = format!("node x rail: each NIC's worst pair\n{:w$}", "");
     for r in &rails {
         let _ = write!(s, "  {r:>cw$}");
     }
     s.push('\n');
-    for n in nodes {
+    for (n, row) in nodes.iter().zip(&cells) {
         let _ = write!(s, "{n:w$}");
-        for rail in &rails {
-            let worst = records
-                .iter()
-                .filter(|r| r.rail == *rail && (r.server.node == *n || r.client.node == *n))
-                .map(|r| r.status)
-                .max_by_key(|&st| rank(st));
-            let _ = write!(s, "  {:>cw$}", worst.map_or("-", Status::name));
+        for c in row {
+            let _ = write!(s, "  {:>cw$}", c.map_or("-", Status::name));
         }
         s.push('\n');
     }
