@@ -1,15 +1,18 @@
 #!/bin/bash
-# (node3, rail 1) rate-limited to 4 Mbit/s both ways (--serial, so the other pairs run at the
+# (node3, rail 1) rate-limited to 2 Mbit/s both ways (--serial, so the other pairs run at the
 # bed's full few MB/s): only node3's three rail-1 pairs are LOW (or FAIL: rxe through the
 # limiter), every rail-0 pair and the other rail-1 pairs OK; the diagnosis names node3 on rail
 # rxe1 and says its rail-rxe0 pairs are fine (the rail, not the node); exit 1.
+# --min-bw 0.3 --rel 0.3: the limited pairs carry about 0.1-0.2 MB/s, healthy ones 0.6-6 MB/s
+# on a loaded 2-core host (seen: 2.35 against a rail median of 3.00), so the judgement keys
+# on the floor; with half of rail 1's pairs limited its median is itself low.
 # rails: 2
 # timeout: 420
 . "$CLUSTER_LIB"
-"$CL" fault node3 --rail 1 rate 4mbit || fail "fault rate"
+"$CL" fault node3 --rail 1 rate 2mbit || fail "fault rate"
 O=/tmp/m38
 on node1 rperftest matrix --launcher ssh --preflight-timeout 120 --hosts "node[1-$MATRIX_NODES]" --test write_bw \
-    --devices rxe0,rxe1 --serial --setup-time 30 --out $O -- -s 65536 -n 16 >m.out 2>m.err; rc=$?
+    --devices rxe0,rxe1 --serial --setup-time 30 --min-bw 0.3 --rel 0.3 --out $O -- -s 65536 -n 16 >m.out 2>m.err; rc=$?
 "$CL" fault node3 clear
 cat m.out; echo "--- stderr (last lines)"; tail -n 12 m.err
 [ "$rc" = 1 ] || fail "matrix exit $rc, want 1"
