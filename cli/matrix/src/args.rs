@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use perftest::params::{parse, ParseOutcome, Params, ReportFormat, Tool};
 use clap::{value_parser, Arg, ArgAction, Command};
-use perftest::params::{parse, Params, ParseOutcome, ReportFormat, Tool};
 
 pub use super::env::Env;
 
@@ -51,12 +51,7 @@ pub struct Config {
 }
 
 pub fn command() -> Command {
-    let f64_arg = |name: &'static str, help: &'static str| {
-        Arg::new(name)
-            .long(name)
-            .value_parser(value_parser!(f64))
-            .help(help)
-    };
+    let f64_arg = |name: &'static str, help: &'static str| Arg::new(name).long(name).value_parser(value_parser!(f64)).help(help);
     Command::new("rperftest matrix")
         .about("perftest between every pair of nodes, on every rail, over ssh or srun")
         .after_help(
@@ -125,11 +120,7 @@ fn check_options(tool: Tool, opts: &[String]) -> Result<Box<Params>, String> {
     if p.report.out_json {
         mine.push("--out_json");
     }
-    if opts.iter().any(|o| {
-        o == "-p"
-            || o.starts_with("--port")
-            || (o.starts_with("-p") && o.len() > 2 && !o.starts_with("--"))
-    }) {
+    if opts.iter().any(|o| o == "-p" || o.starts_with("--port") || (o.starts_with("-p") && o.len() > 2 && !o.starts_with("--"))) {
         mine.push("-p (use --port-base)");
     }
     if p.dev.ib_port != 1 {
@@ -142,9 +133,7 @@ fn check_options(tool: Tool, opts: &[String]) -> Result<Box<Params>, String> {
 }
 
 pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
-    let m = command().try_get_matches_from(
-        std::iter::once("rperftest matrix".to_string()).chain(args.iter().cloned()),
-    )?;
+    let m = command().try_get_matches_from(std::iter::once("rperftest matrix".to_string()).chain(args.iter().cloned()))?;
     let bad = |msg: String| command().error(clap::error::ErrorKind::ValueValidation, msg);
     let hosts = if let Some(f) = m.get_one::<String>("hostfile") {
         let text = std::fs::read_to_string(f).map_err(|e| bad(format!("--hostfile {f}: {e}")))?;
@@ -154,27 +143,14 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
     } else if let Some(h) = &env.slurm_nodelist {
         hostlist::expand(h).map_err(|e| bad(format!("SLURM_JOB_NODELIST: {e}")))?
     } else {
-        return Err(bad(
-            "no hosts: give --hosts or --hostfile, or run inside a Slurm allocation".into(),
-        ));
+        return Err(bad("no hosts: give --hosts or --hostfile, or run inside a Slurm allocation".into()));
     };
     if hosts.len() < 2 {
-        return Err(bad(format!(
-            "{} host(s): a matrix needs at least two",
-            hosts.len()
-        )));
+        return Err(bad(format!("{} host(s): a matrix needs at least two", hosts.len())));
     }
-    let options: Vec<String> = m
-        .get_many::<String>("options")
-        .map(|v| v.cloned().collect())
-        .unwrap_or_default();
+    let options: Vec<String> = m.get_many::<String>("options").map(|v| v.cloned().collect()).unwrap_or_default();
     let mut tests = Vec::new();
-    for name in m
-        .get_one::<String>("test")
-        .map(String::as_str)
-        .unwrap_or("write_bw")
-        .split(',')
-    {
+    for name in m.get_one::<String>("test").map(String::as_str).unwrap_or("write_bw").split(',') {
         let tool = tool_of(name).ok_or_else(|| bad(format!("--test: unknown test {name:?} (write_bw, read_bw, send_bw, atomic_bw and their _lat)")))?;
         if tests.iter().any(|t: &TestSpec| t.tool == tool) {
             return Err(bad(format!("--test: {name} given twice")));
@@ -187,30 +163,14 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         } else {
             "MB/sec"
         };
-        tests.push(TestSpec {
-            tool,
-            params,
-            unit: unit.into(),
-        });
+        tests.push(TestSpec { tool, params, unit: unit.into() });
     }
-    let devices = match m
-        .get_one::<String>("devices")
-        .map(String::as_str)
-        .unwrap_or("auto")
-    {
+    let devices = match m.get_one::<String>("devices").map(String::as_str).unwrap_or("auto") {
         "auto" => Devices::Auto,
         list => {
             let v: Vec<String> = list.split(',').map(|s| s.trim().to_string()).collect();
-            if v.iter().any(|d| {
-                d.is_empty()
-                    || d.starts_with('-')
-                    || !d
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-            }) {
-                return Err(bad(format!(
-                    "--devices {list:?}: device names are letters, digits, '_' and '.'"
-                )));
+            if v.iter().any(|d| d.is_empty() || d.starts_with('-') || !d.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')) {
+                return Err(bad(format!("--devices {list:?}: device names are letters, digits, '_' and '.'")));
             }
             Devices::Named(v)
         }
@@ -225,35 +185,21 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
     let preflight = Duration::from_secs(*m.get_one::<u64>("preflight-timeout").unwrap_or(&30));
     let launcher = Launcher {
         kind,
-        program: if kind == Kind::Ssh {
-            m.get_one::<String>("ssh")
-                .cloned()
-                .unwrap_or_else(|| "ssh".into())
-        } else {
-            "srun".into()
-        },
+        program: if kind == Kind::Ssh { m.get_one::<String>("ssh").cloned().unwrap_or_else(|| "ssh".into()) } else { "srun".into() },
         connect_timeout: preflight.as_secs().clamp(1, 30),
         in_allocation,
-        control_dir: (kind == Kind::Ssh)
-            .then(|| std::env::temp_dir().join(format!("rperftest-matrix-{}", std::process::id()))),
+        control_dir: (kind == Kind::Ssh).then(|| std::env::temp_dir().join(format!("rperftest-matrix-{}", std::process::id()))),
     };
     let f = |k: &str| m.get_one::<f64>(k).copied();
     let positive = |k: &str, v: Option<f64>| -> Result<Option<f64>, clap::Error> {
         match v {
-            Some(x) if !(x.is_finite() && x > 0.0) => {
-                Err(bad(format!("--{k} {x}: must be a positive number")))
-            }
+            Some(x) if !(x.is_finite() && x > 0.0) => Err(bad(format!("--{k} {x}: must be a positive number"))),
             v => Ok(v),
         }
     };
     let floors = Floors {
         rate: positive("floor-rate", f("floor-rate"))?.unwrap_or(1.0) * 1e6,
-        iter_time: Duration::from_secs_f64(
-            positive("floor-lat", f("floor-lat"))?
-                .unwrap_or(20.0)
-                .min(10_000.0)
-                / 1e3,
-        ),
+        iter_time: Duration::from_secs_f64(positive("floor-lat", f("floor-lat"))?.unwrap_or(20.0).min(10_000.0) / 1e3),
         setup: Duration::from_secs(*m.get_one::<u64>("setup-time").unwrap_or(&60)),
     };
     let rules = super::judge::Rules {
@@ -262,11 +208,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         rel: positive("rel", f("rel"))?.unwrap_or(0.9),
         rel_lat: positive("rel-lat", f("rel-lat"))?.unwrap_or(1.5),
         port_rate: match positive("port-rate", f("port-rate"))? {
-            Some(x) if x > 1.0 => {
-                return Err(bad(format!(
-                    "--port-rate {x}: a fraction of the port's rate, at most 1"
-                )))
-            }
+            Some(x) if x > 1.0 => return Err(bad(format!("--port-rate {x}: a fraction of the port's rate, at most 1"))),
             v => v,
         },
     };
@@ -277,10 +219,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
     let port_base = *m.get_one::<u16>("port-base").unwrap_or(&18600);
     // Pair k of a round listens on port_base + k; a round has at most hosts/2 pairs.
     if usize::from(port_base) + hosts.len() / 2 > usize::from(u16::MAX) {
-        return Err(bad(format!(
-            "--port-base {port_base}: {} pairs per round do not fit below 65536",
-            hosts.len() / 2
-        )));
+        return Err(bad(format!("--port-base {port_base}: {} pairs per round do not fit below 65536", hosts.len() / 2)));
     }
     let patterns = if m.get_flag("concurrent-rails") {
         vec![
@@ -324,10 +263,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         devices,
         launcher,
         out: PathBuf::from(m.get_one::<String>("out").cloned().unwrap_or_default()),
-        remote_bin: m
-            .get_one::<String>("remote-bin")
-            .cloned()
-            .unwrap_or_else(|| "rperftest".into()),
+        remote_bin: m.get_one::<String>("remote-bin").cloned().unwrap_or_else(|| "rperftest".into()),
         port_base,
         serial: m.get_flag("serial"),
         both_directions: m.get_flag("both-directions"),
@@ -352,55 +288,22 @@ mod tests {
 
     #[test]
     fn slurm_and_tmpdir_come_in_as_values() {
-        let t = [
-            ("SLURM_JOB_NODELIST", "n[1-3]"),
-            ("SLURM_JOB_ID", "7"),
-            ("TMPDIR", "/scratch"),
-        ];
+        let t = [("SLURM_JOB_NODELIST", "n[1-3]"), ("SLURM_JOB_ID", "7"), ("TMPDIR", "/scratch")];
         let env = Env::from_vars(|k| t.iter().find(|(n, _)| *n == k).map(|(_, v)| v.into()));
         assert_eq!(env.slurm_nodelist.as_deref(), Some("n[1-3]"));
         assert!(env.in_allocation);
-        assert_eq!(
-            env.tmpdir.as_deref(),
-            Some(std::path::Path::new("/scratch"))
-        );
-        let c = parse_config(&["--out".to_string(), "/tmp/x".to_string()], &env)
-            .expect("hosts from Slurm");
+        assert_eq!(env.tmpdir.as_deref(), Some(std::path::Path::new("/scratch")));
+        let c = parse_config(&["--out".to_string(), "/tmp/x".to_string()], &env).expect("hosts from Slurm");
         assert_eq!(c.hosts, ["n1", "n2", "n3"]);
         assert_eq!(Env::from_vars(|_| None), Env::default());
-        assert!(
-            parse_config(&[], &Env::default()).is_err(),
-            "no hosts and no allocation"
-        );
+        assert!(parse_config(&[], &Env::default()).is_err(), "no hosts and no allocation");
     }
 
     #[test]
     fn a_full_command_line() {
-        let c = cfg(&[
-            "--hosts",
-            "node[1-4]",
-            "--test",
-            "write_bw,ib_send_lat",
-            "--out",
-            "/tmp/x",
-            "--launcher",
-            "ssh",
-            "--devices",
-            "rxe0",
-            "--min-bw",
-            "2",
-            "--",
-            "-s",
-            "4096",
-            "-n",
-            "200",
-        ])
-        .expect("parse");
+        let c = cfg(&["--hosts", "node[1-4]", "--test", "write_bw,ib_send_lat", "--out", "/tmp/x", "--launcher", "ssh", "--devices", "rxe0", "--min-bw", "2", "--", "-s", "4096", "-n", "200"]).expect("parse");
         assert_eq!(c.hosts.len(), 4);
-        assert_eq!(
-            c.tests.iter().map(|t| t.tool).collect::<Vec<_>>(),
-            [Tool::WriteBw, Tool::SendLat]
-        );
+        assert_eq!(c.tests.iter().map(|t| t.tool).collect::<Vec<_>>(), [Tool::WriteBw, Tool::SendLat]);
         assert_eq!(c.tests[0].unit, "MB/sec");
         assert_eq!(c.tests[1].unit, "usec");
         assert_eq!(c.options, ["-s", "4096", "-n", "200"]);
@@ -409,20 +312,7 @@ mod tests {
         assert_eq!(c.rules.min_bw, Some(2.0));
         assert_eq!(c.port_base, 18600);
         assert!(c.retry && !c.both_directions && !c.push && c.rules.port_rate.is_none());
-        let c = cfg(&[
-            "--hosts",
-            "n[1-2]",
-            "--out",
-            "o",
-            "--launcher",
-            "ssh",
-            "--both-directions",
-            "--no-retry",
-            "--push",
-            "--port-rate",
-            "0.8",
-        ])
-        .expect("parse");
+        let c = cfg(&["--hosts", "n[1-2]", "--out", "o", "--launcher", "ssh", "--both-directions", "--no-retry", "--push", "--port-rate", "0.8"]).expect("parse");
         assert!(!c.retry && c.both_directions && c.push);
         assert_eq!(c.rules.port_rate, Some(0.8));
     }
@@ -432,61 +322,21 @@ mod tests {
         for (a, want) in [
             (&["--hosts", "n1", "--out", "o"][..], "at least two"),
             (&["--hosts", "n[1-2", "--out", "o"], "never closed"),
-            (
-                &["--hosts", "n[1-2]", "--out", "o", "--test", "write_bww"],
-                "unknown test",
-            ),
-            (
-                &["--hosts", "n[1-2]", "--out", "o", "--", "-d", "mlx5_0"],
-                "-d (use --devices)",
-            ),
-            (
-                &["--hosts", "n[1-2]", "--out", "o", "--", "-p", "9000"],
-                "-p (use --port-base)",
-            ),
+            (&["--hosts", "n[1-2]", "--out", "o", "--test", "write_bww"], "unknown test"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--", "-d", "mlx5_0"], "-d (use --devices)"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--", "-p", "9000"], "-p (use --port-base)"),
             (&["--hosts", "n[1-2]", "--out", "o", "--", "-x", "3"], "-x"),
-            (
-                &["--hosts", "n[1-2]", "--out", "o", "--", "server1"],
-                "a server name",
-            ),
-            (
-                &["--hosts", "n[1-2]", "--out", "o", "--", "-s", "banana"],
-                "write_bw",
-            ),
+            (&["--hosts", "n[1-2]", "--out", "o", "--", "server1"], "a server name"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--", "-s", "banana"], "write_bw"),
             (&["--hosts", "n[1-2]", "--out", "o", "--rel", "-1"], ""),
-            (
-                &["--hosts", "n[1-2]", "--out", "o", "--floor-rate", "0"],
-                "positive",
-            ),
-            (
-                &["--hosts", "n[1-2]", "--out", "o", "--devices", "mlx5_0;x"],
-                "device names",
-            ),
+            (&["--hosts", "n[1-2]", "--out", "o", "--floor-rate", "0"], "positive"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--devices", "mlx5_0;x"], "device names"),
             (&["--hosts", "n[1-2]"], "--out"),
-            (
-                &["--hosts", "n[1-2]", "--out", "o", "--port-base", "80"],
-                "80",
-            ),
-            (
-                &["--hosts", "n[1-2]", "--out", "o", "--port-rate", "1.5"],
-                "at most 1",
-            ),
-            (
-                &[
-                    "--hosts",
-                    "n[1-2]",
-                    "--out",
-                    "o",
-                    "--push",
-                    "--remote-bin",
-                    "/x",
-                ],
-                "--remote-bin",
-            ),
+            (&["--hosts", "n[1-2]", "--out", "o", "--port-base", "80"], "80"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--port-rate", "1.5"], "at most 1"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--push", "--remote-bin", "/x"], "--remote-bin"),
         ] {
-            let e = cfg(a)
-                .err()
-                .unwrap_or_else(|| panic!("{a:?} should be refused"));
+            let e = cfg(a).err().unwrap_or_else(|| panic!("{a:?} should be refused"));
             assert!(e.contains(want), "{a:?}: {e}");
         }
     }

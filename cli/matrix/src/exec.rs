@@ -25,32 +25,10 @@ pub const TAG: &str = "@rpt-matrix ";
 fn cli() -> clap::Command {
     clap::Command::new("rperftest matrix-exec")
         .about("one side of a rperftest matrix pair (started by rperftest matrix on each node)")
-        .arg(
-            Arg::new("deadline")
-                .long("deadline")
-                .required(true)
-                .value_parser(value_parser!(u64).range(1..=86_400 + 3600))
-                .help("seconds; the tool is killed after them"),
-        )
-        .arg(
-            Arg::new("ready-port")
-                .long("ready-port")
-                .value_parser(value_parser!(u16))
-                .help("print '@rpt-matrix ready' once TCP PORT listens"),
-        )
-        .arg(
-            Arg::new("watch-stdin")
-                .long("watch-stdin")
-                .action(ArgAction::SetTrue)
-                .help("kill the tool when stdin ends"),
-        )
-        .arg(
-            Arg::new("tool")
-                .required(true)
-                .num_args(1..)
-                .allow_hyphen_values(true)
-                .last(true),
-        )
+        .arg(Arg::new("deadline").long("deadline").required(true).value_parser(value_parser!(u64).range(1..=86_400 + 3600)).help("seconds; the tool is killed after them"))
+        .arg(Arg::new("ready-port").long("ready-port").value_parser(value_parser!(u16)).help("print '@rpt-matrix ready' once TCP PORT listens"))
+        .arg(Arg::new("watch-stdin").long("watch-stdin").action(ArgAction::SetTrue).help("kill the tool when stdin ends"))
+        .arg(Arg::new("tool").required(true).num_args(1..).allow_hyphen_values(true).last(true))
 }
 
 /// Lines to our stdout, whole, from several threads; a gone reader is not an error here.
@@ -63,13 +41,8 @@ fn say(out: &Mutex<std::io::Stdout>, line: &str) {
 
 /// `/tmp/rperftest-matrix-XXXXXX`, mode 0700, made by mkdtemp (no name an attacker can guess).
 fn private_dir(tmpdir: Option<&std::path::Path>) -> std::io::Result<PathBuf> {
-    let base = tmpdir
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    let mut tmpl = base
-        .join("rperftest-matrix-XXXXXX")
-        .into_os_string()
-        .into_encoded_bytes();
+    let base = tmpdir.map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/tmp"));
+    let mut tmpl = base.join("rperftest-matrix-XXXXXX").into_os_string().into_encoded_bytes();
     tmpl.push(0);
     // SAFETY: tmpl is a writable NUL-terminated buffer that mkdtemp fills in place.
     let p = unsafe { libc::mkdtemp(tmpl.as_mut_ptr().cast()) };
@@ -91,10 +64,7 @@ pub fn tcp_listening(port: u16, tables: &[String]) -> bool {
 }
 
 fn read_tables() -> Vec<String> {
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .collect()
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect()
 }
 
 fn signal(child: &Child, sig: i32) {
@@ -119,10 +89,7 @@ fn stop(child: &mut Child) -> Option<std::process::ExitStatus> {
     child.wait().ok()
 }
 
-fn forward<R: Read + Send + 'static>(
-    r: R,
-    to_stdout: Option<Arc<Mutex<std::io::Stdout>>>,
-) -> std::thread::JoinHandle<()> {
+fn forward<R: Read + Send + 'static>(r: R, to_stdout: Option<Arc<Mutex<std::io::Stdout>>>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(r).lines() {
             let Ok(line) = line else { break };
@@ -144,10 +111,7 @@ pub fn run(args: &[String], env: &crate::env::Env) -> u8 {
     };
     let deadline = Duration::from_secs(*m.get_one::<u64>("deadline").unwrap_or(&60));
     let ready_port = m.get_one::<u16>("ready-port").copied();
-    let tool: Vec<String> = m
-        .get_many::<String>("tool")
-        .map(|v| v.cloned().collect())
-        .unwrap_or_default();
+    let tool: Vec<String> = m.get_many::<String>("tool").map(|v| v.cloned().collect()).unwrap_or_default();
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let dir = match private_dir(env.tmpdir.as_deref()) {
         Ok(d) => d,
@@ -156,27 +120,13 @@ pub fn run(args: &[String], env: &crate::env::Env) -> u8 {
             return 1;
         }
     };
-    let code = run_in(
-        &dir,
-        &tool,
-        deadline,
-        ready_port,
-        m.get_flag("watch-stdin"),
-        &out,
-    );
+    let code = run_in(&dir, &tool, deadline, ready_port, m.get_flag("watch-stdin"), &out);
     let _ = std::fs::remove_dir_all(&dir);
     say(&out, &format!("{TAG}exit {code}"));
     u8::try_from(code).unwrap_or(255)
 }
 
-fn run_in(
-    dir: &Path,
-    tool: &[String],
-    deadline: Duration,
-    ready_port: Option<u16>,
-    watch: bool,
-    out: &Arc<Mutex<std::io::Stdout>>,
-) -> i32 {
+fn run_in(dir: &Path, tool: &[String], deadline: Duration, ready_port: Option<u16>, watch: bool, out: &Arc<Mutex<std::io::Stdout>>) -> i32 {
     let t0 = Instant::now();
     let exe = match std::env::current_exe() {
         Ok(e) => e,
@@ -270,29 +220,13 @@ mod tests {
 
     #[test]
     fn arguments_are_checked() {
-        let ok = cli().try_get_matches_from([
-            "x",
-            "--deadline",
-            "5",
-            "--ready-port",
-            "18600",
-            "--",
-            "ib_write_bw",
-            "-d",
-            "rxe0",
-        ]);
+        let ok = cli().try_get_matches_from(["x", "--deadline", "5", "--ready-port", "18600", "--", "ib_write_bw", "-d", "rxe0"]);
         let m = ok.expect("parse");
         let tool: Vec<&String> = m.get_many::<String>("tool").expect("tool").collect();
         assert_eq!(tool, ["ib_write_bw", "-d", "rxe0"]);
-        assert!(cli()
-            .try_get_matches_from(["x", "--deadline", "0", "--", "t"])
-            .is_err());
-        assert!(cli()
-            .try_get_matches_from(["x", "--deadline", "5"])
-            .is_err());
-        assert!(cli()
-            .try_get_matches_from(["x", "--deadline", "abc", "--", "t"])
-            .is_err());
+        assert!(cli().try_get_matches_from(["x", "--deadline", "0", "--", "t"]).is_err());
+        assert!(cli().try_get_matches_from(["x", "--deadline", "5"]).is_err());
+        assert!(cli().try_get_matches_from(["x", "--deadline", "abc", "--", "t"]).is_err());
     }
 
     #[test]
@@ -301,10 +235,7 @@ mod tests {
         let d = private_dir(None).expect("mkdtemp");
         let mode = std::fs::metadata(&d).expect("stat").permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
-        assert!(d
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("rperftest-matrix-") && !n.ends_with("XXXXXX")));
+        assert!(d.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rperftest-matrix-") && !n.ends_with("XXXXXX")));
         std::fs::remove_dir(&d).expect("rmdir");
     }
 }

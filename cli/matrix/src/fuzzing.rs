@@ -18,18 +18,10 @@ pub fn matrix_results(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let (recs, bad) = results::parse_jsonl(&text);
     let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
-    assert_eq!(
-        recs.len() + bad,
-        lines,
-        "every non-blank line is a record or counted bad"
-    );
+    assert_eq!(recs.len() + bad, lines, "every non-blank line is a record or counted bad");
     for r in &recs {
         let again = results::Record::from_json(&r.to_json());
-        assert_eq!(
-            again.as_ref(),
-            Some(r),
-            "a record read from results.jsonl round-trips"
-        );
+        assert_eq!(again.as_ref(), Some(r), "a record read from results.jsonl round-trips");
     }
     let csv = results::csv_text(&recs);
     assert!(csv.starts_with(results::CSV_HEADER), "CSV header first");
@@ -44,11 +36,7 @@ pub fn matrix_results(data: &[u8]) {
         }
     }
     assert!(!quoted, "CSV quotes balanced");
-    assert_eq!(
-        rows,
-        recs.len() + 1,
-        "one CSV row per record plus the header"
-    );
+    assert_eq!(rows, recs.len() + 1, "one CSV row per record plus the header");
 }
 
 /// A launcher's output (lines): finding the probe never panics, and what is found round-trips
@@ -66,26 +54,15 @@ pub fn matrix_probe(data: &[u8]) {
 /// srun, and the expansion of the names written back as a list is the same list.
 pub fn matrix_hostlist(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    for parsed in [
-        hostlist::expand(text.trim()),
-        hostlist::parse_hostfile(&text),
-    ] {
+    for parsed in [hostlist::expand(text.trim()), hostlist::parse_hostfile(&text)] {
         let Ok(names) = parsed else { continue };
         assert!(names.len() <= hostlist::MAX_HOSTS, "{} names", names.len());
         for n in &names {
             assert!(!n.is_empty() && !n.starts_with('-'), "unsafe name {n:?}");
-            assert!(
-                n.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')),
-                "unsafe name {n:?}"
-            );
+            assert!(n.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')), "unsafe name {n:?}");
         }
         if !names.is_empty() {
-            assert_eq!(
-                hostlist::expand(&names.join(",")).as_ref(),
-                Ok(&names),
-                "names re-expand to themselves"
-            );
+            assert_eq!(hostlist::expand(&names.join(",")).as_ref(), Ok(&names), "names re-expand to themselves");
         }
     }
 }

@@ -39,11 +39,8 @@ pub fn parse_hostfile(text: &str) -> Result<Vec<String>, HostlistError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
-        let Some(word) = line.split_whitespace().next() else {
-            continue;
-        };
-        let names =
-            expand_unchecked(word).map_err(|e| HostlistError(format!("line {}: {e}", i + 1)))?;
+        let Some(word) = line.split_whitespace().next() else { continue };
+        let names = expand_unchecked(word).map_err(|e| HostlistError(format!("line {}: {e}", i + 1)))?;
         out.extend(names);
         if out.len() > MAX_HOSTS {
             return err(format!("more than {MAX_HOSTS} hosts"));
@@ -57,9 +54,7 @@ fn expand_unchecked(expr: &str) -> Result<Vec<String>, HostlistError> {
     let mut out = Vec::new();
     for item in split_top(expr)? {
         if item.is_empty() {
-            return err(format!(
-                "hostlist {expr:?}: empty item (two commas, or a comma at an end)"
-            ));
+            return err(format!("hostlist {expr:?}: empty item (two commas, or a comma at an end)"));
         }
         expand_item(item, &mut out)?;
         if out.len() > MAX_HOSTS {
@@ -87,9 +82,7 @@ fn split_top(expr: &str) -> Result<Vec<&str>, HostlistError> {
         match c {
             '[' if depth > 0 => return err(format!("hostlist {expr:?}: nested '[' at byte {i}")),
             '[' => depth = 1,
-            ']' if depth == 0 => {
-                return err(format!("hostlist {expr:?}: ']' without '[' at byte {i}"))
-            }
+            ']' if depth == 0 => return err(format!("hostlist {expr:?}: ']' without '[' at byte {i}")),
             ']' => depth = 0,
             ',' if depth == 0 => {
                 items.push(&expr[start..i]);
@@ -120,17 +113,12 @@ fn expand_item(item: &str, out: &mut Vec<String>) -> Result<(), HostlistError> {
         }
         let Some(after) = after else { break };
         // split_top has checked the brackets balance.
-        let close = after
-            .find(']')
-            .ok_or_else(|| HostlistError(format!("{item:?}: '[' is never closed")))?;
+        let close = after.find(']').ok_or_else(|| HostlistError(format!("{item:?}: '[' is never closed")))?;
         let nums = expand_bracket(item, &after[..close])?;
         if prefixes.len().saturating_mul(nums.len()) > MAX_HOSTS {
             return err(format!("{item:?}: more than {MAX_HOSTS} hosts"));
         }
-        prefixes = prefixes
-            .iter()
-            .flat_map(|p| nums.iter().map(move |n| format!("{p}{n}")))
-            .collect();
+        prefixes = prefixes.iter().flat_map(|p| nums.iter().map(move |n| format!("{p}{n}"))).collect();
         rest = &after[close + 1..];
     }
     for p in prefixes {
@@ -146,13 +134,8 @@ fn expand_item(item: &str, out: &mut Vec<String>) -> Result<(), HostlistError> {
 }
 
 fn check_literal(item: &str, lit: &str) -> Result<(), HostlistError> {
-    match lit
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        Some(c) => err(format!(
-            "{item:?}: character {c:?} is not allowed in a host name"
-        )),
+    match lit.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))) {
+        Some(c) => err(format!("{item:?}: character {c:?} is not allowed in a host name")),
         None => Ok(()),
     }
 }
@@ -170,21 +153,16 @@ fn expand_bracket(item: &str, body: &str) -> Result<Vec<String>, HostlistError> 
         };
         let num = |s: &str| -> Result<u64, HostlistError> {
             if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || s.len() > 18 {
-                return err(format!(
-                    "{item:?}: {part:?} is not a number or a range lo-hi"
-                ));
+                return err(format!("{item:?}: {part:?} is not a number or a range lo-hi"));
             }
-            s.parse::<u64>()
-                .map_err(|_| HostlistError(format!("{item:?}: {s:?} is not a number")))
+            s.parse::<u64>().map_err(|_| HostlistError(format!("{item:?}: {s:?} is not a number")))
         };
         let (a, b) = (num(lo)?, num(hi)?);
         if a > b {
             return err(format!("{item:?}: range {part:?} runs backwards"));
         }
         if b - a >= MAX_HOSTS as u64 || out.len() + (b - a) as usize >= MAX_HOSTS {
-            return err(format!(
-                "{item:?}: range {part:?} has more than {MAX_HOSTS} numbers"
-            ));
+            return err(format!("{item:?}: range {part:?} has more than {MAX_HOSTS} numbers"));
         }
         let width = lo.len();
         for v in a..=b {
@@ -226,10 +204,7 @@ mod tests {
     #[test]
     fn several_brackets_multiply_and_lists_mix() {
         assert_eq!(ok("r[1-2]n[1-2]"), ["r1n1", "r1n2", "r2n1", "r2n2"]);
-        assert_eq!(
-            ok("r[1-2]-n[01,03],login"),
-            ["r1-n01", "r1-n03", "r2-n01", "r2-n03", "login"]
-        );
+        assert_eq!(ok("r[1-2]-n[01,03],login"), ["r1-n01", "r1-n03", "r2-n01", "r2-n03", "login"]);
         assert_eq!(ok("gpu[1-2].ib"), ["gpu1.ib", "gpu2.ib"]);
         assert_eq!(ok("[1-2]x"), ["1x", "2x"]);
     }
@@ -267,15 +242,11 @@ mod tests {
 
     #[test]
     fn hostfile_lines_comments_and_slots() {
-        let v = parse_hostfile("# the rack\nnode1 slots=8\n\n  node[2-3]  # two more\nnode4\n")
-            .expect("hostfile");
+        let v = parse_hostfile("# the rack\nnode1 slots=8\n\n  node[2-3]  # two more\nnode4\n").expect("hostfile");
         assert_eq!(v, ["node1", "node2", "node3", "node4"]);
         let e = parse_hostfile("node1\nno;de\n").expect_err("bad line").0;
         assert!(e.starts_with("line 2:"), "{e}");
-        assert!(parse_hostfile("a\na\n")
-            .expect_err("dup")
-            .0
-            .contains("twice"));
+        assert!(parse_hostfile("a\na\n").expect_err("dup").0.contains("twice"));
         assert_eq!(parse_hostfile("").expect("empty"), Vec::<String>::new());
     }
 }

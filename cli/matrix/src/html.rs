@@ -17,38 +17,23 @@ fn cell_of(r: &Record) -> Cell {
         (Status::Skipped, None) => "SKIP".into(),
         (s, None) => s.name().into(),
     };
-    Cell {
-        value: if r.status.measured() { r.value } else { None },
-        text,
-        flagged: r.status != Status::Ok,
-    }
+    Cell { value: if r.status.measured() { r.value } else { None }, text, flagged: r.status != Status::Ok }
 }
 
 /// The heatmap of one test and rail: row = server, column = client; a pair run one way only
 /// fills both cells (as the text matrix does).
 pub fn heatmap_of(nodes: &[String], test: &str, rail: &str, records: &[&Record]) -> Heatmap {
-    let index: BTreeMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.as_str(), i))
-        .collect();
+    let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     let n = nodes.len();
     let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; n]; n];
     for r in records {
-        if let (Some(&i), Some(&j)) = (
-            index.get(r.server.node.as_str()),
-            index.get(r.client.node.as_str()),
-        ) {
+        if let (Some(&i), Some(&j)) = (index.get(r.server.node.as_str()), index.get(r.client.node.as_str())) {
             cells[i][j] = Some(cell_of(r));
         }
     }
     super::report::mirror_missing(&mut cells, Option::is_none);
     let lat = super::judge::is_lat(test);
-    let unit = records
-        .iter()
-        .find(|r| !r.unit.is_empty())
-        .map(|r| r.unit.clone())
-        .unwrap_or_default();
+    let unit = records.iter().find(|r| !r.unit.is_empty()).map(|r| r.unit.clone()).unwrap_or_default();
     let what = if lat { "typical latency" } else { "BW average" };
     Heatmap {
         title: format!("{test} on rail {rail}: {what} [{unit}]"),
@@ -61,28 +46,15 @@ pub fn heatmap_of(nodes: &[String], test: &str, rail: &str, records: &[&Record])
 }
 
 /// The whole page. `notes`: the preflight's and the re-runs' lines; `diagnosis`: the judge's.
-pub fn page(
-    nodes: &[String],
-    records: &[Record],
-    notes: &[String],
-    diagnosis: &[String],
-    summary: &str,
-) -> Result<String, String> {
+pub fn page(nodes: &[String], records: &[Record], notes: &[String], diagnosis: &[String], summary: &str) -> Result<String, String> {
     let mut groups: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
     for r in records {
-        groups
-            .entry((r.test.as_str(), r.rail.as_str()))
-            .or_default()
-            .push(r);
+        groups.entry((r.test.as_str(), r.rail.as_str())).or_default().push(r);
     }
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>rperftest matrix</title>\n");
     h.push_str("<style>body{font-family:sans-serif;margin:16px}table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #bbb;padding:2px 8px;text-align:left}th{background:#eee}.bad{color:#960000}</style>\n</head>\n<body>\n");
-    h.push_str(&format!(
-        "<h1>rperftest matrix: {} nodes</h1>\n<p>{}</p>\n",
-        nodes.len(),
-        html_escape(summary)
-    ));
+    h.push_str(&format!("<h1>rperftest matrix: {} nodes</h1>\n<p>{}</p>\n", nodes.len(), html_escape(summary)));
     if !diagnosis.is_empty() || !notes.is_empty() {
         h.push_str("<h2>Diagnosis</h2>\n<ul>\n");
         for l in diagnosis.iter().chain(notes) {
@@ -93,17 +65,9 @@ pub fn page(
     h.push_str(&grid_table(nodes, records));
     for ((test, rail), rs) in &groups {
         let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
-        h.push_str(&format!(
-            "<h2>{} on rail {}: {ok} of {} pairs OK</h2>\n",
-            html_escape(test),
-            html_escape(rail),
-            rs.len()
-        ));
+        h.push_str(&format!("<h2>{} on rail {}: {ok} of {} pairs OK</h2>\n", html_escape(test), html_escape(rail), rs.len()));
         if let Some(m) = rs.iter().find_map(|r| r.median) {
-            h.push_str(&format!(
-                "<p>median {m:.2} {}; outlined cells are not OK</p>\n",
-                html_escape(&rs[0].unit)
-            ));
+            h.push_str(&format!("<p>median {m:.2} {}; outlined cells are not OK</p>\n", html_escape(&rs[0].unit)));
         }
         let svg = heatmap::to_svg(&heatmap_of(nodes, test, rail, rs))?;
         let svg = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
@@ -113,10 +77,7 @@ pub fn page(
         if !bad.is_empty() {
             h.push_str("<table>\n<tr><th>server</th><th>client</th><th>status</th><th>figure</th><th>reason</th></tr>\n");
             for r in bad {
-                let v = r
-                    .value
-                    .map(|v| format!("{v:.2} {}", r.unit))
-                    .unwrap_or_default();
+                let v = r.value.map(|v| format!("{v:.2} {}", r.unit)).unwrap_or_default();
                 h.push_str(&format!(
                     "<tr class=\"bad\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
                     html_escape(&r.server.node),
@@ -168,82 +129,25 @@ mod tests {
 
     #[test]
     fn a_page_with_a_heatmap_per_test_and_rail() {
-        let nodes: Vec<String> = ["node1", "node2", "node3"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let nodes: Vec<String> = ["node1", "node2", "node3"].iter().map(|s| s.to_string()).collect();
         let mut rs = vec![
-            sample(
-                "ib_write_bw",
-                "rxe0",
-                "node1",
-                "node2",
-                Status::Ok,
-                Some(5.0),
-            ),
-            sample(
-                "ib_write_bw",
-                "rxe0",
-                "node2",
-                "node3",
-                Status::Low,
-                Some(1.0),
-            ),
+            sample("ib_write_bw", "rxe0", "node1", "node2", Status::Ok, Some(5.0)),
+            sample("ib_write_bw", "rxe0", "node2", "node3", Status::Low, Some(1.0)),
             sample("ib_write_bw", "rxe0", "node3", "node1", Status::Fail, None),
-            sample(
-                "ib_send_lat",
-                "rxe0",
-                "node1",
-                "node2",
-                Status::Ok,
-                Some(8.0),
-            ),
+            sample("ib_send_lat", "rxe0", "node1", "node2", Status::Ok, Some(8.0)),
         ];
         rs[1].reason = "1.00 MB/sec below 0.9 x the median <5>".into();
-        let h = heatmap_of(
-            &nodes,
-            "ib_write_bw",
-            "rxe0",
-            &rs[..3].iter().collect::<Vec<_>>(),
-        );
-        assert_eq!(
-            h.cells[0][1].as_ref().map(|c| c.text.as_str()),
-            Some("5.00")
-        );
+        let h = heatmap_of(&nodes, "ib_write_bw", "rxe0", &rs[..3].iter().collect::<Vec<_>>());
+        assert_eq!(h.cells[0][1].as_ref().map(|c| c.text.as_str()), Some("5.00"));
         assert_eq!(h.cells[1][0], h.cells[0][1], "one way fills both cells");
-        assert!(h.cells[1][2]
-            .as_ref()
-            .is_some_and(|c| c.flagged && c.value == Some(1.0)));
-        assert!(h.cells[2][0]
-            .as_ref()
-            .is_some_and(|c| c.flagged && c.value.is_none() && c.text == "FAIL"));
+        assert!(h.cells[1][2].as_ref().is_some_and(|c| c.flagged && c.value == Some(1.0)));
+        assert!(h.cells[2][0].as_ref().is_some_and(|c| c.flagged && c.value.is_none() && c.text == "FAIL"));
         assert!(h.cells[0][0].is_none() && h.higher_is_better);
-        let page = page(
-            &nodes,
-            &rs,
-            &["node4 unreachable: x".into()],
-            &["2 of 2 bad pairs include node3".into()],
-            "4 pairs",
-        )
-        .expect("page");
-        assert_eq!(
-            page.matches("<svg").count(),
-            2,
-            "one heatmap per test and rail"
-        );
+        let page = page(&nodes, &rs, &["node4 unreachable: x".into()], &["2 of 2 bad pairs include node3".into()], "4 pairs").expect("page");
+        assert_eq!(page.matches("<svg").count(), 2, "one heatmap per test and rail");
         assert!(page.contains("median &lt;5&gt;"), "reasons are escaped");
         assert!(page.contains("<li>2 of 2 bad pairs include node3</li>"));
-        assert!(
-            !page.contains("<script") && !page.contains("http://")
-                || page.matches("http://").count()
-                    == page.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(),
-            "nothing fetched"
-        );
-        plot::render::check_xml(
-            &page
-                .replace("<!DOCTYPE html>", "")
-                .replace("<meta charset=\"utf-8\"/>", ""),
-        )
-        .expect("well-formed");
+        assert!(!page.contains("<script") && !page.contains("http://") || page.matches("http://").count() == page.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(), "nothing fetched");
+        plot::render::check_xml(&page.replace("<!DOCTYPE html>", "").replace("<meta charset=\"utf-8\"/>", "")).expect("well-formed");
     }
 }

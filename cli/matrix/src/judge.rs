@@ -30,11 +30,7 @@ pub fn median(v: &mut [f64]) -> Option<f64> {
     }
     v.sort_by(f64::total_cmp);
     let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
+    Some(if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 })
 }
 
 /// Pairs are judged against the median of their test and rail; a fabric pattern's flows
@@ -58,11 +54,7 @@ pub fn port_gbps(rate: &str) -> Option<f64> {
 /// is 2^20 bytes per second).
 fn line_rate(r: &Record) -> Option<(f64, f64)> {
     let gbps = port_gbps(&r.server.rate)?.min(port_gbps(&r.client.rate)?);
-    let in_unit = if r.unit == "Gb/sec" {
-        gbps
-    } else {
-        gbps * 1e9 / 8.0 / 1_048_576.0
-    };
+    let in_unit = if r.unit == "Gb/sec" { gbps } else { gbps * 1e9 / 8.0 / 1_048_576.0 };
     Some((gbps, in_unit))
 }
 
@@ -80,10 +72,7 @@ pub fn judge(records: &mut [Record], rules: &Rules) {
             values.entry(group_key(r)).or_default().push(v);
         }
     }
-    let medians: BTreeMap<_, _> = values
-        .into_iter()
-        .filter_map(|(k, mut v)| median(&mut v).map(|m| (k, m)))
-        .collect();
+    let medians: BTreeMap<_, _> = values.into_iter().filter_map(|(k, mut v)| median(&mut v).map(|m| (k, m))).collect();
     for r in records.iter_mut() {
         let med = medians.get(&group_key(r)).copied();
         r.median = med;
@@ -93,33 +82,25 @@ pub fn judge(records: &mut [Record], rules: &Rules) {
         let Some(v) = r.value else { continue };
         let why = if is_lat(&r.test) {
             match (rules.max_lat, med) {
-                (Some(max), _) if v > max => {
-                    Some(format!("{v:.2} {} above --max-lat {max}", r.unit))
+                (Some(max), _) if v > max => Some(format!("{v:.2} {} above --max-lat {max}", r.unit)),
+                (_, Some(m)) if v > rules.rel_lat * m => {
+                    Some(format!("{v:.2} {} above {} x the median {m:.2}", r.unit, rules.rel_lat))
                 }
-                (_, Some(m)) if v > rules.rel_lat * m => Some(format!(
-                    "{v:.2} {} above {} x the median {m:.2}",
-                    r.unit, rules.rel_lat
-                )),
                 _ => None,
             }
         } else {
-            let line = rules
-                .port_rate
-                .and_then(|f| line_rate(r).map(|(rate, in_unit)| (f, rate, in_unit)));
+            let line = rules.port_rate.and_then(|f| line_rate(r).map(|(rate, in_unit)| (f, rate, in_unit)));
             match (rules.min_bw, med) {
-                (Some(min), _) if v < min => {
-                    Some(format!("{v:.2} {} below --min-bw {min}", r.unit))
-                }
+                (Some(min), _) if v < min => Some(format!("{v:.2} {} below --min-bw {min}", r.unit)),
                 _ => match line {
                     Some((f, rate, in_unit)) if v < f * in_unit => Some(format!(
                         "{v:.2} {} below {f} x the port rate {rate} Gb/sec ({in_unit:.2} {})",
                         r.unit, r.unit
                     )),
                     _ => match med {
-                        Some(m) if v < rules.rel * m => Some(format!(
-                            "{v:.2} {} below {} x the median {m:.2}",
-                            r.unit, rules.rel
-                        )),
+                        Some(m) if v < rules.rel * m => {
+                            Some(format!("{v:.2} {} below {} x the median {m:.2}", r.unit, rules.rel))
+                        }
                         _ => None,
                     },
                 },
@@ -169,11 +150,8 @@ pub fn diagnose(records: &[Record]) -> Vec<String> {
                 }
             }
         }
-        let suspects: Vec<(&str, usize)> = per
-            .iter()
-            .filter(|(_, (b, t))| *b >= 2 && 2 * b > *t)
-            .map(|(n, (b, _))| (*n, *b))
-            .collect();
+        let suspects: Vec<(&str, usize)> =
+            per.iter().filter(|(_, (b, t))| *b >= 2 && 2 * b > *t).map(|(n, (b, _))| (*n, *b)).collect();
         if suspects.is_empty() {
             if nbad == 1 {
                 let r = rs.iter().find(|r| bad(r.status)).expect("one bad pair");
@@ -184,9 +162,7 @@ pub fn diagnose(records: &[Record]) -> Vec<String> {
                     r.status.name()
                 ));
             } else {
-                out.push(format!(
-                    "{nbad} bad pairs of {test} on rail {rail}; no node is in most of them"
-                ));
+                out.push(format!("{nbad} bad pairs of {test} on rail {rail}; no node is in most of them"));
             }
             continue;
         }
@@ -196,19 +172,13 @@ pub fn diagnose(records: &[Record]) -> Vec<String> {
                 .iter()
                 .filter(|((t, r), _)| t == test && r != rail)
                 .filter(|(_, rs2)| {
-                    let mine: Vec<_> = rs2
-                        .iter()
-                        .filter(|r| r.server.node == node || r.client.node == node)
-                        .collect();
+                    let mine: Vec<_> = rs2.iter().filter(|r| r.server.node == node || r.client.node == node).collect();
                     !mine.is_empty() && mine.iter().all(|r| r.status == Status::Ok)
                 })
                 .map(|((_, r), _)| r.as_str())
                 .collect();
             if !fine.is_empty() {
-                s.push_str(&format!(
-                    "; {node}'s pairs on rail {} are fine",
-                    fine.join(", ")
-                ));
+                s.push_str(&format!("; {node}'s pairs on rail {} are fine", fine.join(", ")));
             }
             out.push(s);
         }
@@ -221,28 +191,11 @@ mod tests {
     use super::*;
     use crate::results::sample;
 
-    const RULES: Rules = Rules {
-        min_bw: None,
-        max_lat: None,
-        rel: 0.9,
-        rel_lat: 1.5,
-        port_rate: None,
-    };
+    const RULES: Rules = Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5, port_rate: None };
 
     fn four(test: &str, rail: &str, vals: [f64; 6]) -> Vec<Record> {
-        let pairs = [
-            ("n1", "n2"),
-            ("n3", "n4"),
-            ("n1", "n3"),
-            ("n2", "n4"),
-            ("n1", "n4"),
-            ("n2", "n3"),
-        ];
-        pairs
-            .iter()
-            .zip(vals)
-            .map(|((a, b), v)| sample(test, rail, a, b, Status::Ok, Some(v)))
-            .collect()
+        let pairs = [("n1", "n2"), ("n3", "n4"), ("n1", "n3"), ("n2", "n4"), ("n1", "n4"), ("n2", "n3")];
+        pairs.iter().zip(vals).map(|((a, b), v)| sample(test, rail, a, b, Status::Ok, Some(v))).collect()
     }
 
     #[test]
@@ -258,18 +211,9 @@ mod tests {
         let mut rs = four("ib_write_bw", "rxe0", [5.1, 1.0, 4.8, 0.9, 1.1, 5.3]);
         rs.extend(four("ib_write_bw", "rxe1", [5.0; 6]));
         judge(&mut rs, &RULES);
-        let low: Vec<usize> = rs
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.status == Status::Low)
-            .map(|(i, _)| i)
-            .collect();
+        let low: Vec<usize> = rs.iter().enumerate().filter(|(_, r)| r.status == Status::Low).map(|(i, _)| i).collect();
         assert_eq!(low, [1, 3, 4]);
-        assert!(
-            rs[1].reason.contains("below 0.9 x the median"),
-            "{}",
-            rs[1].reason
-        );
+        assert!(rs[1].reason.contains("below 0.9 x the median"), "{}", rs[1].reason);
         assert!((rs[0].median.expect("median") - 2.95).abs() < 1e-9);
         let d = diagnose(&rs);
         assert_eq!(d, ["3 of 3 bad pairs of ib_write_bw on rail rxe0 include n4; n4's pairs on rail rxe1 are fine"]);
@@ -279,115 +223,52 @@ mod tests {
     fn the_port_rate_rule_uses_the_slower_port() {
         assert_eq!(port_gbps("100 Gb/sec (4X EDR)"), Some(100.0));
         assert_eq!(port_gbps("2.5 Gb/sec (1X SDR)"), Some(2.5));
-        for bad in [
-            "",
-            "fast",
-            "100 Mb/sec",
-            "-1 Gb/sec",
-            "NaN Gb/sec",
-            "inf Gb/sec",
-        ] {
+        for bad in ["", "fast", "100 Mb/sec", "-1 Gb/sec", "NaN Gb/sec", "inf Gb/sec"] {
             assert_eq!(port_gbps(bad), None, "{bad:?}");
         }
         // 100 and 25 Gb/s ports: 25 Gb/s = 2980.23 MB/sec (2^20 bytes); 0.9 of it is 2682.21.
-        let mut rs = four(
-            "ib_write_bw",
-            "r",
-            [2700.0, 2600.0, 2700.0, 2700.0, 2700.0, 2700.0],
-        );
+        let mut rs = four("ib_write_bw", "r", [2700.0, 2600.0, 2700.0, 2700.0, 2700.0, 2700.0]);
         for r in &mut rs {
             r.server.rate = "100 Gb/sec (4X EDR)".into();
             r.client.rate = "25 Gb/sec (1X EDR)".into();
         }
-        judge(
-            &mut rs,
-            &Rules {
-                port_rate: Some(0.9),
-                ..RULES
-            },
-        );
+        judge(&mut rs, &Rules { port_rate: Some(0.9), ..RULES });
         assert_eq!(rs.iter().filter(|r| r.status == Status::Low).count(), 1);
-        assert!(
-            rs[1]
-                .reason
-                .contains("below 0.9 x the port rate 25 Gb/sec (2980.23 MB/sec)"),
-            "{}",
-            rs[1].reason
-        );
+        assert!(rs[1].reason.contains("below 0.9 x the port rate 25 Gb/sec (2980.23 MB/sec)"), "{}", rs[1].reason);
         // Without a readable rate on one side the rule does not apply (the median rule does).
         let mut rs2 = rs.clone();
         for r in &mut rs2 {
             r.status = Status::Ok;
             r.server.rate.clear();
         }
-        judge(
-            &mut rs2,
-            &Rules {
-                port_rate: Some(0.99),
-                ..RULES
-            },
-        );
+        judge(&mut rs2, &Rules { port_rate: Some(0.99), ..RULES });
         assert!(rs2.iter().all(|r| r.status == Status::Ok));
         // In Gb/sec the unit is the rate's own.
         let mut g = four("ib_write_bw", "r", [20.0, 24.0, 24.0, 24.0, 24.0, 24.0]);
         for r in &mut g {
             r.unit = "Gb/sec".into();
-            (r.server.rate, r.client.rate) =
-                ("25 Gb/sec (1X EDR)".into(), "25 Gb/sec (1X EDR)".into());
+            (r.server.rate, r.client.rate) = ("25 Gb/sec (1X EDR)".into(), "25 Gb/sec (1X EDR)".into());
         }
-        judge(
-            &mut g,
-            &Rules {
-                port_rate: Some(0.9),
-                rel: 0.5,
-                ..RULES
-            },
-        );
+        judge(&mut g, &Rules { port_rate: Some(0.9), rel: 0.5, ..RULES });
         assert_eq!(g.iter().filter(|r| r.status == Status::Low).count(), 1);
-        assert!(
-            g[0].reason
-                .contains("below 0.9 x the port rate 25 Gb/sec (25.00 Gb/sec)"),
-            "{}",
-            g[0].reason
-        );
+        assert!(g[0].reason.contains("below 0.9 x the port rate 25 Gb/sec (25.00 Gb/sec)"), "{}", g[0].reason);
     }
 
     #[test]
     fn absolute_floors_and_latency_ceilings() {
         let mut rs = four("ib_write_bw", "r", [5.0; 6]);
-        judge(
-            &mut rs,
-            &Rules {
-                min_bw: Some(6.0),
-                ..RULES
-            },
-        );
-        assert!(rs
-            .iter()
-            .all(|r| r.status == Status::Low && r.reason.contains("--min-bw 6")));
+        judge(&mut rs, &Rules { min_bw: Some(6.0), ..RULES });
+        assert!(rs.iter().all(|r| r.status == Status::Low && r.reason.contains("--min-bw 6")));
         let mut lat = four("ib_send_lat", "r", [10.0, 10.5, 30.0, 9.8, 10.1, 10.2]);
         judge(&mut lat, &RULES);
-        let low: Vec<usize> = lat
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.status == Status::Low)
-            .map(|(i, _)| i)
-            .collect();
+        let low: Vec<usize> = lat.iter().enumerate().filter(|(_, r)| r.status == Status::Low).map(|(i, _)| i).collect();
         assert_eq!(low, [2]);
         let mut lat2 = four("ib_send_lat", "r", [10.0; 6]);
-        judge(
-            &mut lat2,
-            &Rules {
-                max_lat: Some(9.0),
-                ..RULES
-            },
-        );
+        judge(&mut lat2, &Rules { max_lat: Some(9.0), ..RULES });
         assert!(lat2.iter().all(|r| r.status == Status::Low));
         // Judged again under other rules: the earlier LOWs do not stick.
         judge(&mut lat2, &RULES);
-        assert!(lat2
-            .iter()
-            .all(|r| r.status == Status::Ok && r.reason.is_empty()));
+        assert!(lat2.iter().all(|r| r.status == Status::Ok && r.reason.is_empty()));
     }
 
     #[test]
@@ -401,10 +282,7 @@ mod tests {
         }
         judge(&mut rs, &RULES);
         assert_eq!(rs.iter().filter(|r| r.status == Status::Ok).count(), 3);
-        assert_eq!(
-            diagnose(&rs),
-            ["3 of 3 bad pairs of ib_write_bw on rail rxe0 include n4"]
-        );
+        assert_eq!(diagnose(&rs), ["3 of 3 bad pairs of ib_write_bw on rail rxe0 include n4"]);
         // Unreachable pairs never ran: no diagnosis from them.
         for r in rs.iter_mut() {
             if r.status != Status::Ok {
@@ -419,9 +297,6 @@ mod tests {
         let mut rs = four("ib_write_bw", "rxe0", [5.0; 6]);
         rs[0].status = Status::Fail;
         rs[1].status = Status::Fail;
-        assert_eq!(
-            diagnose(&rs),
-            ["2 bad pairs of ib_write_bw on rail rxe0; no node is in most of them"]
-        );
+        assert_eq!(diagnose(&rs), ["2 bad pairs of ib_write_bw on rail rxe0; no node is in most of them"]);
     }
 }

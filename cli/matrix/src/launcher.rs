@@ -54,11 +54,7 @@ impl Launcher {
                     // its own command by ControlPersist, and [`Launcher::close_shared`]
                     // ends it at the end of the run (60 s is the safety net if we are
                     // killed first).
-                    for o in [
-                        "ControlMaster=auto".to_string(),
-                        format!("ControlPath={}/%C", d.display()),
-                        "ControlPersist=60".into(),
-                    ] {
+                    for o in ["ControlMaster=auto".to_string(), format!("ControlPath={}/%C", d.display()), "ControlPersist=60".into()] {
                         v.push("-o".into());
                         v.push(o);
                     }
@@ -66,17 +62,7 @@ impl Launcher {
                 v.extend(["-T".into(), "--".into(), node.to_string(), cmd]);
             }
             Kind::Srun => {
-                v.extend(
-                    [
-                        "-N1",
-                        "-n1",
-                        "--quiet",
-                        "--unbuffered",
-                        "--chdir=/tmp",
-                        "--job-name=rperftest-matrix",
-                    ]
-                    .map(String::from),
-                );
+                v.extend(["-N1", "-n1", "--quiet", "--unbuffered", "--chdir=/tmp", "--job-name=rperftest-matrix"].map(String::from));
                 if self.in_allocation {
                     v.push("--overlap".into());
                 }
@@ -92,16 +78,9 @@ impl Launcher {
     /// ssh options shared by ssh and scp: no prompts, the connect bound, the shared connection.
     fn ssh_options(&self) -> Vec<String> {
         let mut v = Vec::new();
-        let mut opts = vec![
-            "BatchMode=yes".to_string(),
-            format!("ConnectTimeout={}", self.connect_timeout),
-        ];
+        let mut opts = vec!["BatchMode=yes".to_string(), format!("ConnectTimeout={}", self.connect_timeout)];
         if let Some(d) = &self.control_dir {
-            opts.extend([
-                "ControlMaster=auto".to_string(),
-                format!("ControlPath={}/%C", d.display()),
-                "ControlPersist=60".into(),
-            ]);
+            opts.extend(["ControlMaster=auto".to_string(), format!("ControlPath={}/%C", d.display()), "ControlPersist=60".into()]);
         }
         for o in opts {
             v.push("-o".into());
@@ -125,13 +104,7 @@ impl Launcher {
                 v.extend(["--".into(), local.to_string(), format!("{node}:{remote}")]);
                 v
             }
-            Kind::Srun => vec![
-                "sbcast".into(),
-                "--force".into(),
-                "--preserve".into(),
-                local.to_string(),
-                remote.to_string(),
-            ],
+            Kind::Srun => vec!["sbcast".into(), "--force".into(), "--preserve".into(), local.to_string(), remote.to_string()],
         }
     }
 
@@ -153,18 +126,10 @@ impl Launcher {
             return;
         }
         for n in nodes {
-            let argv: Vec<String> = [
-                self.program.as_str(),
-                "-o",
-                &format!("ControlPath={}/%C", d.display()),
-                "-O",
-                "exit",
-                "--",
-                n,
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+            let argv: Vec<String> = [self.program.as_str(), "-o", &format!("ControlPath={}/%C", d.display()), "-O", "exit", "--", n]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
             let _ = run_bounded(&argv, Duration::from_secs(10));
         }
         let _ = std::fs::remove_dir_all(d);
@@ -194,14 +159,7 @@ fn reader<R: Read + Send + 'static>(r: R, tx: std::sync::mpsc::Sender<Line>, err
     std::thread::spawn(move || {
         for line in BufReader::new(r).lines() {
             let Ok(line) = line else { break };
-            if tx
-                .send(if err {
-                    Line::Err(line)
-                } else {
-                    Line::Out(line)
-                })
-                .is_err()
-            {
+            if tx.send(if err { Line::Err(line) } else { Line::Out(line) }).is_err() {
                 break;
             }
         }
@@ -210,15 +168,8 @@ fn reader<R: Read + Send + 'static>(r: R, tx: std::sync::mpsc::Sender<Line>, err
 
 impl Proc {
     pub fn spawn(argv: &[String]) -> std::io::Result<Proc> {
-        let (prog, args) = argv
-            .split_first()
-            .ok_or_else(|| std::io::Error::other("empty command"))?;
-        let mut child = Command::new(prog)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
+        let (prog, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
+        let mut child = Command::new(prog).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
         let (tx, rx) = channel();
         if let Some(o) = child.stdout.take() {
             reader(o, tx.clone(), false);
@@ -227,14 +178,7 @@ impl Proc {
             reader(e, tx, true);
         }
         let stdin = child.stdin.take();
-        Ok(Proc {
-            child,
-            stdin,
-            rx,
-            out: Vec::new(),
-            err: Vec::new(),
-            exit: None,
-        })
+        Ok(Proc { child, stdin, rx, out: Vec::new(), err: Vec::new(), exit: None })
     }
 
     fn take(&mut self, l: Line) -> Option<String> {
@@ -265,9 +209,7 @@ impl Proc {
                         return Some(s);
                     }
                 }
-                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
-                    return None
-                }
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => return None,
             }
         }
     }
@@ -290,10 +232,7 @@ impl Proc {
     /// when the pipes close, which a grandchild keeping them open could delay).
     pub fn drain(&mut self, bound: Duration) {
         let until = Instant::now() + bound;
-        while let Ok(l) = self
-            .rx
-            .recv_timeout(until.saturating_duration_since(Instant::now()))
-        {
+        while let Ok(l) = self.rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
             self.take(l);
         }
     }
@@ -338,13 +277,7 @@ impl Proc {
     /// The lines the side printed that are not our own protocol, last `n`.
     pub fn tail(&self, n: usize) -> Vec<String> {
         let mine = |l: &&String| !l.starts_with(super::exec::TAG) && !l.trim().is_empty();
-        let all: Vec<String> = self
-            .out
-            .iter()
-            .filter(mine)
-            .chain(self.err.iter().filter(mine))
-            .cloned()
-            .collect();
+        let all: Vec<String> = self.out.iter().filter(mine).chain(self.err.iter().filter(mine)).cloned().collect();
         all[all.len().saturating_sub(n)..].to_vec()
     }
 }
@@ -359,10 +292,7 @@ impl Drop for Proc {
 
 /// Run `argv` to its end within `bound`, killed past it; (exit, stdout, stderr), exit None when
 /// it had to be killed.
-pub fn run_bounded(
-    argv: &[String],
-    bound: Duration,
-) -> std::io::Result<(Option<i32>, Vec<String>, Vec<String>)> {
+pub fn run_bounded(argv: &[String], bound: Duration) -> std::io::Result<(Option<i32>, Vec<String>, Vec<String>)> {
     let mut p = Proc::spawn(argv)?;
     p.close_stdin();
     let done = p.wait_until(Instant::now() + bound);
@@ -384,109 +314,32 @@ mod tests {
 
     #[test]
     fn ssh_quotes_every_remote_argument() {
-        let l = Launcher {
-            kind: Kind::Ssh,
-            program: "ssh".into(),
-            connect_timeout: 7,
-            in_allocation: false,
-            control_dir: None,
-        };
-        let v = l
-            .argv(
-                "node3",
-                &s(&[
-                    "/opt/r perf/rperftest",
-                    "matrix-exec",
-                    "--",
-                    "ib_write_bw",
-                    "x;rm -rf /",
-                    "$(id)",
-                    "it's",
-                ]),
-            )
-            .expect("argv");
+        let l = Launcher { kind: Kind::Ssh, program: "ssh".into(), connect_timeout: 7, in_allocation: false, control_dir: None };
+        let v = l.argv("node3", &s(&["/opt/r perf/rperftest", "matrix-exec", "--", "ib_write_bw", "x;rm -rf /", "$(id)", "it's"])).expect("argv");
         assert_eq!(
             v[..12],
-            s(&[
-                "ssh",
-                "-o",
-                "BatchMode=yes",
-                "-o",
-                "ConnectTimeout=7",
-                "-o",
-                "ServerAliveInterval=5",
-                "-o",
-                "ServerAliveCountMax=3",
-                "-T",
-                "--",
-                "node3"
-            ])[..]
+            s(&["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-T", "--", "node3"])[..]
         );
         // What the remote shell splits it into is exactly the argv we meant.
-        assert_eq!(
-            shlex::split(&v[12]).expect("split"),
-            s(&[
-                "/opt/r perf/rperftest",
-                "matrix-exec",
-                "--",
-                "ib_write_bw",
-                "x;rm -rf /",
-                "$(id)",
-                "it's"
-            ])
-        );
+        assert_eq!(shlex::split(&v[12]).expect("split"), s(&["/opt/r perf/rperftest", "matrix-exec", "--", "ib_write_bw", "x;rm -rf /", "$(id)", "it's"]));
         assert!(!v[12].contains("$(id) "), "{}", v[12]);
     }
 
     #[test]
     fn srun_passes_the_argv_unquoted_with_the_node_as_a_value() {
-        let mut l = Launcher {
-            kind: Kind::Srun,
-            program: "srun".into(),
-            connect_timeout: 7,
-            in_allocation: true,
-            control_dir: None,
-        };
+        let mut l = Launcher { kind: Kind::Srun, program: "srun".into(), connect_timeout: 7, in_allocation: true, control_dir: None };
         let v = l.argv("node2", &s(&["rperftest", "a b"])).expect("argv");
-        assert_eq!(
-            v,
-            s(&[
-                "srun",
-                "-N1",
-                "-n1",
-                "--quiet",
-                "--unbuffered",
-                "--chdir=/tmp",
-                "--job-name=rperftest-matrix",
-                "--overlap",
-                "-w",
-                "node2",
-                "--",
-                "rperftest",
-                "a b"
-            ])
-        );
+        assert_eq!(v, s(&["srun", "-N1", "-n1", "--quiet", "--unbuffered", "--chdir=/tmp", "--job-name=rperftest-matrix", "--overlap", "-w", "node2", "--", "rperftest", "a b"]));
         l.in_allocation = false;
-        assert!(!l
-            .argv("node2", &s(&["x"]))
-            .expect("argv")
-            .contains(&"--overlap".to_string()));
+        assert!(!l.argv("node2", &s(&["x"])).expect("argv").contains(&"--overlap".to_string()));
     }
 
     #[test]
     fn bounded_runs_end_and_keep_their_output() {
-        let (exit, out, err) = run_bounded(
-            &s(&["sh", "-c", "echo one; echo two >&2; exit 3"]),
-            Duration::from_secs(20),
-        )
-        .expect("sh");
+        let (exit, out, err) = run_bounded(&s(&["sh", "-c", "echo one; echo two >&2; exit 3"]), Duration::from_secs(20)).expect("sh");
         assert_eq!((exit, out, err), (Some(3), s(&["one"]), s(&["two"])));
         let t = Instant::now();
-        let (exit, out, _) = run_bounded(
-            &s(&["sh", "-c", "echo started; exec sleep 30"]),
-            Duration::from_millis(300),
-        )
-        .expect("sh");
+        let (exit, out, _) = run_bounded(&s(&["sh", "-c", "echo started; exec sleep 30"]), Duration::from_millis(300)).expect("sh");
         assert_eq!(exit, None);
         assert_eq!(out, s(&["started"]));
         assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
@@ -498,11 +351,7 @@ mod tests {
         let mut p = Proc::spawn(&s(&["sh", "-c", "cat >/dev/null; echo eof"])).expect("sh");
         assert!(!p.wait_until(Instant::now() + Duration::from_millis(200)));
         p.close_stdin();
-        assert_eq!(
-            p.next_out_line(Instant::now() + Duration::from_secs(10))
-                .as_deref(),
-            Some("eof")
-        );
+        assert_eq!(p.next_out_line(Instant::now() + Duration::from_secs(10)).as_deref(), Some("eof"));
         assert!(p.wait_until(Instant::now() + Duration::from_secs(10)));
         assert_eq!(p.exit, Some(0));
     }

@@ -61,10 +61,7 @@ enum NodeState {
 
 /// `rperftest matrix-probe` on every node at once (at most 64 at a time), each bounded.
 fn preflight(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Vec<NodeState> {
-    let argv_of = |node: &str| {
-        cfg.launcher
-            .argv(node, &[bin.to_string(), "matrix-probe".into()])
-    };
+    let argv_of = |node: &str| cfg.launcher.argv(node, &[bin.to_string(), "matrix-probe".into()]);
     let mut states: Vec<Option<NodeState>> = (0..cfg.hosts.len()).map(|_| None).collect();
     for chunk in (0..cfg.hosts.len()).collect::<Vec<_>>().chunks(64) {
         std::thread::scope(|s| {
@@ -103,17 +100,11 @@ fn preflight(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Vec<Node
                 })
                 .collect();
             for (&i, h) in chunk.iter().zip(hs) {
-                states[i] = Some(
-                    h.join()
-                        .unwrap_or_else(|_| NodeState::Down("preflight thread failed".into())),
-                );
+                states[i] = Some(h.join().unwrap_or_else(|_| NodeState::Down("preflight thread failed".into())));
             }
         });
     }
-    states
-        .into_iter()
-        .map(|s| s.unwrap_or_else(|| NodeState::Down("not probed".into())))
-        .collect()
+    states.into_iter().map(|s| s.unwrap_or_else(|| NodeState::Down("not probed".into()))).collect()
 }
 
 /// A rail: its label, and per node the device on it (None: the node lacks it, with why).
@@ -152,25 +143,14 @@ fn rails(cfg: &Config, states: &[NodeState]) -> Vec<Rail> {
             let n = active.iter().flatten().map(Vec::len).max().unwrap_or(0);
             (0..n)
                 .map(|k| {
-                    let names: HashSet<&str> = active
-                        .iter()
-                        .flatten()
-                        .filter_map(|v| v.get(k))
-                        .map(|d| d.name.as_str())
-                        .collect();
-                    let label = if names.len() == 1 {
-                        names.into_iter().next().unwrap_or_default().to_string()
-                    } else {
-                        format!("rail{k}")
-                    };
+                    let names: HashSet<&str> = active.iter().flatten().filter_map(|v| v.get(k)).map(|d| d.name.as_str()).collect();
+                    let label = if names.len() == 1 { names.into_iter().next().unwrap_or_default().to_string() } else { format!("rail{k}") };
                     let per_node = active
                         .iter()
                         .zip(states)
                         .map(|(a, s)| match (a, s) {
                             (_, NodeState::Down(why)) => Err(format!("unreachable: {why}")),
-                            (Some(v), _) => v.get(k).cloned().ok_or_else(|| {
-                                format!("has {} active device(s), no rail {k}", v.len())
-                            }),
+                            (Some(v), _) => v.get(k).cloned().ok_or_else(|| format!("has {} active device(s), no rail {k}", v.len())),
                             (None, _) => Err("unreachable".into()),
                         })
                         .collect();
@@ -276,10 +256,7 @@ fn endpoint(node: &str, d: &DevProbe) -> Endpoint {
 
 /// A record for a pair that never ran (status, reason, round and options to be filled in).
 fn not_run(test: &str, rail: &str, a: &str, b: &str, unit: &str) -> Record {
-    let side = |n: &str| Side {
-        node: n.to_string(),
-        ..Side::default()
-    };
+    let side = |n: &str| Side { node: n.to_string(), ..Side::default() };
     Record {
         test: test.into(),
         rail: rail.into(),
@@ -308,13 +285,7 @@ fn key_of(test: &str, rail: &str, a: &str, b: &str) -> (String, String, String, 
 
 /// A pair's identity for `--resume` and re-runs: the two nodes in either order, or with
 /// `--both-directions` in order (server, client).
-fn pair_key(
-    cfg: &Config,
-    test: &str,
-    rail: &str,
-    server: &str,
-    client: &str,
-) -> (String, String, String, String) {
+fn pair_key(cfg: &Config, test: &str, rail: &str, server: &str, client: &str) -> (String, String, String, String) {
     if cfg.both_directions {
         (test.into(), rail.into(), server.into(), client.into())
     } else {
@@ -346,20 +317,9 @@ fn rail_key(rail: &str, pattern: &str, step: usize) -> String {
 /// `--both-directions`, the same rounds with server and client swapped.
 fn all_rounds(cfg: &Config) -> Vec<Vec<schedule::Pair>> {
     let n = cfg.hosts.len();
-    let mut rounds = if cfg.serial {
-        schedule::serial_rounds(n)
-    } else {
-        schedule::circle_rounds(n)
-    };
+    let mut rounds = if cfg.serial { schedule::serial_rounds(n) } else { schedule::circle_rounds(n) };
     if cfg.both_directions {
-        let back: Vec<Vec<schedule::Pair>> = rounds
-            .iter()
-            .map(|r| {
-                r.iter()
-                    .map(|p| schedule::Pair { a: p.b, b: p.a })
-                    .collect()
-            })
-            .collect();
+        let back: Vec<Vec<schedule::Pair>> = rounds.iter().map(|r| r.iter().map(|p| schedule::Pair { a: p.b, b: p.a }).collect()).collect();
         rounds.extend(back);
     }
     rounds
@@ -370,11 +330,7 @@ fn all_rounds(cfg: &Config) -> Vec<Vec<schedule::Pair>> {
 fn pack(cfg: &Config, pairs: Vec<schedule::Pair>) -> Vec<Vec<schedule::Pair>> {
     let mut rounds: Vec<Vec<schedule::Pair>> = Vec::new();
     for p in pairs {
-        let free = |r: &Vec<schedule::Pair>| {
-            !cfg.serial
-                && r.iter()
-                    .all(|q| ![q.a, q.b].contains(&p.a) && ![q.a, q.b].contains(&p.b))
-        };
+        let free = |r: &Vec<schedule::Pair>| !cfg.serial && r.iter().all(|q| ![q.a, q.b].contains(&p.a) && ![q.a, q.b].contains(&p.b));
         match rounds.iter_mut().find(|r| free(r)) {
             Some(r) => r.push(p),
             None => rounds.push(vec![p]),
@@ -418,9 +374,7 @@ impl Progress {
             rec.server.node,
             rec.client.node,
             rec.status.name(),
-            rec.value
-                .map(|v| format!(" {v:.2} {}", rec.unit))
-                .unwrap_or_else(|| format!(": {}", rec.reason)),
+            rec.value.map(|v| format!(" {v:.2} {}", rec.unit)).unwrap_or_else(|| format!(": {}", rec.reason)),
             rec.wall_s,
             self.finished,
             self.total,
@@ -437,31 +391,18 @@ impl Progress {
         let secs = self.t0.elapsed().as_secs_f64();
         let ran = self.finished.saturating_sub(self.resumed);
         let eta = if ran > 0 && self.total > self.finished {
-            format!(
-                ", ETA {:.0} s",
-                secs / ran as f64 * (self.total - self.finished) as f64
-            )
+            format!(", ETA {:.0} s", secs / ran as f64 * (self.total - self.finished) as f64)
         } else {
             String::new()
         };
-        eprint!(
-            "\r\x1b[K{}: {}/{} pairs done, {} not OK, {secs:.0} s{eta}",
-            self.phase, self.finished, self.total, self.not_ok
-        );
+        eprint!("\r\x1b[K{}: {}/{} pairs done, {} not OK, {secs:.0} s{eta}", self.phase, self.finished, self.total, self.not_ok);
         self.drawn = true;
     }
 }
 
 /// Run one round's jobs at once; each record is logged the moment its pair ends. `Err` on a
 /// write error of results.jsonl.
-fn run_round(
-    cfg: &Config,
-    bin: &str,
-    jobs: &[Job],
-    prog: &mut Progress,
-    log: &mut JsonlLog,
-    out: &mut Vec<Record>,
-) -> Result<(), String> {
+fn run_round(cfg: &Config, bin: &str, jobs: &[Job], prog: &mut Progress, log: &mut JsonlLog, out: &mut Vec<Record>) -> Result<(), String> {
     let (tx, rx) = std::sync::mpsc::channel::<Record>();
     let mut io_err = None;
     std::thread::scope(|s| {
@@ -511,20 +452,13 @@ pub fn run(argv: &[String], env: &args::Env) -> u8 {
 }
 
 fn run_config(cfg: &Config) -> Result<bool, String> {
-    cfg.launcher
-        .open_shared()
-        .map_err(|e| format!("cannot make a private directory for ssh connection sharing: {e}"))?;
+    cfg.launcher.open_shared().map_err(|e| format!("cannot make a private directory for ssh connection sharing: {e}"))?;
     let pushed = if cfg.push {
         let t = Instant::now();
         match push::push(&cfg.launcher, &cfg.hosts, cfg.preflight) {
             Ok(p) => {
                 let n = p.failed.iter().filter(|f| f.is_none()).count();
-                eprintln!(
-                    "push: this binary to {} in {n} of {} node(s) in {:.1} s",
-                    p.bin,
-                    cfg.hosts.len(),
-                    t.elapsed().as_secs_f64()
-                );
+                eprintln!("push: this binary to {} in {n} of {} node(s) in {:.1} s", p.bin, cfg.hosts.len(), t.elapsed().as_secs_f64());
                 Some(p)
             }
             Err(e) => {
@@ -535,9 +469,7 @@ fn run_config(cfg: &Config) -> Result<bool, String> {
     } else {
         None
     };
-    let bin = pushed
-        .as_ref()
-        .map_or(cfg.remote_bin.clone(), |p| p.bin.clone());
+    let bin = pushed.as_ref().map_or(cfg.remote_bin.clone(), |p| p.bin.clone());
     let r = run_shared(cfg, &bin, pushed.as_ref());
     if let Some(p) = &pushed {
         let left = push::remove(&cfg.launcher, &cfg.hosts, p);
@@ -560,8 +492,7 @@ type PairKey = (String, String, String, String);
 fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<Vec<Record>, String> {
     let mut done: Vec<Record> = Vec::new();
     if cfg.resume {
-        let (old, bad) =
-            results::read_jsonl(jsonl).map_err(|e| format!("{}: {e}", jsonl.display()))?;
+        let (old, bad) = results::read_jsonl(jsonl).map_err(|e| format!("{}: {e}", jsonl.display()))?;
         // A pair re-run before the stop is in the file twice: the later record is the one.
         let mut last: BTreeMap<PairKey, Record> = BTreeMap::new();
         let mut order = Vec::new();
@@ -572,40 +503,20 @@ fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<Vec<Record>, String>
             }
         }
         done = order.into_iter().filter_map(|k| last.remove(&k)).collect();
-        eprintln!(
-            "resume: {} pair(s) already in {}{}",
-            done.len(),
-            jsonl.display(),
-            if bad > 0 {
-                format!(" ({bad} unreadable line(s) skipped)")
-            } else {
-                String::new()
-            }
-        );
+        eprintln!("resume: {} pair(s) already in {}{}", done.len(), jsonl.display(), if bad > 0 { format!(" ({bad} unreadable line(s) skipped)") } else { String::new() });
     } else if jsonl.exists() {
-        return Err(format!(
-            "{} exists: give --resume to continue that run, or another --out",
-            jsonl.display()
-        ));
+        return Err(format!("{} exists: give --resume to continue that run, or another --out", jsonl.display()));
     }
     Ok(done)
 }
 
 /// [`preflight`] with its lines on stderr: the node states, and a note per unreachable node.
-fn preflight_noted(
-    cfg: &Config,
-    bin: &str,
-    pushed: Option<&push::Pushed>,
-) -> (Vec<NodeState>, Vec<String>) {
+fn preflight_noted(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> (Vec<NodeState>, Vec<String>) {
     let launcher_name = match cfg.launcher.kind {
         launcher::Kind::Ssh => "ssh",
         launcher::Kind::Srun => "srun",
     };
-    eprintln!(
-        "preflight: {} node(s) over {launcher_name}, bound {} s",
-        cfg.hosts.len(),
-        cfg.preflight.as_secs()
-    );
+    eprintln!("preflight: {} node(s) over {launcher_name}, bound {} s", cfg.hosts.len(), cfg.preflight.as_secs());
     let t_pre = Instant::now();
     let states = preflight(cfg, bin, pushed);
     let mut notes = Vec::new();
@@ -614,15 +525,7 @@ fn preflight_noted(
             notes.push(format!("{n} unreachable: {why}"));
         }
     }
-    eprintln!(
-        "preflight: {} of {} node(s) up in {:.1} s",
-        states
-            .iter()
-            .filter(|s| matches!(s, NodeState::Up(_)))
-            .count(),
-        cfg.hosts.len(),
-        t_pre.elapsed().as_secs_f64()
-    );
+    eprintln!("preflight: {} of {} node(s) up in {:.1} s", states.iter().filter(|s| matches!(s, NodeState::Up(_))).count(), cfg.hosts.len(), t_pre.elapsed().as_secs_f64());
     for n in &notes {
         eprintln!("  {n}");
     }
@@ -727,48 +630,20 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
         phase: String::new(),
         drawn: false,
     };
-    let mut run = MatrixRun {
-        cfg,
-        bin,
-        t_start,
-        jsonl,
-        log,
-        done,
-        have,
-        notes,
-        rounds,
-        total,
-        prog,
-        retried: Vec::new(),
-        stopped: false,
-        loads: Vec::new(),
-    };
+    let mut run = MatrixRun { cfg, bin, t_start, jsonl, log, done, have, notes, rounds, total, prog, retried: Vec::new(), stopped: false, loads: Vec::new() };
     'phases: for t in &cfg.tests {
         let test = t.tool.name();
         let deadline = schedule::pair_deadline(&t.params, &cfg.floors);
         for &p in &cfg.patterns {
             if p != pattern::Pattern::Pairs {
-                run.load_pattern(&loads::PatternOn {
-                    cfg,
-                    t,
-                    test,
-                    rails: &rails,
-                    deadline,
-                    pattern: p,
-                })?;
+                run.load_pattern(&loads::PatternOn { cfg, t, test, rails: &rails, deadline, pattern: p })?;
                 if run.stopped {
                     break 'phases;
                 }
                 continue;
             }
             for rail in &rails {
-                run.test_on_rail(&TestOnRail {
-                    cfg,
-                    t,
-                    test,
-                    rail,
-                    deadline,
-                })?;
+                run.test_on_rail(&TestOnRail { cfg, t, test, rail, deadline })?;
                 if run.stopped {
                     break 'phases;
                 }
@@ -800,38 +675,17 @@ impl MatrixRun<'_> {
                 if self.have.contains(&pair_key(cfg, test, &rail.label, a, b)) {
                     continue;
                 }
-                let why: Vec<(Status, String)> =
-                    [(a, &rail.per_node[p.a]), (b, &rail.per_node[p.b])]
-                        .into_iter()
-                        .filter_map(|(node, d)| d.as_ref().err().map(|e| (node, e)))
-                        .map(|(node, e)| {
-                            (
-                                if e.starts_with("unreachable") {
-                                    Status::Unreachable
-                                } else {
-                                    Status::Skipped
-                                },
-                                format!("{node} {e}"),
-                            )
-                        })
-                        .collect();
+                let why: Vec<(Status, String)> = [(a, &rail.per_node[p.a]), (b, &rail.per_node[p.b])]
+                    .into_iter()
+                    .filter_map(|(node, d)| d.as_ref().err().map(|e| (node, e)))
+                    .map(|(node, e)| (if e.starts_with("unreachable") { Status::Unreachable } else { Status::Skipped }, format!("{node} {e}")))
+                    .collect();
                 if let Some((status, _)) = why.first() {
-                    let status = if why.iter().any(|(s, _)| *s == Status::Unreachable) {
-                        Status::Unreachable
-                    } else {
-                        *status
-                    };
-                    let reason = why
-                        .iter()
-                        .map(|(_, w)| w.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ");
+                    let status = if why.iter().any(|(s, _)| *s == Status::Unreachable) { Status::Unreachable } else { *status };
+                    let reason = why.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("; ");
                     let mut rec = not_run(test, &rail.label, a, b, &t.unit);
-                    (rec.status, rec.reason, rec.round, rec.options) =
-                        (status, reason, r, cfg.options.clone());
-                    self.log
-                        .append(&rec)
-                        .map_err(|e| format!("{}: {e}", self.jsonl.display()))?;
+                    (rec.status, rec.reason, rec.round, rec.options) = (status, reason, r, cfg.options.clone());
+                    self.log.append(&rec).map_err(|e| format!("{}: {e}", self.jsonl.display()))?;
                     self.done.push(rec);
                     self.prog.finished += 1;
                     self.prog.not_ok += 1;
@@ -849,15 +703,7 @@ impl MatrixRun<'_> {
         for (r, round) in self.rounds.iter().enumerate() {
             let jobs: Vec<Job> = round
                 .iter()
-                .filter(|p| {
-                    !have.contains(&pair_key(
-                        cfg,
-                        test,
-                        &rail.label,
-                        &cfg.hosts[p.a],
-                        &cfg.hosts[p.b],
-                    ))
-                })
+                .filter(|p| !have.contains(&pair_key(cfg, test, &rail.label, &cfg.hosts[p.a], &cfg.hosts[p.b])))
                 .filter(|p| rail.per_node[p.a].is_ok() && rail.per_node[p.b].is_ok())
                 .enumerate()
                 .filter_map(|(slot, p)| on.job(p, r, slot))
@@ -869,21 +715,8 @@ impl MatrixRun<'_> {
                 self.stopped = true;
                 return Ok(());
             }
-            self.prog.phase = format!(
-                "{test} {} round {}/{}",
-                rail.label,
-                r + 1,
-                self.rounds.len()
-            );
-            run_round(
-                cfg,
-                self.bin,
-                &jobs,
-                &mut self.prog,
-                &mut self.log,
-                &mut self.done,
-            )
-            .map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+            self.prog.phase = format!("{test} {} round {}/{}", rail.label, r + 1, self.rounds.len());
+            run_round(cfg, self.bin, &jobs, &mut self.prog, &mut self.log, &mut self.done).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
             if bench_core::signal::requested() {
                 self.stopped = true;
                 return Ok(());
@@ -900,69 +733,40 @@ impl MatrixRun<'_> {
         let done = &mut self.done;
         let (prog, log, stopped) = (&mut self.prog, &mut self.log, &mut self.stopped);
         let rounds = &self.rounds;
-        let at: Vec<usize> = (0..done.len())
-            .filter(|&i| done[i].test == test && done[i].rail == rail.label)
-            .collect();
+        let at: Vec<usize> = (0..done.len()).filter(|&i| done[i].test == test && done[i].rail == rail.label).collect();
         let mut group: Vec<Record> = at.iter().map(|&i| done[i].clone()).collect();
         let mut extra = 0;
         let mut pass = 0;
-        let settled = rerun::settle(
-            &mut group,
-            &cfg.rules,
-            rerun::MAX_PASSES,
-            |r| rec_key(cfg, r),
-            |suspects| -> Result<Vec<Record>, String> {
-                let pairs: Vec<schedule::Pair> = suspects
-                    .iter()
-                    .filter_map(|r| {
-                        Some(schedule::Pair {
-                            a: index_of(&r.server.node)?,
-                            b: index_of(&r.client.node)?,
-                        })
-                    })
-                    .collect();
-                let again = pack(cfg, pairs);
-                pass += 1;
-                let mut fresh = Vec::new();
-                for (k, round) in again.iter().enumerate() {
-                    if *stopped || bench_core::signal::requested() {
-                        *stopped = true;
-                        break;
-                    }
-                    let jobs: Vec<Job> = round
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(slot, p)| on.job(p, rounds.len() + extra, slot))
-                        .collect();
-                    extra += 1;
-                    prog.phase = format!(
-                        "{test} {} re-run pass {pass}, {}/{}",
-                        rail.label,
-                        k + 1,
-                        again.len()
-                    );
-                    prog.total += jobs.len();
-                    run_round(cfg, bin, &jobs, prog, log, &mut fresh)
-                        .map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-                    // The pair counts once in the totals.
-                    prog.total -= jobs.len();
-                    prog.finished -= jobs.len().min(prog.finished);
+        let settled = rerun::settle(&mut group, &cfg.rules, rerun::MAX_PASSES, |r| rec_key(cfg, r), |suspects| -> Result<Vec<Record>, String> {
+            let pairs: Vec<schedule::Pair> = suspects
+                .iter()
+                .filter_map(|r| Some(schedule::Pair { a: index_of(&r.server.node)?, b: index_of(&r.client.node)? }))
+                .collect();
+            let again = pack(cfg, pairs);
+            pass += 1;
+            let mut fresh = Vec::new();
+            for (k, round) in again.iter().enumerate() {
+                if *stopped || bench_core::signal::requested() {
+                    *stopped = true;
+                    break;
                 }
-                Ok(fresh)
-            },
-        )?;
+                let jobs: Vec<Job> = round.iter().enumerate().filter_map(|(slot, p)| on.job(p, rounds.len() + extra, slot)).collect();
+                extra += 1;
+                prog.phase = format!("{test} {} re-run pass {pass}, {}/{}", rail.label, k + 1, again.len());
+                prog.total += jobs.len();
+                run_round(cfg, bin, &jobs, prog, log, &mut fresh).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+                // The pair counts once in the totals.
+                prog.total -= jobs.len();
+                prog.finished -= jobs.len().min(prog.finished);
+            }
+            Ok(fresh)
+        })?;
         for &g in &settled.rerun {
             let rec = &group[g];
             let was = rec.retried.as_deref().unwrap_or_default();
             // Its verdict comes from the final judgement (a re-run is LOW only against
             // the median of its test and rail), so the line is finished after it.
-            self.retried.push((
-                rec_key(cfg, rec),
-                format!(
-                    "re-run {} - {} ({test}, {}): first {was}; then",
-                    rec.server.node, rec.client.node, rail.label
-                ),
-            ));
+            self.retried.push((rec_key(cfg, rec), format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
         }
         for (i, rec) in at.into_iter().zip(group) {
             done[i] = rec;
@@ -977,16 +781,12 @@ impl MatrixRun<'_> {
         let cfg = self.cfg;
         self.prog.clear();
         // No pair is LOW without its re-run: pairs the passes or a stop left are named instead.
-        self.notes
-            .extend(rerun::final_verdict(&mut self.done, &cfg.rules, cfg.retry));
+        self.notes.extend(rerun::final_verdict(&mut self.done, &cfg.rules, cfg.retry));
         let done = &self.done;
         std::mem::take(&mut self.retried)
             .into_iter()
             .map(|(key, line)| {
-                let now = done
-                    .iter()
-                    .find(|d| rec_key(cfg, d) == key)
-                    .map_or("(not recorded)", |d| d.status.name());
+                let now = done.iter().find(|d| rec_key(cfg, d) == key).map_or("(not recorded)", |d| d.status.name());
                 format!("{line} {now}")
             })
             .collect()
@@ -995,25 +795,11 @@ impl MatrixRun<'_> {
     /// results.jsonl rewritten with the verdicts, results.csv, the text matrix and its lines
     /// on stdout, report.html. Ok(true) when the run is complete and every pair is OK.
     fn report(mut self, retried: &[String]) -> Result<bool, String> {
-        let (cfg, done, notes, jsonl, total, stopped) = (
-            self.cfg,
-            &self.done,
-            &self.notes,
-            &self.jsonl,
-            self.total,
-            self.stopped,
-        );
-        self.log
-            .rewrite(done)
-            .map_err(|e| format!("{}: {e}", jsonl.display()))?;
+        let (cfg, done, notes, jsonl, total, stopped) = (self.cfg, &self.done, &self.notes, &self.jsonl, self.total, self.stopped);
+        self.log.rewrite(done).map_err(|e| format!("{}: {e}", jsonl.display()))?;
         let csv = cfg.out.join("results.csv");
-        std::fs::write(&csv, results::csv_text(done))
-            .map_err(|e| format!("{}: {e}", csv.display()))?;
-        let pairs: Vec<Record> = done
-            .iter()
-            .filter(|r| r.pattern == results::PAIRS)
-            .cloned()
-            .collect();
+        std::fs::write(&csv, results::csv_text(done)).map_err(|e| format!("{}: {e}", csv.display()))?;
+        let pairs: Vec<Record> = done.iter().filter(|r| r.pattern == results::PAIRS).cloned().collect();
         print!("{}", report::text(&cfg.hosts, &pairs));
         print!("{}", report::grid(&cfg.hosts, &pairs));
         let mut diag = judge::diagnose(done);
@@ -1028,37 +814,18 @@ impl MatrixRun<'_> {
             *counts.entry(r.status.name()).or_default() += 1;
         }
         let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
-        let line = format!(
-            "{} pair(s) in {} round(s): {}; {:.1} s",
-            done.len(),
-            self.rounds.len(),
-            summary.join(", "),
-            self.t_start.elapsed().as_secs_f64()
-        );
+        let line = format!("{} pair(s) in {} round(s): {}; {:.1} s", done.len(), self.rounds.len(), summary.join(", "), self.t_start.elapsed().as_secs_f64());
         let html_path = cfg.out.join("report.html");
         let notes_all: Vec<String> = notes.iter().chain(retried).cloned().collect();
         let page = html::page(&cfg.hosts, &pairs, &notes_all, &diag, &line)?;
         std::fs::write(&html_path, page).map_err(|e| format!("{}: {e}", html_path.display()))?;
-        println!(
-            "{line}; {}, {} and {}",
-            jsonl.display(),
-            csv.display(),
-            html_path.display()
-        );
+        println!("{line}; {}, {} and {}", jsonl.display(), csv.display(), html_path.display());
         if stopped {
-            println!(
-                "stopped by a signal: {} of {total} pairs recorded; --resume runs the rest",
-                done.len()
-            );
+            println!("stopped by a signal: {} of {total} pairs recorded; --resume runs the rest", done.len());
         }
         let complete = !stopped && done.len() >= total;
         // No rail or a node down is never a pass, even with no pair recorded.
-        Ok(
-            complete
-                && total > 0
-                && notes.is_empty()
-                && done.iter().all(|r| r.status == Status::Ok),
-        )
+        Ok(complete && total > 0 && notes.is_empty() && done.iter().all(|r| r.status == Status::Ok))
     }
 }
 
@@ -1067,10 +834,7 @@ mod tests {
     use super::*;
 
     fn cfg(extra: &[&str]) -> Config {
-        let mut a: Vec<String> = ["--hosts", "n[1-5]", "--out", "/tmp/x", "--launcher", "ssh"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let mut a: Vec<String> = ["--hosts", "n[1-5]", "--out", "/tmp/x", "--launcher", "ssh"].iter().map(|s| s.to_string()).collect();
         a.extend(extra.iter().map(|s| s.to_string()));
         args::parse_config(&a, &args::Env::default()).expect("parse")
     }
@@ -1082,9 +846,7 @@ mod tests {
         assert_eq!(rounds.len(), 10, "5 rounds each way for 5 nodes");
         let mut seen: Vec<(usize, usize)> = rounds.iter().flatten().map(|p| (p.a, p.b)).collect();
         seen.sort_unstable();
-        let want: Vec<(usize, usize)> = (0..5)
-            .flat_map(|a| (0..5).filter(move |&b| b != a).map(move |b| (a, b)))
-            .collect();
+        let want: Vec<(usize, usize)> = (0..5).flat_map(|a| (0..5).filter(move |&b| b != a).map(move |b| (a, b))).collect();
         assert_eq!(seen, want);
         for r in &rounds {
             let mut nodes: Vec<usize> = r.iter().flat_map(|p| [p.a, p.b]).collect();
@@ -1093,15 +855,9 @@ mod tests {
             assert_eq!(nodes.len(), 2 * r.len(), "a node twice in a round");
         }
         // Keys: ordered with --both-directions, unordered without.
-        assert_ne!(
-            pair_key(&c, "t", "r", "n1", "n2"),
-            pair_key(&c, "t", "r", "n2", "n1")
-        );
+        assert_ne!(pair_key(&c, "t", "r", "n1", "n2"), pair_key(&c, "t", "r", "n2", "n1"));
         let c1 = cfg(&[]);
-        assert_eq!(
-            pair_key(&c1, "t", "r", "n1", "n2"),
-            pair_key(&c1, "t", "r", "n2", "n1")
-        );
+        assert_eq!(pair_key(&c1, "t", "r", "n1", "n2"), pair_key(&c1, "t", "r", "n2", "n1"));
         assert_eq!(all_rounds(&c1).iter().map(Vec::len).sum::<usize>(), 10);
     }
 
@@ -1110,15 +866,7 @@ mod tests {
         let c = cfg(&[]);
         let p = |a, b| schedule::Pair { a, b };
         let r = pack(&c, vec![p(0, 1), p(1, 2), p(3, 4), p(0, 2), p(2, 3)]);
-        assert_eq!(
-            r,
-            vec![
-                vec![p(0, 1), p(3, 4)],
-                vec![p(1, 2)],
-                vec![p(0, 2)],
-                vec![p(2, 3)]
-            ]
-        );
+        assert_eq!(r, vec![vec![p(0, 1), p(3, 4)], vec![p(1, 2)], vec![p(0, 2)], vec![p(2, 3)]]);
         let serial = cfg(&["--serial"]);
         assert_eq!(pack(&serial, vec![p(0, 1), p(3, 4)]).len(), 2);
     }

@@ -47,25 +47,14 @@ fn remote_argv(bin: &str, job: &Job, e: &Endpoint, server: bool) -> Vec<String> 
     // The node's own deadline is the pair's, in whole seconds rounded up: the coordinator's
     // kill comes first, and this one holds when the coordinator cannot reach the node.
     let secs = job.deadline.as_secs() + u64::from(job.deadline.subsec_nanos() > 0);
-    let mut v = vec![
-        bin.to_string(),
-        "matrix-exec".into(),
-        "--deadline".into(),
-        secs.max(1).to_string(),
-        "--watch-stdin".into(),
-    ];
+    let mut v = vec![bin.to_string(), "matrix-exec".into(), "--deadline".into(), secs.max(1).to_string(), "--watch-stdin".into()];
     if server {
         v.push("--ready-port".into());
         v.push(job.port.to_string());
     }
     v.push("--".into());
     v.push(job.tool.name().to_string());
-    v.extend([
-        "-d".into(),
-        e.dev.clone(),
-        "-p".into(),
-        job.port.to_string(),
-    ]);
+    v.extend(["-d".into(), e.dev.clone(), "-p".into(), job.port.to_string()]);
     if let Some(g) = e.gid_index {
         v.extend(["-x".into(), g.to_string()]);
     }
@@ -89,9 +78,7 @@ struct Report {
 fn report(out: &[String]) -> Report {
     let mut r = Report::default();
     for l in out {
-        let Some(rest) = l.strip_prefix(TAG) else {
-            continue;
-        };
+        let Some(rest) = l.strip_prefix(TAG) else { continue };
         if let Some(j) = rest.strip_prefix("json ") {
             r.json = serde_json::from_str(j).ok();
         } else if let Some(e) = rest.strip_prefix("badjson ") {
@@ -108,13 +95,8 @@ fn report(out: &[String]) -> Report {
 /// The figure a test is judged by, from the client's (or the server's) perftest JSON.
 pub fn value_of(tool: Tool, j: &Value) -> Option<f64> {
     let res = j.get("results")?;
-    let keys: &[&str] = if super::judge::is_lat(tool.name()) {
-        &["t_typical", "t_avg", "avg_lat"]
-    } else {
-        &["BW_average", "bw_avg"]
-    };
-    keys.iter()
-        .find_map(|k| res.get(*k).and_then(Value::as_f64))
+    let keys: &[&str] = if super::judge::is_lat(tool.name()) { &["t_typical", "t_avg", "avg_lat"] } else { &["BW_average", "bw_avg"] };
+    keys.iter().find_map(|k| res.get(*k).and_then(Value::as_f64))
 }
 
 fn side(e: &Endpoint, p: Option<&Proc>, rep: &Report) -> Side {
@@ -131,10 +113,7 @@ fn side(e: &Endpoint, p: Option<&Proc>, rep: &Report) -> Side {
 }
 
 fn now_unix() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
 /// One pair's run: what its steps share. `rec` is the record as the pair starts; each way the
@@ -178,14 +157,7 @@ pub fn run(l: &Launcher, bin: &str, job: &Job) -> Option<Record> {
         retried: None,
         pattern: job.pattern.clone(),
     };
-    let pair = PairRun {
-        l,
-        bin,
-        job,
-        t0,
-        hard,
-        rec,
-    };
+    let pair = PairRun { l, bin, job, t0, hard, rec };
     let mut server = match pair.listening_server() {
         ControlFlow::Continue(p) => p,
         ControlFlow::Break(ended) => return ended,
@@ -205,10 +177,7 @@ impl PairRun<'_> {
     fn finish(&self, s: Option<&Proc>, c: Option<&Proc>, status: Status, reason: String) -> Record {
         let job = self.job;
         let mut rec = self.rec.clone();
-        let (rs, rc) = (
-            report(s.map(|p| &p.out[..]).unwrap_or(&[])),
-            report(c.map(|p| &p.out[..]).unwrap_or(&[])),
-        );
+        let (rs, rc) = (report(s.map(|p| &p.out[..]).unwrap_or(&[])), report(c.map(|p| &p.out[..]).unwrap_or(&[])));
         rec.server = side(&job.server, s, &rs);
         rec.client = side(&job.client, c, &rc);
         rec.status = status;
@@ -220,23 +189,13 @@ impl PairRun<'_> {
     /// 1. The server listens (or ends, or the set-up time is up).
     fn listening_server(&self) -> Step {
         let (l, job) = (self.l, self.job);
-        let argv = match l.argv(
-            &job.server.node,
-            &remote_argv(self.bin, job, &job.server, true),
-        ) {
+        let argv = match l.argv(&job.server.node, &remote_argv(self.bin, job, &job.server, true)) {
             Ok(a) => a,
             Err(e) => return ControlFlow::Break(Some(self.finish(None, None, Status::Fail, e))),
         };
         let mut server = match Proc::spawn(&argv) {
             Ok(p) => p,
-            Err(e) => {
-                return ControlFlow::Break(Some(self.finish(
-                    None,
-                    None,
-                    Status::Fail,
-                    format!("cannot start {}: {e}", l.program),
-                )))
-            }
+            Err(e) => return ControlFlow::Break(Some(self.finish(None, None, Status::Fail, format!("cannot start {}: {e}", l.program)))),
         };
         let ready_by = (self.t0 + job.setup).min(self.hard);
         let mut ready = false;
@@ -252,28 +211,13 @@ impl PairRun<'_> {
         if !ready {
             let reason = if server.poll() {
                 server.drain(Duration::from_secs(2));
-                format!(
-                    "server on {} ended before listening: {}",
-                    job.server.node,
-                    last_line(&server)
-                )
+                format!("server on {} ended before listening: {}", job.server.node, last_line(&server))
             } else {
                 server.terminate();
                 server.drain(Duration::from_secs(2));
-                format!(
-                    "server on {} not listening on port {} within {} s: {}",
-                    job.server.node,
-                    job.port,
-                    job.setup.as_secs(),
-                    last_line(&server)
-                )
+                format!("server on {} not listening on port {} within {} s: {}", job.server.node, job.port, job.setup.as_secs(), last_line(&server))
             };
-            return ControlFlow::Break(Some(self.finish(
-                Some(&server),
-                None,
-                Status::Fail,
-                reason,
-            )));
+            return ControlFlow::Break(Some(self.finish(Some(&server), None, Status::Fail, reason)));
         }
         ControlFlow::Continue(server)
     }
@@ -281,25 +225,15 @@ impl PairRun<'_> {
     /// 2. The client, against the server's rail address.
     fn started_client(&self, server: &mut Proc) -> Step {
         let (l, job) = (self.l, self.job);
-        let argv = match l.argv(
-            &job.client.node,
-            &remote_argv(self.bin, job, &job.client, false),
-        ) {
+        let argv = match l.argv(&job.client.node, &remote_argv(self.bin, job, &job.client, false)) {
             Ok(a) => a,
-            Err(e) => {
-                return ControlFlow::Break(Some(self.finish(Some(server), None, Status::Fail, e)))
-            }
+            Err(e) => return ControlFlow::Break(Some(self.finish(Some(server), None, Status::Fail, e))),
         };
         match Proc::spawn(&argv) {
             Ok(p) => ControlFlow::Continue(p),
             Err(e) => {
                 server.terminate();
-                ControlFlow::Break(Some(self.finish(
-                    Some(server),
-                    None,
-                    Status::Fail,
-                    format!("cannot start {}: {e}", l.program),
-                )))
+                ControlFlow::Break(Some(self.finish(Some(server), None, Status::Fail, format!("cannot start {}: {e}", l.program))))
             }
         }
     }
@@ -344,23 +278,11 @@ impl PairRun<'_> {
         server.drain(Duration::from_secs(2));
         client.drain(Duration::from_secs(2));
         let why = if Instant::now() >= hard {
-            format!(
-                "killed at the pair's deadline of {:.0} s ({} still running)",
-                job.deadline.as_secs_f64(),
-                running.join(" and ")
-            )
+            format!("killed at the pair's deadline of {:.0} s ({} still running)", job.deadline.as_secs_f64(), running.join(" and "))
         } else {
-            format!(
-                "{} still running {} s after the other side ended; killed",
-                running.join(" and "),
-                SIDE_GRACE.as_secs()
-            )
+            format!("{} still running {} s after the other side ended; killed", running.join(" and "), SIDE_GRACE.as_secs())
         };
-        let status = if Instant::now() >= hard {
-            Status::Timeout
-        } else {
-            Status::Fail
-        };
+        let status = if Instant::now() >= hard { Status::Timeout } else { Status::Fail };
         self.finish(Some(server), Some(client), status, why)
     }
 
@@ -370,54 +292,24 @@ impl PairRun<'_> {
         server.drain(Duration::from_secs(2));
         client.drain(Duration::from_secs(2));
         let (rs, rc) = (report(&server.out), report(&client.out));
-        let value = rc
-            .json
-            .as_ref()
-            .and_then(|j| value_of(job.tool, j))
-            .or_else(|| rs.json.as_ref().and_then(|j| value_of(job.tool, j)));
+        let value = rc.json.as_ref().and_then(|j| value_of(job.tool, j)).or_else(|| rs.json.as_ref().and_then(|j| value_of(job.tool, j)));
         let (se, ce) = (rs.exit.or(server.exit), rc.exit.or(client.exit));
         let (status, reason) = if rs.timed_out || rc.timed_out {
-            (
-                Status::Timeout,
-                "a node's own deadline stopped its side".to_string(),
-            )
+            (Status::Timeout, "a node's own deadline stopped its side".to_string())
         } else if se == Some(0) && ce == Some(0) && value.is_some() {
             (Status::Ok, String::new())
         } else if se == Some(0) && ce == Some(0) {
             let why = match (&rc.bad_json, &rs.bad_json) {
-                (Some(e), _) => {
-                    format!("both sides exited 0 but the client's JSON report did not parse: {e}")
-                }
-                (None, Some(e)) => {
-                    format!("both sides exited 0 but the server's JSON report did not parse: {e}")
-                }
-                (None, None) => {
-                    "both sides exited 0 but neither wrote a JSON report with a figure".to_string()
-                }
+                (Some(e), _) => format!("both sides exited 0 but the client's JSON report did not parse: {e}"),
+                (None, Some(e)) => format!("both sides exited 0 but the server's JSON report did not parse: {e}"),
+                (None, None) => "both sides exited 0 but neither wrote a JSON report with a figure".to_string(),
             };
             (Status::Fail, why)
         } else {
             // The side that failed first says why; the client usually has the better line.
-            let (who, p) = if ce != Some(0) {
-                ("client", &*client)
-            } else {
-                ("server", &*server)
-            };
-            let node = if who == "client" {
-                &job.client.node
-            } else {
-                &job.server.node
-            };
-            (
-                Status::Fail,
-                format!(
-                    "{who} on {node} exited {}: {}",
-                    (if who == "client" { ce } else { se })
-                        .map(|c| c.to_string())
-                        .unwrap_or("?".into()),
-                    last_line(p)
-                ),
-            )
+            let (who, p) = if ce != Some(0) { ("client", &*client) } else { ("server", &*server) };
+            let node = if who == "client" { &job.client.node } else { &job.server.node };
+            (Status::Fail, format!("{who} on {node} exited {}: {}", (if who == "client" { ce } else { se }).map(|c| c.to_string()).unwrap_or("?".into()), last_line(p)))
         };
         let mut rec = self.finish(Some(server), Some(client), status, reason);
         rec.value = if status == Status::Ok { value } else { None };
@@ -428,13 +320,7 @@ impl PairRun<'_> {
 /// The line that best says what went wrong: the last non-protocol line of stderr, else of stdout.
 fn last_line(p: &Proc) -> String {
     let ok = |l: &&String| !l.starts_with(TAG) && !l.trim().is_empty();
-    p.err
-        .iter()
-        .rev()
-        .find(ok)
-        .or_else(|| p.out.iter().rev().find(ok))
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|| "(no output)".into())
+    p.err.iter().rev().find(ok).or_else(|| p.out.iter().rev().find(ok)).map(|s| s.trim().to_string()).unwrap_or_else(|| "(no output)".into())
 }
 
 #[cfg(test)]
@@ -443,13 +329,7 @@ mod tests {
     use serde_json::json;
 
     fn job() -> Job {
-        let e = |n: &str, a: &str| Endpoint {
-            node: n.into(),
-            dev: "rxe0".into(),
-            addr: a.into(),
-            gid_index: Some(1),
-            rate: "2.5 Gb/sec (1X SDR)".into(),
-        };
+        let e = |n: &str, a: &str| Endpoint { node: n.into(), dev: "rxe0".into(), addr: a.into(), gid_index: Some(1), rate: "2.5 Gb/sec (1X SDR)".into() };
         Job {
             tool: Tool::WriteBw,
             rail: "rxe0".into(),
@@ -476,47 +356,21 @@ mod tests {
 
     #[test]
     fn protocol_lines_and_values() {
-        let out: Vec<String> = [
-            "header",
-            "@rpt-matrix ready",
-            "@rpt-matrix json {\"results\":{\"BW_average\":5.25,\"MsgSize\":4096}}",
-            "@rpt-matrix exit 0",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let out: Vec<String> = ["header", "@rpt-matrix ready", "@rpt-matrix json {\"results\":{\"BW_average\":5.25,\"MsgSize\":4096}}", "@rpt-matrix exit 0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let r = report(&out);
         assert_eq!(r.exit, Some(0));
         assert!(!r.timed_out);
-        assert_eq!(
-            value_of(Tool::WriteBw, r.json.as_ref().expect("json")),
-            Some(5.25)
-        );
-        assert_eq!(
-            value_of(
-                Tool::SendLat,
-                &json!({"results": {"t_typical": 12.5, "t_avg": 13.0}})
-            ),
-            Some(12.5)
-        );
-        assert_eq!(
-            value_of(Tool::SendLat, &json!({"results": {"t_avg": 13.0}})),
-            Some(13.0)
-        );
+        assert_eq!(value_of(Tool::WriteBw, r.json.as_ref().expect("json")), Some(5.25));
+        assert_eq!(value_of(Tool::SendLat, &json!({"results": {"t_typical": 12.5, "t_avg": 13.0}})), Some(12.5));
+        assert_eq!(value_of(Tool::SendLat, &json!({"results": {"t_avg": 13.0}})), Some(13.0));
         assert_eq!(value_of(Tool::WriteBw, &json!({"test_info": {}})), None);
-        let b = report(&[
-            "@rpt-matrix badjson expected value at line 9 column 12".to_string(),
-            "@rpt-matrix exit 0".to_string(),
-        ]);
-        assert_eq!(
-            b.bad_json.as_deref(),
-            Some("expected value at line 9 column 12")
-        );
+        let b = report(&["@rpt-matrix badjson expected value at line 9 column 12".to_string(), "@rpt-matrix exit 0".to_string()]);
+        assert_eq!(b.bad_json.as_deref(), Some("expected value at line 9 column 12"));
         assert!(b.json.is_none());
-        let t = report(&[
-            "@rpt-matrix timeout after 31 s".to_string(),
-            "@rpt-matrix exit 124".to_string(),
-        ]);
+        let t = report(&["@rpt-matrix timeout after 31 s".to_string(), "@rpt-matrix exit 124".to_string()]);
         assert!(t.timed_out && t.exit == Some(124));
     }
 }

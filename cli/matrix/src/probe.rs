@@ -45,23 +45,12 @@ pub fn prefix_from_routes(routes: &str, netdev: &str, ip: std::net::Ipv4Addr) ->
 
 fn probe_dev(root: &SysfsRoot, name: &str) -> DevProbe {
     let port = root.port(name, 1);
-    let read = |f: &str| {
-        sysfs::read_attr(&port.join(f))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
+    let read = |f: &str| sysfs::read_attr(&port.join(f)).map(|s| s.trim().to_string()).unwrap_or_default();
     // "4: ACTIVE"
     let state = read("state");
-    let state = state
-        .split_once(':')
-        .map(|(_, s)| s.trim().to_string())
-        .unwrap_or(state);
+    let state = state.split_once(':').map(|(_, s)| s.trim().to_string()).unwrap_or(state);
     let ethernet = read("link_layer") == "Ethernet";
-    let ll = if ethernet {
-        LINK_LAYER_ETHERNET
-    } else {
-        LINK_LAYER_INFINIBAND
-    };
+    let ll = if ethernet { LINK_LAYER_ETHERNET } else { LINK_LAYER_INFINIBAND };
     let mut d = DevProbe {
         name: name.to_string(),
         active: state == "ACTIVE",
@@ -76,15 +65,8 @@ fn probe_dev(root: &SysfsRoot, name: &str) -> DevProbe {
     };
     if ethernet {
         if let Ok(table) = gid::read_gid_table(root, name, 1, ll) {
-            if let Some(e) = table
-                .iter()
-                .filter(|e| e.gid_type == GidType::RoceV2 && gid_is_ipv4(&e.gid))
-                .min_by_key(|e| e.index)
-            {
-                d.ipv4 = Some(format!(
-                    "{}.{}.{}.{}",
-                    e.gid[12], e.gid[13], e.gid[14], e.gid[15]
-                ));
+            if let Some(e) = table.iter().filter(|e| e.gid_type == GidType::RoceV2 && gid_is_ipv4(&e.gid)).min_by_key(|e| e.index) {
+                d.ipv4 = Some(format!("{}.{}.{}.{}", e.gid[12], e.gid[13], e.gid[14], e.gid[15]));
                 d.gid_index = Some(e.index);
                 d.netdev = e.netdev.clone();
             }
@@ -134,10 +116,7 @@ pub fn from_json(v: &Value) -> Option<(String, Vec<DevProbe>)> {
             rate: s("rate").unwrap_or_default(),
             ethernet: d.get("ethernet").and_then(Value::as_bool).unwrap_or(false),
             ipv4: s("ipv4"),
-            gid_index: d
-                .get("gid_index")
-                .and_then(Value::as_u64)
-                .and_then(|x| u32::try_from(x).ok()),
+            gid_index: d.get("gid_index").and_then(Value::as_u64).and_then(|x| u32::try_from(x).ok()),
             netdev: s("netdev"),
             mac: s("mac"),
             prefix: d
@@ -156,21 +135,14 @@ pub fn find_in_output(lines: &[String]) -> Option<(String, Vec<DevProbe>)> {
         .iter()
         .rev()
         .filter_map(|l| l.strip_prefix(PREFIX))
-        .find_map(|l| {
-            serde_json::from_str::<Value>(l)
-                .ok()
-                .as_ref()
-                .and_then(from_json)
-        })
+        .find_map(|l| serde_json::from_str::<Value>(l).ok().as_ref().and_then(from_json))
 }
 
 pub const PREFIX: &str = "@rpt-matrix probe ";
 
 pub fn run(args: &[String]) -> u8 {
     if !args.is_empty() {
-        eprintln!(
-            "usage: rperftest matrix-probe (no arguments; run by rperftest matrix on each node)"
-        );
+        eprintln!("usage: rperftest matrix-probe (no arguments; run by rperftest matrix on each node)");
         return 2;
     }
     let root = SysfsRoot::system();
@@ -227,17 +199,10 @@ mod tests {
         assert_eq!(d.netdev.as_deref(), Some("eth0"));
         assert_eq!(d.rate, "10 Gb/sec (4X QDR)");
         let down = probe_dev(&root, "rxe1");
-        assert!(
-            !down.active && !down.ethernet && down.ipv4.is_none(),
-            "{down:?}"
-        );
+        assert!(!down.active && !down.ethernet && down.ipv4.is_none(), "{down:?}");
         assert_eq!(down.state, "DOWN");
         // The line survives a round trip and is found among other output.
-        let lines = vec![
-            "Welcome".to_string(),
-            format!("{PREFIX}{}", to_json(&[d.clone(), down.clone()])),
-            "bye".into(),
-        ];
+        let lines = vec!["Welcome".to_string(), format!("{PREFIX}{}", to_json(&[d.clone(), down.clone()])), "bye".into()];
         let (v, back) = find_in_output(&lines).expect("probe line");
         assert_eq!(v, env!("CARGO_PKG_VERSION"));
         assert_eq!(back, vec![d, down]);

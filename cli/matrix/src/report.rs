@@ -36,48 +36,22 @@ fn fmt_value(v: f64) -> String {
 pub fn text(nodes: &[String], records: &[Record]) -> String {
     let mut groups: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
     for r in records {
-        groups
-            .entry((r.test.as_str(), r.rail.as_str()))
-            .or_default()
-            .push(r);
+        groups.entry((r.test.as_str(), r.rail.as_str())).or_default().push(r);
     }
-    let index: BTreeMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.as_str(), i))
-        .collect();
+    let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     let mut s = String::new();
     for ((test, rail), rs) in groups {
-        let unit = rs
-            .iter()
-            .find(|r| !r.unit.is_empty())
-            .map(|r| r.unit.as_str())
-            .unwrap_or("");
-        let what = if super::judge::is_lat(test) {
-            "typical latency"
-        } else {
-            "BW average"
-        };
+        let unit = rs.iter().find(|r| !r.unit.is_empty()).map(|r| r.unit.as_str()).unwrap_or("");
+        let what = if super::judge::is_lat(test) { "typical latency" } else { "BW average" };
         let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
-        let _ = write!(
-            s,
-            "{test} on rail {rail}: {what} [{unit}], {ok} of {} pairs OK",
-            rs.len()
-        );
+        let _ = write!(s, "{test} on rail {rail}: {what} [{unit}], {ok} of {} pairs OK", rs.len());
         if let Some(m) = rs.iter().find_map(|r| r.median) {
             let _ = write!(s, ", median {}", fmt_value(m));
         }
         s.push_str(" (! = LOW)\n");
         if nodes.len() > MAX_MATRIX {
             for r in rs.iter().filter(|r| r.status != Status::Ok) {
-                let _ = writeln!(
-                    s,
-                    "  {} - {}: {} {}",
-                    r.server.node,
-                    r.client.node,
-                    cell(r),
-                    r.reason
-                );
+                let _ = writeln!(s, "  {} - {}: {} {}", r.server.node, r.client.node, cell(r), r.reason);
             }
             s.push('\n');
             continue;
@@ -88,22 +62,13 @@ pub fn text(nodes: &[String], records: &[Record]) -> String {
             row[i] = ".".into();
         }
         for r in &rs {
-            if let (Some(&i), Some(&j)) = (
-                index.get(r.server.node.as_str()),
-                index.get(r.client.node.as_str()),
-            ) {
+            if let (Some(&i), Some(&j)) = (index.get(r.server.node.as_str()), index.get(r.client.node.as_str())) {
                 grid[i][j] = cell(r);
             }
         }
         mirror_missing(&mut grid, String::is_empty);
         let name_w = nodes.iter().map(|x| x.len()).max().unwrap_or(0);
-        let col_w = grid
-            .iter()
-            .flatten()
-            .map(String::len)
-            .chain(nodes.iter().map(String::len))
-            .max()
-            .unwrap_or(1);
+        let col_w = grid.iter().flatten().map(String::len).chain(nodes.iter().map(String::len)).max().unwrap_or(1);
         let _ = write!(s, "  {:name_w$}", "");
         for x in nodes {
             let _ = write!(s, " {x:>col_w$}");
@@ -117,18 +82,8 @@ pub fn text(nodes: &[String], records: &[Record]) -> String {
             }
             s.push('\n');
         }
-        for r in rs
-            .iter()
-            .filter(|r| !matches!(r.status, Status::Ok | Status::Unreachable | Status::Skipped))
-        {
-            let _ = writeln!(
-                s,
-                "  {} - {}: {}: {}",
-                r.server.node,
-                r.client.node,
-                r.status.name(),
-                r.reason
-            );
+        for r in rs.iter().filter(|r| !matches!(r.status, Status::Ok | Status::Unreachable | Status::Skipped)) {
+            let _ = writeln!(s, "  {} - {}: {}: {}", r.server.node, r.client.node, r.status.name(), r.reason);
         }
         s.push('\n');
     }
@@ -242,59 +197,14 @@ mod tests {
 
     #[test]
     fn a_four_node_matrix() {
-        let nodes: Vec<String> = ["node1", "node2", "node3", "node4"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let nodes: Vec<String> = ["node1", "node2", "node3", "node4"].iter().map(|s| s.to_string()).collect();
         let mut rs = vec![
-            sample(
-                "ib_write_bw",
-                "rxe0",
-                "node1",
-                "node2",
-                Status::Ok,
-                Some(5.12),
-            ),
-            sample(
-                "ib_write_bw",
-                "rxe0",
-                "node3",
-                "node4",
-                Status::Low,
-                Some(1.01),
-            ),
-            sample(
-                "ib_write_bw",
-                "rxe0",
-                "node1",
-                "node3",
-                Status::Ok,
-                Some(4.9),
-            ),
-            sample(
-                "ib_write_bw",
-                "rxe0",
-                "node4",
-                "node2",
-                Status::Timeout,
-                None,
-            ),
-            sample(
-                "ib_write_bw",
-                "rxe0",
-                "node1",
-                "node4",
-                Status::Unreachable,
-                None,
-            ),
-            sample(
-                "ib_write_bw",
-                "rxe0",
-                "node2",
-                "node3",
-                Status::Ok,
-                Some(1234.6),
-            ),
+            sample("ib_write_bw", "rxe0", "node1", "node2", Status::Ok, Some(5.12)),
+            sample("ib_write_bw", "rxe0", "node3", "node4", Status::Low, Some(1.01)),
+            sample("ib_write_bw", "rxe0", "node1", "node3", Status::Ok, Some(4.9)),
+            sample("ib_write_bw", "rxe0", "node4", "node2", Status::Timeout, None),
+            sample("ib_write_bw", "rxe0", "node1", "node4", Status::Unreachable, None),
+            sample("ib_write_bw", "rxe0", "node2", "node3", Status::Ok, Some(1234.6)),
         ];
         rs[1].reason = "1.01 MB/sec below 0.9 x the median 5.01".into();
         rs[3].reason = "killed at the deadline".into();
@@ -319,10 +229,7 @@ ib_write_bw on rail rxe0: BW average [MB/sec], 3 of 6 pairs OK, median 5.01 (! =
     #[test]
     fn both_directions_fill_their_own_cells() {
         let nodes: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
-        let rs = vec![
-            sample("ib_write_bw", "r", "a", "b", Status::Ok, Some(5.0)),
-            sample("ib_write_bw", "r", "b", "a", Status::Low, Some(1.0)),
-        ];
+        let rs = vec![sample("ib_write_bw", "r", "a", "b", Status::Ok, Some(5.0)), sample("ib_write_bw", "r", "b", "a", Status::Low, Some(1.0))];
         let t = text(&nodes, &rs);
         assert!(t.contains("\n  a     .  5.00\n  b 1.00!     .\n"), "\n{t}");
     }
@@ -337,51 +244,20 @@ ib_write_bw on rail rxe0: BW average [MB/sec], 3 of 6 pairs OK, median 5.01 (! =
             for (k, round) in schedule::circle_rounds(n).iter().enumerate() {
                 for p in round {
                     let bad = rail == "mlx5_1" && (p.a == 16 || p.b == 16);
-                    let v = if bad {
-                        3000.0
-                    } else {
-                        11_000.0 + (k % 7) as f64
-                    };
-                    let mut r = sample(
-                        "ib_write_bw",
-                        rail,
-                        &nodes[p.a],
-                        &nodes[p.b],
-                        Status::Ok,
-                        Some(v),
-                    );
+                    let v = if bad { 3000.0 } else { 11_000.0 + (k % 7) as f64 };
+                    let mut r = sample("ib_write_bw", rail, &nodes[p.a], &nodes[p.b], Status::Ok, Some(v));
                     r.round = k;
                     rs.push(r);
                 }
             }
         }
         assert_eq!(rs.len(), 2 * n * (n - 1) / 2);
-        judge::judge(
-            &mut rs,
-            &judge::Rules {
-                min_bw: None,
-                max_lat: None,
-                rel: 0.9,
-                rel_lat: 1.5,
-                port_rate: None,
-            },
-        );
+        judge::judge(&mut rs, &judge::Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5, port_rate: None });
         let t = text(&nodes, &rs);
-        assert!(
-            t.contains("ib_write_bw on rail mlx5_0: BW average [MB/sec], 32640 of 32640 pairs OK"),
-            "{}",
-            &t[..200]
-        );
-        assert!(
-            t.contains("ib_write_bw on rail mlx5_1: BW average [MB/sec], 32385 of 32640 pairs OK"),
-            "{}",
-            &t[..400]
-        );
+        assert!(t.contains("ib_write_bw on rail mlx5_0: BW average [MB/sec], 32640 of 32640 pairs OK"), "{}", &t[..200]);
+        assert!(t.contains("ib_write_bw on rail mlx5_1: BW average [MB/sec], 32385 of 32640 pairs OK"), "{}", &t[..400]);
         // Above 32 nodes only the 255 LOW pairs are listed, each once.
-        let low: Vec<&str> = t
-            .lines()
-            .filter(|l| l.contains("gpu017") && l.contains("below"))
-            .collect();
+        let low: Vec<&str> = t.lines().filter(|l| l.contains("gpu017") && l.contains("below")).collect();
         assert_eq!(low.len(), 255, "{:?}", &low[..low.len().min(3)]);
         let d = judge::diagnose(&rs);
         assert_eq!(d, ["255 of 255 bad pairs of ib_write_bw on rail mlx5_1 include gpu017; gpu017's pairs on rail mlx5_0 are fine"]);
@@ -395,10 +271,7 @@ ib_write_bw on rail rxe0: BW average [MB/sec], 3 of 6 pairs OK, median 5.01 (! =
             sample("ib_send_lat", "mlx5_0", "n3", "n39", Status::Fail, None),
         ];
         let t = text(&nodes, &rs);
-        assert!(
-            t.starts_with("ib_send_lat on rail mlx5_0: typical latency"),
-            "{t}"
-        );
+        assert!(t.starts_with("ib_send_lat on rail mlx5_0: typical latency"), "{t}");
         assert!(t.contains("  n3 - n39: FAIL"), "{t}");
         assert!(!t.contains("n1 - n2"), "{t}");
     }

@@ -53,10 +53,7 @@ pub fn settle<K: PartialEq, E>(
     while done.passes < max_passes {
         let mut judged = records.to_vec();
         judge(&mut judged, rules);
-        let suspects: Vec<Record> = judged
-            .into_iter()
-            .filter(|r| suspect(r.status) && r.retried.is_none())
-            .collect();
+        let suspects: Vec<Record> = judged.into_iter().filter(|r| suspect(r.status) && r.retried.is_none()).collect();
         if suspects.is_empty() {
             break;
         }
@@ -64,15 +61,8 @@ pub fn settle<K: PartialEq, E>(
         let mut replaced = 0;
         for mut fresh in rerun(&suspects)? {
             let k = key(&fresh);
-            let Some(first) = suspects.iter().find(|s| key(s) == k) else {
-                continue;
-            };
-            let Some(i) = records
-                .iter()
-                .position(|r| key(r) == k && r.retried.is_none())
-            else {
-                continue;
-            };
+            let Some(first) = suspects.iter().find(|s| key(s) == k) else { continue };
+            let Some(i) = records.iter().position(|r| key(r) == k && r.retried.is_none()) else { continue };
             fresh.retried = Some(format!("{}: {}", first.status.name(), first.reason));
             records[i] = fresh;
             done.rerun.push(i);
@@ -96,9 +86,7 @@ pub fn final_verdict(records: &mut [Record], rules: &Rules, reruns: bool) -> Vec
         return lines;
     }
     // Only pairs are re-run: a fabric pattern's flow alone would not be under its load.
-    for r in records.iter_mut().filter(|r| {
-        r.status == Status::Low && r.retried.is_none() && r.pattern == crate::results::PAIRS
-    }) {
+    for r in records.iter_mut().filter(|r| r.status == Status::Low && r.retried.is_none() && r.pattern == crate::results::PAIRS) {
         lines.push(format!(
             "not re-run, so not reported LOW: {} - {} ({}, {}): {} (re-run passes used up or the run stopped; run the matrix again)",
             r.server.node, r.client.node, r.test, r.rail, r.reason
@@ -115,13 +103,7 @@ mod tests {
     use crate::judge::diagnose;
     use crate::results::sample;
 
-    const RULES: Rules = Rules {
-        min_bw: None,
-        max_lat: None,
-        rel: 0.9,
-        rel_lat: 1.5,
-        port_rate: None,
-    };
+    const RULES: Rules = Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5, port_rate: None };
 
     fn key(r: &Record) -> (String, String) {
         let (a, b) = (r.server.node.clone(), r.client.node.clone());
@@ -162,44 +144,21 @@ mod tests {
 
     /// Runs `settle` with a fake re-run giving each pair the next of its values, and records
     /// the pairs each pass asked for (with the median they were judged against).
-    fn run(
-        rs: &mut [Record],
-        max: usize,
-        values: &[(&str, &str, &[f64])],
-    ) -> (Settled, Vec<Vec<String>>) {
+    fn run(rs: &mut [Record], max: usize, values: &[(&str, &str, &[f64])]) -> (Settled, Vec<Vec<String>>) {
         let mut asked = Vec::new();
         let mut used: Vec<usize> = vec![0; values.len()];
-        let s = settle(
-            rs,
-            &RULES,
-            max,
-            key,
-            |sus: &[Record]| -> Result<Vec<Record>, ()> {
-                asked.push(
-                    sus.iter()
-                        .map(|r| {
-                            format!(
-                                "{}-{} vs {:.0}",
-                                r.server.node,
-                                r.client.node,
-                                r.median.unwrap_or(0.0)
-                            )
-                        })
-                        .collect(),
-                );
-                Ok(sus
-                    .iter()
-                    .filter_map(|r| {
-                        let j = values
-                            .iter()
-                            .position(|(a, b, _)| key(&fresh(a, b, 0.0)) == key(r))?;
-                        let v = *values[j].2.get(used[j])?;
-                        used[j] += 1;
-                        Some(fresh(&r.server.node, &r.client.node, v))
-                    })
-                    .collect())
-            },
-        )
+        let s = settle(rs, &RULES, max, key, |sus: &[Record]| -> Result<Vec<Record>, ()> {
+            asked.push(sus.iter().map(|r| format!("{}-{} vs {:.0}", r.server.node, r.client.node, r.median.unwrap_or(0.0))).collect());
+            Ok(sus
+                .iter()
+                .filter_map(|r| {
+                    let j = values.iter().position(|(a, b, _)| key(&fresh(a, b, 0.0)) == key(r))?;
+                    let v = *values[j].2.get(used[j])?;
+                    used[j] += 1;
+                    Some(fresh(&r.server.node, &r.client.node, v))
+                })
+                .collect())
+        })
         .expect("no error");
         (s, asked)
     }
@@ -208,70 +167,28 @@ mod tests {
     fn issue39_the_pairs_the_moved_median_flags_are_re_run_before_any_verdict() {
         // The second pass's re-runs come back normal: nothing is LOW, no node is named.
         let mut rs = issue39();
-        let (s, asked) = run(
-            &mut rs,
-            MAX_PASSES,
-            &[
-                ("node1", "node2", &[300.0]),
-                ("node4", "node2", &[480.0]),
-                ("node4", "node3", &[470.0]),
-            ],
-        );
-        assert_eq!(
-            asked,
-            [
-                vec!["node1-node2 vs 703"],
-                vec!["node4-node2 vs 490", "node4-node3 vs 490"]
-            ]
-        );
-        assert_eq!(
-            s,
-            Settled {
-                passes: 2,
-                rerun: vec![0, 1, 2]
-            }
-        );
+        let (s, asked) = run(&mut rs, MAX_PASSES, &[("node1", "node2", &[300.0]), ("node4", "node2", &[480.0]), ("node4", "node3", &[470.0])]);
+        assert_eq!(asked, [vec!["node1-node2 vs 703"], vec!["node4-node2 vs 490", "node4-node3 vs 490"]]);
+        assert_eq!(s, Settled { passes: 2, rerun: vec![0, 1, 2] });
         let lines = final_verdict(&mut rs, &RULES, true);
         assert!(lines.is_empty(), "{lines:?}");
         assert!(rs.iter().all(|r| r.status == Status::Ok), "{rs:?}");
-        assert!(rs[0]
-            .retried
-            .as_deref()
-            .is_some_and(|w| w.starts_with("LOW: 1198.00 usec above 1.5 x the median 703.00")));
-        assert!(rs[1]
-            .retried
-            .as_deref()
-            .is_some_and(|w| w.starts_with("LOW: 992.00 usec above 1.5 x the median 490.00")));
+        assert!(rs[0].retried.as_deref().is_some_and(|w| w.starts_with("LOW: 1198.00 usec above 1.5 x the median 703.00")));
+        assert!(rs[1].retried.as_deref().is_some_and(|w| w.starts_with("LOW: 992.00 usec above 1.5 x the median 490.00")));
         assert!(diagnose(&rs).is_empty());
     }
 
     #[test]
     fn issue39_a_node_that_stays_slow_is_low_after_its_re_runs_and_named() {
         let mut rs = issue39();
-        let (s, asked) = run(
-            &mut rs,
-            MAX_PASSES,
-            &[
-                ("node1", "node2", &[300.0]),
-                ("node4", "node2", &[990.0]),
-                ("node4", "node3", &[850.0]),
-            ],
-        );
+        let (s, asked) = run(&mut rs, MAX_PASSES, &[("node1", "node2", &[300.0]), ("node4", "node2", &[990.0]), ("node4", "node3", &[850.0])]);
         assert_eq!(asked.len(), 2, "{asked:?}");
         assert_eq!(s.passes, 2);
         assert!(final_verdict(&mut rs, &RULES, true).is_empty());
-        let low: Vec<usize> = (0..rs.len())
-            .filter(|&i| rs[i].status == Status::Low)
-            .collect();
+        let low: Vec<usize> = (0..rs.len()).filter(|&i| rs[i].status == Status::Low).collect();
         assert_eq!(low, [1, 2]);
-        assert!(
-            low.iter().all(|&i| rs[i].retried.is_some()),
-            "no pair LOW without its re-run"
-        );
-        assert_eq!(
-            diagnose(&rs),
-            ["2 of 2 bad pairs of send_lat on rail rxe0 include node4"]
-        );
+        assert!(low.iter().all(|&i| rs[i].retried.is_some()), "no pair LOW without its re-run");
+        assert_eq!(diagnose(&rs), ["2 of 2 bad pairs of send_lat on rail rxe0 include node4"]);
     }
 
     #[test]
@@ -303,57 +220,25 @@ mod tests {
         rs[5].reason = "client: Couldn't connect".into();
         // The re-run returns nothing (a signal stopped it): one pass, nothing replaced.
         let mut calls = 0;
-        let s = settle(
-            &mut rs,
-            &RULES,
-            MAX_PASSES,
-            key,
-            |_: &[Record]| -> Result<Vec<Record>, ()> {
-                calls += 1;
-                Ok(Vec::new())
-            },
-        )
+        let s = settle(&mut rs, &RULES, MAX_PASSES, key, |_: &[Record]| -> Result<Vec<Record>, ()> {
+            calls += 1;
+            Ok(Vec::new())
+        })
         .expect("ok");
         assert_eq!((calls, s.passes, s.rerun.len()), (1, 1, 0));
         // An error from the re-run comes back as it is.
-        assert_eq!(
-            settle(&mut rs, &RULES, MAX_PASSES, key, |_: &[Record]| Err::<
-                Vec<Record>,
-                _,
-            >(
-                "io"
-            )),
-            Err("io")
-        );
+        assert_eq!(settle(&mut rs, &RULES, MAX_PASSES, key, |_: &[Record]| Err::<Vec<Record>, _>("io")), Err("io"));
         // The FAIL is a suspect of the first pass, and its re-run replaces it; a fresh record
         // for a pair that was not asked for is ignored.
         let mut asked = Vec::new();
-        let s = settle(
-            &mut rs,
-            &RULES,
-            MAX_PASSES,
-            key,
-            |sus: &[Record]| -> Result<Vec<Record>, ()> {
-                asked.push(sus.iter().map(key).collect::<Vec<_>>());
-                Ok(vec![
-                    fresh("node1", "node2", 1.0),
-                    fresh("node3", "node2", 500.0),
-                ])
-            },
-        )
+        let s = settle(&mut rs, &RULES, MAX_PASSES, key, |sus: &[Record]| -> Result<Vec<Record>, ()> {
+            asked.push(sus.iter().map(key).collect::<Vec<_>>());
+            Ok(vec![fresh("node1", "node2", 1.0), fresh("node3", "node2", 500.0)])
+        })
         .expect("ok");
         assert_eq!(asked, [vec![("node2".to_string(), "node3".to_string())]]);
-        assert_eq!(
-            s,
-            Settled {
-                passes: 1,
-                rerun: vec![5]
-            }
-        );
-        assert_eq!(
-            rs[5].retried.as_deref(),
-            Some("FAIL: client: Couldn't connect")
-        );
+        assert_eq!(s, Settled { passes: 1, rerun: vec![5] });
+        assert_eq!(rs[5].retried.as_deref(), Some("FAIL: client: Couldn't connect"));
         assert_eq!(rs[0].value, Some(500.0));
         // Nothing to re-run: no pass.
         assert_eq!(run(&mut rs, MAX_PASSES, &[]).0, Settled::default());

@@ -31,16 +31,9 @@ impl Status {
         }
     }
     pub fn from_name(s: &str) -> Option<Status> {
-        [
-            Status::Ok,
-            Status::Low,
-            Status::Fail,
-            Status::Timeout,
-            Status::Unreachable,
-            Status::Skipped,
-        ]
-        .into_iter()
-        .find(|x| x.name() == s)
+        [Status::Ok, Status::Low, Status::Fail, Status::Timeout, Status::Unreachable, Status::Skipped]
+            .into_iter()
+            .find(|x| x.name() == s)
     }
     /// Did the pair measure anything (and so count for the median and the diagnosis)?
     pub fn measured(self) -> bool {
@@ -128,23 +121,13 @@ impl Record {
             dev: s(v, "dev"),
             addr: s(v, "addr"),
             rate: s(v, "rate"),
-            gid_index: v
-                .get("gid_index")
-                .and_then(Value::as_u64)
-                .and_then(|x| u32::try_from(x).ok()),
-            exit: v
-                .get("exit")
-                .and_then(Value::as_i64)
-                .and_then(|x| i32::try_from(x).ok()),
+            gid_index: v.get("gid_index").and_then(Value::as_u64).and_then(|x| u32::try_from(x).ok()),
+            exit: v.get("exit").and_then(Value::as_i64).and_then(|x| i32::try_from(x).ok()),
             json: v.get("json").filter(|j| !j.is_null()).cloned(),
             tail: v
                 .get("tail")
                 .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|l| l.as_str().map(str::to_string))
-                        .collect()
-                })
+                .map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect())
                 .unwrap_or_default(),
         };
         let f = |k: &str| v.get(k).and_then(Value::as_f64);
@@ -152,19 +135,11 @@ impl Record {
             test: v.get("test")?.as_str()?.to_string(),
             rail: v.get("rail")?.as_str()?.to_string(),
             round: v.get("round").and_then(Value::as_u64).unwrap_or(0) as usize,
-            port: v
-                .get("port")
-                .and_then(Value::as_u64)
-                .and_then(|p| u16::try_from(p).ok())
-                .unwrap_or(0),
+            port: v.get("port").and_then(Value::as_u64).and_then(|p| u16::try_from(p).ok()).unwrap_or(0),
             options: v
                 .get("options")
                 .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|o| o.as_str().map(str::to_string))
-                        .collect()
-                })
+                .map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_string)).collect())
                 .unwrap_or_default(),
             server: side(v.get("server")?),
             client: side(v.get("client")?),
@@ -238,11 +213,7 @@ pub fn read_jsonl(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
 pub fn parse_jsonl(text: &str) -> (Vec<Record>, usize) {
     let (mut out, mut bad) = (Vec::new(), 0);
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        match serde_json::from_str::<Value>(line)
-            .ok()
-            .as_ref()
-            .and_then(Record::from_json)
-        {
+        match serde_json::from_str::<Value>(line).ok().as_ref().and_then(Record::from_json) {
             Some(r) => out.push(r),
             None => bad += 1,
         }
@@ -292,30 +263,15 @@ pub fn csv_text(all: &[Record]) -> String {
 }
 
 #[cfg(test)]
-pub(crate) fn sample(
-    test: &str,
-    rail: &str,
-    a: &str,
-    b: &str,
-    status: Status,
-    value: Option<f64>,
-) -> Record {
+pub(crate) fn sample(test: &str, rail: &str, a: &str, b: &str, status: Status, value: Option<f64>) -> Record {
     Record {
         test: test.into(),
         rail: rail.into(),
         round: 0,
         port: 18600,
         options: vec!["-s".into(), "4096".into()],
-        server: Side {
-            node: a.into(),
-            dev: rail.into(),
-            ..Side::default()
-        },
-        client: Side {
-            node: b.into(),
-            dev: rail.into(),
-            ..Side::default()
-        },
+        server: Side { node: a.into(), dev: rail.into(), ..Side::default() },
+        client: Side { node: b.into(), dev: rail.into(), ..Side::default() },
         status,
         reason: String::new(),
         value,
@@ -341,19 +297,9 @@ mod tests {
         r.client.exit = Some(1);
         r.server.gid_index = Some(1);
         r.server.tail = vec!["a".into(), "b".into()];
-        let back =
-            Record::from_json(&serde_json::from_str(&r.to_json().to_string()).expect("json"))
-                .expect("record");
+        let back = Record::from_json(&serde_json::from_str(&r.to_json().to_string()).expect("json")).expect("record");
         assert_eq!(back, r);
-        assert_eq!(
-            back.key(),
-            (
-                "write_bw".into(),
-                "rxe0".into(),
-                "node1".into(),
-                "node2".into()
-            )
-        );
+        assert_eq!(back.key(), ("write_bw".into(), "rxe0".into(), "node1".into(), "node2".into()));
     }
 
     #[test]

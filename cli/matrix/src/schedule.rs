@@ -48,11 +48,7 @@ pub fn circle_rounds(n: usize) -> Vec<Vec<Pair>> {
 
 /// One pair at a time (`--serial`): the same pairs, one per round.
 pub fn serial_rounds(n: usize) -> Vec<Vec<Pair>> {
-    circle_rounds(n)
-        .into_iter()
-        .flatten()
-        .map(|p| vec![p])
-        .collect()
+    circle_rounds(n).into_iter().flatten().map(|p| vec![p]).collect()
 }
 
 /// The slowest a healthy link may be and still count as working, for the deadlines.
@@ -83,19 +79,11 @@ pub fn pair_deadline(p: &Params, f: &Floors) -> Duration {
                 TestMethod::All => f64::from((1u32 << 24) - 2),
                 _ => p.size as f64,
             };
-            let dirs = if p.duplex || p.kind == TestKind::Lat {
-                2.0
-            } else {
-                1.0
-            };
+            let dirs = if p.duplex || p.kind == TestKind::Lat { 2.0 } else { 1.0 };
             let qps = f64::from(p.num_qps.max(1));
             let bytes = per_iter_bytes * p.iters as f64 * dirs * qps;
             let trips = if p.kind == TestKind::Lat {
-                let sizes = if p.test_method == TestMethod::All {
-                    23.0
-                } else {
-                    1.0
-                };
+                let sizes = if p.test_method == TestMethod::All { 23.0 } else { 1.0 };
                 p.iters as f64 * sizes * f.iter_time.as_secs_f64()
             } else {
                 0.0
@@ -113,23 +101,13 @@ mod tests {
     use perftest::params::{parse, ParseOutcome, Tool};
 
     fn check(n: usize, rounds: &[Vec<Pair>]) {
-        let want_rounds = if n < 2 {
-            0
-        } else if n % 2 == 1 {
-            n
-        } else {
-            n - 1
-        };
+        let want_rounds = if n < 2 { 0 } else if n % 2 == 1 { n } else { n - 1 };
         assert_eq!(rounds.len(), want_rounds, "n={n}");
         let mut seen = vec![false; n * n];
         let mut in_round = vec![usize::MAX; n];
         let mut total = 0;
         for (r, round) in rounds.iter().enumerate() {
-            assert_eq!(
-                round.len(),
-                n / 2,
-                "n={n} round {r}: every node but the bye plays"
-            );
+            assert_eq!(round.len(), n / 2, "n={n} round {r}: every node but the bye plays");
             for p in round {
                 assert!(p.a < n && p.b < n && p.a != p.b, "n={n}: bad pair {p:?}");
                 for x in [p.a, p.b] {
@@ -142,11 +120,7 @@ mod tests {
                 total += 1;
             }
         }
-        assert_eq!(
-            total,
-            n * n.saturating_sub(1) / 2,
-            "n={n}: every unordered pair once"
-        );
+        assert_eq!(total, n * n.saturating_sub(1) / 2, "n={n}: every unordered pair once");
     }
 
     #[test]
@@ -190,41 +164,25 @@ mod tests {
 
     #[test]
     fn deadlines_follow_the_work() {
-        let f = Floors {
-            rate: 1e6,
-            iter_time: Duration::from_millis(10),
-            setup: Duration::from_secs(30),
-        };
+        let f = Floors { rate: 1e6, iter_time: Duration::from_millis(10), setup: Duration::from_secs(30) };
         // 4096 B x 200 at 1 MB/s = 0.82 s, plus 30 s.
         let d = pair_deadline(&params(Tool::WriteBw, &["-s", "4096", "-n", "200"]), &f);
         assert!((d.as_secs_f64() - 30.8192).abs() < 1e-3, "{d:?}");
         // -b doubles the bytes.
-        let d2 = pair_deadline(
-            &params(Tool::WriteBw, &["-s", "4096", "-n", "200", "-b"]),
-            &f,
-        );
+        let d2 = pair_deadline(&params(Tool::WriteBw, &["-s", "4096", "-n", "200", "-b"]), &f);
         assert!((d2.as_secs_f64() - 31.6384).abs() < 1e-3, "{d2:?}");
         // Latency: 200 round trips of 10 ms, bytes both ways.
         let l = pair_deadline(&params(Tool::SendLat, &["-n", "200"]), &f);
-        assert!(
-            l > Duration::from_secs(32) && l < Duration::from_secs(33),
-            "{l:?}"
-        );
+        assert!(l > Duration::from_secs(32) && l < Duration::from_secs(33), "{l:?}");
         // -D 10: 10 s plus the default margin (D/4) on both ends.
         let dd = pair_deadline(&params(Tool::WriteBw, &["-D", "10"]), &f);
         assert_eq!(dd, Duration::from_secs(30 + 10 + 2 * 2));
         // Defaults (5000 x 64 KiB) take long at the floor, and -a longer still.
         let def = pair_deadline(&params(Tool::WriteBw, &[]), &f);
         let all = pair_deadline(&params(Tool::WriteBw, &["-a"]), &f);
-        assert!(
-            def > Duration::from_secs(300) && all > def,
-            "{def:?} {all:?}"
-        );
+        assert!(def > Duration::from_secs(300) && all > def, "{def:?} {all:?}");
         // An absurd request is capped, not overflowed.
-        let huge = pair_deadline(
-            &params(Tool::WriteBw, &["-n", "4000000000", "-s", "8388608"]),
-            &f,
-        );
+        let huge = pair_deadline(&params(Tool::WriteBw, &["-n", "4000000000", "-s", "8388608"]), &f);
         assert_eq!(huge, Duration::from_secs(86_400 + 30));
     }
 }
