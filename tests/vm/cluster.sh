@@ -388,7 +388,16 @@ cmd_fault() {
                 d=eth$r
                 cmd+="tc qdisc del dev $d root 2>/dev/null; tc qdisc del dev $d clsact 2>/dev/null; ip link set $d mtu 1500; "
             done
-            agent "$k" "${cmd}true" ;;
+            agent "$k" "${cmd}true" || return 1
+            # A miswired NIC answered ARP for its node's other addresses on the wrong segment
+            # (Linux answers for any local address): every node's neighbour cache may still
+            # point at it, as after a real re-cabling, so each one forgets what it learnt.
+            if [ -f "$STATE/miswired.$k" ]; then
+                local j
+                for j in $(seq 1 "$(node_count)"); do alive "$j" && agent "$j" "ip neigh flush all; true"; done
+                in_ns ip neigh flush all
+                rm -f "$STATE/miswired.$k"
+            fi ;;
         *) die "fault: unknown kind '$kind' (link-down link-up netem rate mtu drop-udp drop-tcp stop-sshd start-sshd stop-slurmd start-slurmd kill clear)" ;;
     esac
 }
@@ -402,6 +411,7 @@ cmd_miswire() {
     [[ $2 =~ ^[0-9]+$ && $3 =~ ^[0-9]+$ ]] && [ "$2" -lt "$nr" ] && [ "$3" -lt "$nr" ] && [ "$2" != "$3" ] \
         || die "miswire: RAIL and OTHER_RAIL must be two different rails of 0..$((nr - 1))"
     in_ns ip link set "$(tap_of "$k" "$2")" master "br$3" || die "miswire: cannot move $(tap_of "$k" "$2") to br$3"
+    : >"$STATE/miswired.$k"
     say "node$k's rail-$2 NIC (eth$2, $(subnet_of "$2").$k) is now on rail $3's segment"
 }
 
