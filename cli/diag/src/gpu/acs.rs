@@ -84,7 +84,7 @@ pub fn find(config: &[u8]) -> AcsRead {
             };
         }
         let next = (header >> 20) as usize;
-        if next < EXT_CAP_START || next % 4 != 0 {
+        if next < EXT_CAP_START || !next.is_multiple_of(4) {
             return AcsRead::Absent;
         }
         at = next;
