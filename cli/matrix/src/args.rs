@@ -43,6 +43,8 @@ pub struct Config {
     pub floors: Floors,
     pub preflight: Duration,
     pub rules: super::judge::Rules,
+    /// `--gpu auto|N`: each side's perftest on a GPU's memory.
+    pub gpu: Option<super::gpu::GpuMode>,
 }
 
 pub fn command() -> Command {
@@ -78,6 +80,7 @@ pub fn command() -> Command {
         .arg(f64_arg("floor-lat", "slowest working round trip for deadlines, ms").default_value("20"))
         .arg(Arg::new("setup-time").long("setup-time").value_parser(value_parser!(u64).range(1..=3600)).default_value("60").help("seconds a pair may spend starting, connecting and ending"))
         .arg(Arg::new("preflight-timeout").long("preflight-timeout").value_parser(value_parser!(u64).range(1..=600)).default_value("30").help("seconds for each node's preflight"))
+        .arg(Arg::new("gpu").long("gpu").value_name("auto|N").help("each side's perftest on GPU memory (--use_cuda/--use_rocm): auto, the GPU nearest the rail's NIC on each node by PCIe distance; or N, GPU N on every node"))
         .arg(Arg::new("ssh").long("ssh").default_value("ssh").help("the ssh client to run"))
         .arg(Arg::new("options").num_args(0..).last(true).allow_hyphen_values(true).help("perftest options for both sides, after --"))
 }
@@ -137,6 +140,10 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         return Err(bad(format!("{} host(s): a matrix needs at least two", hosts.len())));
     }
     let options: Vec<String> = m.get_many::<String>("options").map(|v| v.cloned().collect()).unwrap_or_default();
+    let gpu = m.get_one::<String>("gpu").map(|g| super::gpu::parse_mode(g)).transpose().map_err(bad)?;
+    if let Some(o) = options.iter().find(|o| gpu.is_some() && super::gpu::own_option(o)) {
+        return Err(bad(format!("{o}: with --gpu the matrix chooses each side's GPU itself")));
+    }
     let mut tests = Vec::new();
     for name in m.get_one::<String>("test").map(String::as_str).unwrap_or("write_bw").split(',') {
         let tool = tool_of(name).ok_or_else(|| bad(format!("--test: unknown test {name:?} (write_bw, read_bw, send_bw, atomic_bw and their _lat)")))?;
@@ -226,6 +233,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         floors,
         preflight,
         rules,
+        gpu,
     })
 }
 
@@ -267,6 +275,10 @@ mod tests {
         let c = cfg(&["--hosts", "n[1-2]", "--out", "o", "--launcher", "ssh", "--both-directions", "--no-retry", "--push", "--port-rate", "0.8"]).expect("parse");
         assert!(!c.retry && c.both_directions && c.push);
         assert_eq!(c.rules.port_rate, Some(0.8));
+        assert!(c.gpu.is_none());
+        let c = cfg(&["--hosts", "n[1-2]", "--out", "o", "--launcher", "ssh", "--gpu", "auto"]).expect("parse");
+        assert_eq!(c.gpu, Some(crate::gpu::GpuMode::Auto));
+        assert_eq!(cfg(&["--hosts", "n[1-2]", "--out", "o", "--gpu", "1"]).expect("parse").gpu, Some(crate::gpu::GpuMode::Index(1)));
     }
 
     #[test]
@@ -287,6 +299,8 @@ mod tests {
             (&["--hosts", "n[1-2]", "--out", "o", "--port-base", "80"], "80"),
             (&["--hosts", "n[1-2]", "--out", "o", "--port-rate", "1.5"], "at most 1"),
             (&["--hosts", "n[1-2]", "--out", "o", "--push", "--remote-bin", "/x"], "--remote-bin"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--gpu", "first"], "auto, or a GPU index"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--gpu", "0", "--", "--use_cuda=1"], "with --gpu the matrix chooses"),
         ] {
             let e = cfg(a).err().unwrap_or_else(|| panic!("{a:?} should be refused"));
             assert!(e.contains(want), "{a:?}: {e}");

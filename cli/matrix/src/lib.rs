@@ -13,6 +13,8 @@ pub mod exec;
 #[forbid(unsafe_code)]
 pub mod fuzzing;
 #[forbid(unsafe_code)]
+pub mod gpu;
+#[forbid(unsafe_code)]
 pub mod hostlist;
 #[forbid(unsafe_code)]
 pub mod html;
@@ -157,6 +159,7 @@ fn endpoint(node: &str, d: &DevProbe) -> Endpoint {
         addr: d.ipv4.clone().unwrap_or_else(|| node.to_string()),
         gid_index: d.gid_index,
         rate: d.rate.clone(),
+        gpu: d.gpu.clone(),
     }
 }
 
@@ -484,7 +487,18 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
     let have: HashSet<_> = done.iter().map(|r| rec_key(cfg, r)).collect();
 
     let (states, mut notes) = preflight_noted(cfg, bin, pushed);
-    let rails = rails(cfg, &states);
+    let mut rails = rails(cfg, &states);
+    if let Some(mode) = cfg.gpu {
+        // Each node's GPU for each rail; a node without one sits the rail out, named.
+        for slot in rails.iter_mut().flat_map(|r| r.per_node.iter_mut()) {
+            if let Ok(d) = slot {
+                match gpu::choose(mode, &d.name, &d.gpus) {
+                    Ok(p) => d.gpu = Some(p),
+                    Err(e) => *slot = Err(e),
+                }
+            }
+        }
+    }
     if rails.is_empty() {
         notes.push("no rail: no reachable node has an active RDMA port".into());
     }
@@ -662,6 +676,10 @@ impl MatrixRun<'_> {
         let csv = cfg.out.join("results.csv");
         std::fs::write(&csv, results::csv_text(done)).map_err(|e| format!("{}: {e}", csv.display()))?;
         print!("{}", report::text(&cfg.hosts, done));
+        let sides = done.iter().flat_map(|r| [&r.server, &r.client]);
+        for line in gpu::pairing_lines(sides.filter_map(|s| Some((s.node.as_str(), s.dev.as_str(), s.gpu.as_ref()?)))) {
+            println!("{line}");
+        }
         let diag = judge::diagnose(done);
         for line in notes.iter().chain(retried).chain(&diag) {
             println!("{line}");
