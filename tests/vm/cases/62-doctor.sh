@@ -52,7 +52,7 @@ grep -q '"ok": true' "$VMTEST_TMP/doctor.json" || fail "doctor --json does not s
 grep -q '"status": "FAIL"' "$VMTEST_TMP/doctor.json" && fail "doctor --json has a FAIL"
 # --gpu on the bed (no GPU): every GPU check is n/a with the reason, none is ok.
 expect_rc 0 rperftest doctor --gpu
-expect_contains "n/a   GPU driver: n/a: no GPU (no NVIDIA or AMD"
+expect_contains "n/a   GPU driver: no GPU (no NVIDIA or AMD"
 expect_not_contains "ok    GPU"
 [ "$(grep -c '^n/a   GPU ' "$LAST_OUT")" = 7 ] || fail "doctor --gpu: want 7 n/a GPU lines"
 

@@ -32,7 +32,7 @@ pub fn checks(r: &Roots, with_peer: bool) -> Vec<Check> {
     let mut out = Vec::new();
     if gpus.is_empty() {
         let why =
-            "n/a: no GPU (no NVIDIA or AMD VGA/3D/display controller in /sys/bus/pci/devices)";
+            "no GPU (no NVIDIA or AMD VGA/3D/display controller in /sys/bus/pci/devices)";
         out.extend(NAMES.iter().map(|n| Check::na(*n, why)));
     } else {
         let nics = pci::nics(&r.sys);
@@ -41,7 +41,7 @@ pub fn checks(r: &Roots, with_peer: bool) -> Vec<Check> {
         out.push(dma_buf(r, &gpus));
         out.push(iommu(r, &gpus, &nics));
         if nics.is_empty() {
-            let why = "n/a: no RDMA device on a PCI function (rxe and siw are software devices)";
+            let why = "no RDMA device on a PCI function (rxe and siw are software devices)";
             out.push(Check::na("GPU ACS", why));
             out.push(Check::na("GPU distance", why));
         } else {
@@ -55,7 +55,7 @@ pub fn checks(r: &Roots, with_peer: bool) -> Vec<Check> {
     if with_peer {
         out.push(Check::na(
             PEER_WRITE,
-            "n/a: not done: this build has no GPU memory in the ib_* tools (--use_cuda/--use_rocm); the peer RC WRITE above used host memory",
+            "not done: this build has no GPU memory in the ib_* tools (--use_cuda/--use_rocm); the peer RC WRITE above used host memory",
         ));
     }
     out
@@ -314,7 +314,7 @@ fn acs_check(r: &Roots, g: &Gpu, n: &Nic) -> Check {
         };
     }
     if !short.is_empty() {
-        return Check::na(name, format!("n/a: {head}: the extended config space of {} is unreadable (only root reads past 64 bytes)", short.join(", ")));
+        return Check::na(name, format!("{head}: the extended config space of {} is unreadable (only root reads past 64 bytes)", short.join(", ")));
     }
     Check::ok(name, format!("{head}, {with_acs} with ACS: none redirects peer traffic (ReqRedir- CmpltRedir- EgressCtrl-)"))
 }
