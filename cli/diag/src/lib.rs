@@ -11,6 +11,8 @@ pub mod csys;
 pub mod devinfo;
 pub mod doctor;
 #[forbid(unsafe_code)]
+pub mod gpu;
+#[forbid(unsafe_code)]
 pub mod fuzzing;
 #[forbid(unsafe_code)]
 pub mod gids;

@@ -48,6 +48,8 @@ pub struct Config {
     pub knobs: super::pattern::Knobs,
     /// `--preflight-only`: the nodes, their rails and the wire check, then stop.
     pub preflight_only: bool,
+    /// `--gpu auto|N`: each side's perftest on a GPU's memory.
+    pub gpu: Option<super::gpu::GpuMode>,
 }
 
 pub fn command() -> Command {
@@ -90,6 +92,7 @@ pub fn command() -> Command {
         .arg(Arg::new("draws").long("draws").value_parser(value_parser!(u64).range(1..=100)).default_value("3").help("bisection: random halvings"))
         .arg(Arg::new("seed").long("seed").value_parser(value_parser!(u64)).default_value("1").help("bisection: the halves' seed (the same seed, the same halves)"))
         .arg(Arg::new("preflight-only").long("preflight-only").action(ArgAction::SetTrue).help("only the preflight and the wire check (is every node up, every rail NIC on its rail's segment?); exit 0 when all is well"))
+        .arg(Arg::new("gpu").long("gpu").value_name("auto|N").help("each side's perftest on GPU memory (--use_cuda/--use_rocm): auto, the GPU nearest the rail's NIC on each node by PCIe distance; or N, GPU N on every node"))
         .arg(Arg::new("ssh").long("ssh").default_value("ssh").help("the ssh client to run"))
         .arg(Arg::new("options").num_args(0..).last(true).allow_hyphen_values(true).help("perftest options for both sides, after --"))
 }
@@ -149,6 +152,10 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         return Err(bad(format!("{} host(s): a matrix needs at least two", hosts.len())));
     }
     let options: Vec<String> = m.get_many::<String>("options").map(|v| v.cloned().collect()).unwrap_or_default();
+    let gpu = m.get_one::<String>("gpu").map(|g| super::gpu::parse_mode(g)).transpose().map_err(bad)?;
+    if let Some(o) = options.iter().find(|o| gpu.is_some() && super::gpu::own_option(o)) {
+        return Err(bad(format!("{o}: with --gpu the matrix chooses each side's GPU itself")));
+    }
     let mut tests = Vec::new();
     for name in m.get_one::<String>("test").map(String::as_str).unwrap_or("write_bw").split(',') {
         let tool = tool_of(name).ok_or_else(|| bad(format!("--test: unknown test {name:?} (write_bw, read_bw, send_bw, atomic_bw and their _lat)")))?;
@@ -274,6 +281,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         floors,
         preflight,
         rules,
+        gpu,
     })
 }
 
@@ -315,6 +323,10 @@ mod tests {
         let c = cfg(&["--hosts", "n[1-2]", "--out", "o", "--launcher", "ssh", "--both-directions", "--no-retry", "--push", "--port-rate", "0.8"]).expect("parse");
         assert!(!c.retry && c.both_directions && c.push);
         assert_eq!(c.rules.port_rate, Some(0.8));
+        assert!(c.gpu.is_none());
+        let c = cfg(&["--hosts", "n[1-2]", "--out", "o", "--launcher", "ssh", "--gpu", "auto"]).expect("parse");
+        assert_eq!(c.gpu, Some(crate::gpu::GpuMode::Auto));
+        assert_eq!(cfg(&["--hosts", "n[1-2]", "--out", "o", "--gpu", "1"]).expect("parse").gpu, Some(crate::gpu::GpuMode::Index(1)));
     }
 
     #[test]
@@ -335,6 +347,8 @@ mod tests {
             (&["--hosts", "n[1-2]", "--out", "o", "--port-base", "80"], "80"),
             (&["--hosts", "n[1-2]", "--out", "o", "--port-rate", "1.5"], "at most 1"),
             (&["--hosts", "n[1-2]", "--out", "o", "--push", "--remote-bin", "/x"], "--remote-bin"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--gpu", "first"], "auto, or a GPU index"),
+            (&["--hosts", "n[1-2]", "--out", "o", "--gpu", "0", "--", "--use_cuda=1"], "with --gpu the matrix chooses"),
         ] {
             let e = cfg(a).err().unwrap_or_else(|| panic!("{a:?} should be refused"));
             assert!(e.contains(want), "{a:?}: {e}");

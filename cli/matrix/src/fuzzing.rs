@@ -135,5 +135,7 @@ fn bed_dev(r: usize, k: usize) -> probe::DevProbe {
         netdev: Some(format!("eth{r}")),
         mac: Some(format!("52:54:0a:4d:{r:02x}:{k:02x}")),
         prefix: Some(24),
+        gpus: Vec::new(),
+        gpu: None,
     }
 }

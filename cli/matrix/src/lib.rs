@@ -18,6 +18,8 @@ pub mod fanout;
 #[forbid(unsafe_code)]
 pub mod fuzzing;
 #[forbid(unsafe_code)]
+pub mod gpu;
+#[forbid(unsafe_code)]
 pub mod hostlist;
 #[forbid(unsafe_code)]
 pub mod html;
@@ -251,6 +253,7 @@ fn endpoint(node: &str, d: &DevProbe) -> Endpoint {
         addr: d.ipv4.clone().unwrap_or_else(|| node.to_string()),
         gid_index: d.gid_index,
         rate: d.rate.clone(),
+        gpu: d.gpu.clone(),
     }
 }
 
@@ -600,6 +603,17 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
     let (states, mut notes) = preflight_noted(cfg, bin, pushed);
     let mut rails = rails(cfg, &states);
     wire_check(cfg, bin, &mut rails, &mut notes);
+    if let Some(mode) = cfg.gpu {
+        // Each node's GPU for each rail; a node without one sits the rail out, named.
+        for slot in rails.iter_mut().flat_map(|r| r.per_node.iter_mut()) {
+            if let Ok(d) = slot {
+                match gpu::choose(mode, &d.name, &d.gpus) {
+                    Ok(p) => d.gpu = Some(p),
+                    Err(e) => *slot = Err(e),
+                }
+            }
+        }
+    }
     if rails.is_empty() {
         notes.push("no rail: no reachable node has an active RDMA port".into());
     }
@@ -802,6 +816,10 @@ impl MatrixRun<'_> {
         let pairs: Vec<Record> = done.iter().filter(|r| r.pattern == results::PAIRS).cloned().collect();
         print!("{}", report::text(&cfg.hosts, &pairs));
         print!("{}", report::grid(&cfg.hosts, &pairs));
+        let sides = done.iter().flat_map(|r| [&r.server, &r.client]);
+        for line in gpu::pairing_lines(sides.filter_map(|s| Some((s.node.as_str(), s.dev.as_str(), s.gpu.as_ref()?)))) {
+            println!("{line}");
+        }
         let mut diag = judge::diagnose(done);
         diag.extend(pattern::step_lines(done));
         diag.extend(pattern::all_rails_lines(done));

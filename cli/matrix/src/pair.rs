@@ -20,6 +20,8 @@ pub struct Endpoint {
     pub gid_index: Option<u32>,
     /// The port's rate from sysfs (recorded for `--port-rate`).
     pub rate: String,
+    /// `--gpu`: the GPU whose memory this side's perftest uses.
+    pub gpu: Option<super::gpu::Pick>,
 }
 
 #[derive(Clone, Debug)]
@@ -58,6 +60,7 @@ fn remote_argv(bin: &str, job: &Job, e: &Endpoint, server: bool) -> Vec<String> 
     if let Some(g) = e.gid_index {
         v.extend(["-x".into(), g.to_string()]);
     }
+    v.extend(e.gpu.as_ref().map(super::gpu::Pick::option));
     v.extend(job.options.iter().cloned());
     if !server {
         v.push(job.server.addr.clone());
@@ -106,6 +109,7 @@ fn side(e: &Endpoint, p: Option<&Proc>, rep: &Report) -> Side {
         addr: e.addr.clone(),
         gid_index: e.gid_index,
         rate: e.rate.clone(),
+        gpu: e.gpu.clone(),
         exit: rep.exit.or(p.and_then(|p| p.exit)),
         json: rep.json.clone(),
         tail: p.map(|p| p.tail(8)).unwrap_or_default(),
@@ -329,7 +333,7 @@ mod tests {
     use serde_json::json;
 
     fn job() -> Job {
-        let e = |n: &str, a: &str| Endpoint { node: n.into(), dev: "rxe0".into(), addr: a.into(), gid_index: Some(1), rate: "2.5 Gb/sec (1X SDR)".into() };
+        let e = |n: &str, a: &str| Endpoint { node: n.into(), dev: "rxe0".into(), addr: a.into(), gid_index: Some(1), rate: "2.5 Gb/sec (1X SDR)".into(), gpu: None };
         Job {
             tool: Tool::WriteBw,
             rail: "rxe0".into(),
@@ -352,6 +356,15 @@ mod tests {
         assert_eq!(s.join(" "), "/usr/local/bin/rperftest matrix-exec --deadline 31 --watch-stdin --ready-port 18601 -- ib_write_bw -d rxe0 -p 18601 -x 1 -s 4096");
         let c = remote_argv("rperftest", &j, &j.client, false);
         assert_eq!(c.join(" "), "rperftest matrix-exec --deadline 31 --watch-stdin -- ib_write_bw -d rxe0 -p 18601 -x 1 -s 4096 10.77.0.1");
+        // --gpu: each side its own GPU.
+        let mut j = job();
+        let g = |i: usize, vendor: &str| crate::gpu::GpuLink { index: i, vendor: vendor.into(), bdf: "0000:07:00.0".into(), link: "PIX".into() };
+        j.server.gpu = Some(crate::gpu::Pick { gpu: g(3, "nvidia") });
+        j.client.gpu = Some(crate::gpu::Pick { gpu: g(0, "amd") });
+        assert!(remote_argv("r", &j, &j.server, true).join(" ").ends_with("-- ib_write_bw -d rxe0 -p 18601 -x 1 --use_cuda=3 -s 4096"));
+        assert!(remote_argv("r", &j, &j.client, false).join(" ").ends_with("-x 1 --use_rocm=0 -s 4096 10.77.0.1"));
+        let sd = side(&j.server, None, &Report::default());
+        assert_eq!(sd.gpu.as_ref().map(|p| p.gpu.index), Some(3));
     }
 
     #[test]

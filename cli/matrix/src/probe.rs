@@ -3,11 +3,15 @@
 //!
 //! Per device, port 1: its state, rate and link layer, and for RoCE the lowest-numbered RoCE v2
 //! GID holding an IPv4 address: that address is the rail's netdev address (what `ibdev2netdev`
-//! and `ip addr` would give) and its index is the `-x` for the tools.
+//! and `ip addr` would give) and its index is the `-x` for the tools. Per device also its
+//! PCIe distance to each GPU of the node (`gpus`: index, vendor, address, nvidia-smi's class),
+//! for `matrix --gpu`.
 
 use serde_json::{json, Value};
 use uverbs::attr::{gid_is_ipv4, GidType, LINK_LAYER_ETHERNET, LINK_LAYER_INFINIBAND};
 use uverbs::discovery::{gid, sysfs, SysfsRoot};
+
+use super::gpu::{probe_links, GpuLink, Pick};
 
 /// One device as the coordinator sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +28,10 @@ pub struct DevProbe {
     pub mac: Option<String>,
     /// The prefix length of the netdev's subnet holding `ipv4`, from its connected route.
     pub prefix: Option<u8>,
+    /// This device's distance to each GPU of the node (none without a GPU or a PCI function).
+    pub gpus: Vec<GpuLink>,
+    /// `--gpu`: the GPU the coordinator chose for this device (not part of the probe's line).
+    pub gpu: Option<Pick>,
 }
 
 /// The prefix length of the connected route of `netdev` that holds `ip`, from the text of
@@ -62,6 +70,8 @@ fn probe_dev(root: &SysfsRoot, name: &str) -> DevProbe {
         netdev: None,
         mac: None,
         prefix: None,
+        gpus: Vec::new(),
+        gpu: None,
     };
     if ethernet {
         if let Ok(table) = gid::read_gid_table(root, name, 1, ll) {
@@ -97,7 +107,8 @@ pub fn to_json(devs: &[DevProbe]) -> Value {
         .map(|d| {
             json!({"name": d.name, "active": d.active, "state": d.state, "rate": d.rate,
                    "ethernet": d.ethernet, "ipv4": d.ipv4, "gid_index": d.gid_index, "netdev": d.netdev,
-                   "mac": d.mac, "prefix": d.prefix})
+                   "mac": d.mac, "prefix": d.prefix,
+                   "gpus": d.gpus.iter().map(GpuLink::to_json).collect::<Vec<_>>()})
         })
         .collect();
     json!({"rperftest": env!("CARGO_PKG_VERSION"), "devices": list})
@@ -124,6 +135,8 @@ pub fn from_json(v: &Value) -> Option<(String, Vec<DevProbe>)> {
                 .and_then(Value::as_u64)
                 .and_then(|x| u8::try_from(x).ok())
                 .filter(|&p| p <= 32),
+            gpus: d.get("gpus").and_then(Value::as_array).map(|a| a.iter().filter_map(GpuLink::from_json).collect()).unwrap_or_default(),
+            gpu: None,
         });
     }
     Some((version, out))
@@ -149,9 +162,10 @@ pub fn run(args: &[String]) -> u8 {
     let mut names = sysfs::list_dir(&root.ib_class()).unwrap_or_default();
     names.sort();
     let routes = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
+    let mut links = probe_links(&root);
     let devs: Vec<DevProbe> = names
         .iter()
-        .map(|n| with_netdev_facts(probe_dev(&root, n), &routes))
+        .map(|n| DevProbe { gpus: links.remove(n).unwrap_or_default(), ..with_netdev_facts(probe_dev(&root, n), &routes) })
         .collect();
     println!("{PREFIX}{}", to_json(&devs));
     0
@@ -186,6 +200,38 @@ mod tests {
         std::fs::write(q.join("link_layer"), "InfiniBand\n").expect("w");
     }
 
+    /// A GPU and a NIC on two downstream ports of one switch (PIX), a second GPU on another
+    /// root port (PHB), as /sys/bus/pci/devices and /sys/class/infiniband link them.
+    #[test]
+    fn each_nics_distance_to_each_gpu() {
+        let dir = std::env::temp_dir().join(format!("rpt-probe-gpu-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let sw = "pci0000:00/0000:00:01.0/0000:01:00.0";
+        let devs = [
+            (format!("{sw}/0000:02:00.0/0000:03:00.0"), "0x10de", "0x030200"),
+            (format!("{sw}/0000:02:08.0/0000:04:00.0"), "0x15b3", "0x020700"),
+            ("pci0000:00/0000:00:02.0/0000:05:00.0".to_string(), "0x10de", "0x030200"),
+        ];
+        for (path, vendor, class) in &devs {
+            let d = dir.join("devices").join(path);
+            std::fs::create_dir_all(&d).expect("mkdir");
+            std::fs::write(d.join("vendor"), format!("{vendor}\n")).expect("w");
+            std::fs::write(d.join("class"), format!("{class}\n")).expect("w");
+            std::fs::write(d.join("numa_node"), "0\n").expect("w");
+            let bdf = path.rsplit('/').next().expect("bdf");
+            std::fs::create_dir_all(dir.join("bus/pci/devices")).expect("mkdir");
+            std::os::unix::fs::symlink(format!("../../../devices/{path}"), dir.join("bus/pci/devices").join(bdf)).expect("ln");
+        }
+        std::fs::create_dir_all(dir.join("class/infiniband/mlx5_0")).expect("mkdir");
+        std::os::unix::fs::symlink(format!("../../../devices/{}", devs[1].0), dir.join("class/infiniband/mlx5_0/device")).expect("ln");
+        std::fs::create_dir_all(dir.join("class/infiniband/rxe0")).expect("mkdir");
+        let links = probe_links(&SysfsRoot::new(&dir));
+        let row: Vec<(usize, &str, &str)> = links["mlx5_0"].iter().map(|l| (l.index, l.bdf.as_str(), l.link.as_str())).collect();
+        assert_eq!(row, [(0, "0000:03:00.0", "PIX"), (1, "0000:05:00.0", "PHB")]);
+        assert!(!links.contains_key("rxe0"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn the_rails_address_and_gid_come_from_the_roce_v2_ipv4_gid() {
         let dir = std::env::temp_dir().join(format!("rpt-probe-{}", std::process::id()));
@@ -202,11 +248,16 @@ mod tests {
         assert!(!down.active && !down.ethernet && down.ipv4.is_none(), "{down:?}");
         assert_eq!(down.state, "DOWN");
         // The line survives a round trip and is found among other output.
+        let mut d = d;
+        d.gpus = vec![GpuLink { index: 1, vendor: "nvidia".into(), bdf: "0000:0f:00.0".into(), link: "PXB".into() }];
         let lines = vec!["Welcome".to_string(), format!("{PREFIX}{}", to_json(&[d.clone(), down.clone()])), "bye".into()];
         let (v, back) = find_in_output(&lines).expect("probe line");
         assert_eq!(v, env!("CARGO_PKG_VERSION"));
         assert_eq!(back, vec![d, down]);
         assert!(find_in_output(&["@rpt-matrix probe {not json".to_string()]).is_none());
+        // An older probe without "gpus": none.
+        let old = serde_json::json!({"rperftest": "0.1.0", "devices": [{"name": "mlx5_0"}]});
+        assert!(from_json(&old).unwrap().1[0].gpus.is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -51,6 +51,8 @@ pub struct Side {
     pub gid_index: Option<u32>,
     /// The port's rate as sysfs gives it (`100 Gb/sec (4X EDR)`), for `--port-rate`.
     pub rate: String,
+    /// `--gpu`: the GPU this side's perftest used (index, vendor, PCI address, distance).
+    pub gpu: Option<super::gpu::Pick>,
     pub exit: Option<i32>,
     /// The side's perftest `--out_json` report, if it wrote one.
     pub json: Option<Value>,
@@ -94,7 +96,7 @@ impl Record {
         let side = |s: &Side| {
             json!({
                 "node": s.node, "dev": s.dev, "addr": s.addr, "gid_index": s.gid_index, "rate": s.rate,
-                "exit": s.exit, "json": s.json, "tail": s.tail,
+                "gpu": s.gpu.as_ref().map(super::gpu::Pick::to_json), "exit": s.exit, "json": s.json, "tail": s.tail,
             })
         };
         json!({
@@ -122,6 +124,7 @@ impl Record {
             addr: s(v, "addr"),
             rate: s(v, "rate"),
             gid_index: v.get("gid_index").and_then(Value::as_u64).and_then(|x| u32::try_from(x).ok()),
+            gpu: v.get("gpu").and_then(super::gpu::Pick::from_json),
             exit: v.get("exit").and_then(Value::as_i64).and_then(|x| i32::try_from(x).ok()),
             json: v.get("json").filter(|j| !j.is_null()).cloned(),
             tail: v

@@ -314,6 +314,8 @@ mod tests {
             netdev: Some(nd.into()),
             mac: Some(mac.into()),
             prefix: Some(24),
+            gpus: Vec::new(),
+            gpu: None,
         }
     }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # rperftest doctor on one VM (expected ~5 s; 3.4 s bare, 4.5 s full on the bed): healthy -> no FAIL, exit 0, --json parses
-# with "ok": true; doctor --serve + doctor 127.0.0.1 -> RC SEND/WRITE/READ ok and the
+# with "ok": true; --gpu: every GPU check n/a (no GPU), none ok; doctor --serve + doctor 127.0.0.1 -> RC SEND/WRITE/READ ok and the
 # counters warn that only loopback moved; then each fault, named with its fix, and restored:
 # `ulimit -l 64` (FAIL memlock without CAP_IPC_LOCK, warn with it), uverbs not openable by
 # uid 65534 (chmod 600, as nobody via su), the netdev down, no RDMA device at all
@@ -50,6 +50,11 @@ rperftest doctor --json >"$VMTEST_TMP/doctor.json"; rc=$?
 rperftest check-json "$VMTEST_TMP/doctor.json" || fail "doctor --json is not JSON"
 grep -q '"ok": true' "$VMTEST_TMP/doctor.json" || fail "doctor --json does not say ok"
 grep -q '"status": "FAIL"' "$VMTEST_TMP/doctor.json" && fail "doctor --json has a FAIL"
+# --gpu on the bed (no GPU): every GPU check is n/a with the reason, none is ok.
+expect_rc 0 rperftest doctor --gpu
+expect_contains "n/a   GPU driver: no GPU (no NVIDIA or AMD"
+expect_not_contains "ok    GPU"
+[ "$(grep -c '^n/a   GPU ' "$LAST_OUT")" = 7 ] || fail "doctor --gpu: want 7 n/a GPU lines"
 
 # --- peer mode against this host: the RDMA part works; the packets never left
 start_server -p 18600 rperftest doctor --serve -p 18600 --listen-timeout 20

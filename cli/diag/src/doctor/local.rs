@@ -25,6 +25,8 @@ pub struct Env {
     pub proc_root: PathBuf,
     /// `/dev` (infiniband/uverbs*, infiniband/rdma_cm).
     pub dev_root: PathBuf,
+    /// `/boot` (the kernel's config, for `--gpu`'s dma-buf check).
+    pub boot_root: PathBuf,
     /// Every interface address (name, address).
     pub ifaddrs: Vec<(String, IpAddr)>,
     /// Open a device node for read and write (and close it); the error text on failure.

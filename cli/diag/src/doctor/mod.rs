@@ -2,13 +2,16 @@
 //! `FAIL`, `n/a`), each problem with the command that fixes it; `--json`; exit 0 only when
 //! nothing FAILed. With PEER (where `rperftest doctor --serve` runs) it adds the TCP path, an
 //! RC SEND, WRITE and READ over the GIDs both sides would use, the comparison of both sides'
-//! ports, and the packet counters around the test. See docs/tools.md, "doctor".
+//! ports, and the packet counters around the test. With `--gpu`, the GPUDirect RDMA checks
+//! (`gpu`). See docs/tools.md, "doctor".
 //!
 //! `local` reads everything through [`Env`]'s roots, so its checks are tested over a fake
 //! sysfs, /proc and /dev; `peer` does the two-host part; `wire` is the peer message.
 
 #[forbid(unsafe_code)]
 pub mod local;
+#[forbid(unsafe_code)]
+pub mod gpu;
 pub mod peer;
 #[forbid(unsafe_code)]
 pub mod report;
@@ -39,6 +42,7 @@ fn cli() -> Command {
         .arg(Arg::new("dev").short('d').long("ib-dev").value_name("DEV").help("only this RDMA device"))
         .arg(Arg::new("ibport").short('i').long("ib-port").value_parser(value_parser!(u32).range(1..)).help("only this port (peer mode: default 1)"))
         .arg(Arg::new("gidx").short('x').long("gid-index").value_parser(value_parser!(u32)).help("the GID index the tools would be given (default: their own choice)"))
+        .arg(Arg::new("gpu").long("gpu").action(ArgAction::SetTrue).help("also the GPUDirect RDMA checks: GPU driver, peer memory, dma-buf, IOMMU, ACS, GPU<->NIC distance and NUMA"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print JSON instead of lines"))
         .arg(
             Arg::new("listen_timeout")
@@ -124,6 +128,7 @@ impl Env {
             uid: euid(&proc_root),
             proc_root,
             dev_root: PathBuf::from("/dev"),
+            boot_root: PathBuf::from("/boot"),
             ifaddrs: system_ifaddrs(),
             open_rw: Box::new(open_rw),
             active_mtu: Box::new(move |dev, port| system_active_mtu(dev, port, &s)),
@@ -178,8 +183,13 @@ pub fn main_with(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn 
         };
     }
     let mut checks = local::run_all(env, &target);
+    let with_peer = peer_host.is_some();
     if let Some(p) = peer_host {
         checks.extend(peer::check(&p, &popts));
+    }
+    if m.get_flag("gpu") {
+        let roots = crate::gpu::host::Roots { sys: env.sys.clone(), proc_root: env.proc_root.clone(), boot: env.boot_root.clone() };
+        checks.extend(gpu::checks(&roots, with_peer));
     }
     emit(&checks, json, out);
     report::exit_code(&checks)
@@ -191,3 +201,5 @@ pub fn run(args: &[String], settings: &ProviderSettings) -> u8 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod gpu_tests;

@@ -12,6 +12,7 @@ fn env(f: &FakeSys) -> Env {
         sys: f.root(),
         proc_root: f.path("proc"),
         dev_root: f.path("dev"),
+        boot_root: f.path("boot"),
         ifaddrs: vec![
             ("eth0".into(), "10.99.0.1".parse::<IpAddr>().unwrap()),
             ("eth0".into(), "fe80::fc3c:7aff:feba:5df3".parse::<IpAddr>().unwrap()),
