@@ -36,4 +36,4 @@ pub mod ring;
 pub mod wqe;
 
 /// `RDMA_DRIVER_EFA` in `enum rdma_driver_id` (`rdma/ib_user_ioctl_verbs.h`).
-pub const RDMA_DRIVER_EFA: u32 = 17;
+pub use uverbs::sys::RDMA_DRIVER_EFA;
