@@ -16,4 +16,7 @@ gcc -O1 -g -Wall -fPIC -shared -o $B/libefaoracle_shim.so "$HERE/src/shim.c" -ld
 gcc -O1 -g -Wall -o $B/efaoracle "$HERE/src/harness.c" -I"$HERE/src" -L$B -lefaoracle_shim -libverbs -lefa
 SYS=$("$HERE/src/mkfakesys.sh" /tmp/efa-oracle-sys)
 SHIM_LOG=$B/shim.log SYSFS_PATH=$SYS LD_LIBRARY_PATH=$B LD_PRELOAD=$B/libefaoracle_shim.so $B/efaoracle "$OUT/golden.jsonl"
-echo "efa-oracle: $(wc -l < "$OUT/golden.jsonl") events in $OUT/golden.jsonl"
+# The differential run: a random sequence of requests and completions (seed and length fixed, so
+# the file is reproducible).
+SHIM_LOG=$B/shim-random.log SYSFS_PATH=$SYS LD_LIBRARY_PATH=$B LD_PRELOAD=$B/libefaoracle_shim.so $B/efaoracle "$OUT/random.jsonl" 0x5eed 600
+echo "efa-oracle: $(wc -l < "$OUT/golden.jsonl") events in $OUT/golden.jsonl, $(wc -l < "$OUT/random.jsonl") in $OUT/random.jsonl"

@@ -4,7 +4,9 @@
  * wrote in the device's place. UD (ibv_create_qp) and SRD (efadv_create_qp_ex) QPs; sends from
  * a scatter list, inline, with immediate, RDMA read (SRD, ibv_wr_* API: the device reports the
  * RDMA read cap); receives of one and two SGEs; every completion status.
- * Usage: harness OUT.jsonl. Own code, written from verbs.h, efadv.h and efa-abi.h. */
+ * Usage: harness OUT.jsonl [SEED STEPS]: with a seed, STEPS random posts and completions instead
+ * (any request kind on either QP, completions of random outstanding requests in random order with
+ * random statuses, lengths and immediates), then every outstanding request completed. Own code, written from verbs.h, efadv.h and efa-abi.h. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,9 +135,53 @@ static void to_rts(struct ibv_qp *qp)
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN)) die("modify RTS");
 }
 
+/* ---------- random sequences (the differential run) ---------- */
+static uint64_t rng = 1;
+static uint32_t rnd(uint32_t n) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (uint32_t)(rng % n); }
+
+/* what is outstanding on one queue: request ids as libefa wrote them into the descriptors */
+struct outq { uint16_t id[64]; int n; };
+static void out_add(struct outq *o, uint16_t id) { o->id[o->n++] = id; }
+static uint16_t out_take(struct outq *o) { int i = rnd(o->n); uint16_t id = o->id[i]; o->id[i] = o->id[--o->n]; return id; }
+static uint16_t sent_id(struct q *q) { uint16_t id; uint32_t slot = (sq_db(q) - 1) & (q->sq_cnt - 1); memcpy(&id, llq(q) + slot * 64, 2); return id; }
+static uint16_t recv_id(struct q *q, uint32_t before) { uint16_t id; memcpy(&id, (uint8_t *)shim_map_of(q->s->rq_key) + (before & (q->rq_desc_cnt - 1)) * 16 + 8, 2); return id; }
+
+static void random_run(struct q *qs, uint32_t steps, char *data)
+{
+	struct outq sends[2] = {{{0}, 0}, {{0}, 0}}, recvs[2] = {{{0}, 0}, {{0}, 0}};
+	uint32_t rq_wqes[2] = { 4, 2 }, max_sge[2] = { 2, 1 };
+	uint64_t wr_id = 1000;
+	for (uint32_t step = 0; step < steps || sends[0].n + sends[1].n + recvs[0].n + recvs[1].n; step++) {
+		int k = rnd(2); struct q *q = &qs[k]; uint32_t r = step < steps ? rnd(10) : 9;
+		if (r < 4 && sends[k].n < (int)q->sq_cnt) {
+			struct ibv_sge s[2]; int n = 1 + rnd(max_sge[k]); uint32_t kind = rnd(k ? 4 : 3);
+			for (int i = 0; i < n; i++) s[i] = (struct ibv_sge){ ((uint64_t)rnd(1 << 30) << 20) | rnd(1 << 20), 1 + rnd(1 << 16), rnd(1 << 24) };
+			if (kind == 3) { post_read(q, wr_id++, s); }
+			else if (kind == 2) {
+				uint32_t tot = 1 + rnd(32), a = n == 2 ? rnd(tot + 1) : tot;
+				s[0] = (struct ibv_sge){ (uintptr_t)data + rnd(8), a, 1 }; s[1] = (struct ibv_sge){ (uintptr_t)data + 16 + rnd(8), tot - a, 1 };
+				post_send(q, IBV_WR_SEND, wr_id++, s, n, 1, 0);
+			} else post_send(q, kind ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND, wr_id++, s, n, 0, (uint32_t)rng);
+			out_add(&sends[k], sent_id(q));
+		} else if (r < 6 && recvs[k].n < (int)rq_wqes[k]) {
+			struct ibv_sge s[2]; int n = 1 + rnd(max_sge[k]);
+			for (int i = 0; i < n; i++) s[i] = (struct ibv_sge){ ((uint64_t)rnd(1 << 30) << 20) | rnd(1 << 20), 1 + rnd(1 << 16), rnd(1 << 24) };
+			uint32_t before = rq_db(q);
+			post_recv(q, wr_id++, s, n);
+			out_add(&recvs[k], recv_id(q, before));
+		} else {
+			int recv = rnd(2); struct outq *o = recv ? &recvs[k] : &sends[k];
+			if (!o->n) { recv = !recv; o = recv ? &recvs[k] : &sends[k]; }
+			if (!o->n) continue;
+			uint8_t st = rnd(4) ? 0 : rnd(15);
+			complete(q, recv, out_take(o), st, recv ? rnd(1 << 16) : 0, recv && rnd(2), (uint32_t)rng);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2) { fprintf(stderr, "usage: harness OUT.jsonl\n"); return 2; }
+	if (argc != 2 && argc != 4) { fprintf(stderr, "usage: harness OUT.jsonl [SEED STEPS]\n"); return 2; }
 	out = fopen(argv[1], "w"); if (!out) die("fopen");
 	int n; struct ibv_device **list = ibv_get_device_list(&n);
 	if (!list || n < 1) die("ibv_get_device_list");
@@ -169,8 +215,15 @@ int main(int argc, char **argv)
 		ud.s->qpn, ud.s->sq_ring_size, ud.s->rq_ring_size, ud.s->driver_qp_type,
 		srd.s->qpn, srd.s->sq_ring_size, srd.s->rq_ring_size, srd.s->driver_qp_type);
 	to_rts(ud.qp); to_rts(srd.qp);
-
 	static char data[64] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ!?";
+	if (argc == 4) {
+		struct q qs[2] = { ud, srd };
+		rng = strtoull(argv[2], NULL, 0) | 1;
+		random_run(qs, strtoul(argv[3], NULL, 0), data);
+		fclose(out);
+		return 0;
+	}
+
 	struct ibv_sge s1[2] = { { 0x1122334455660000ULL, 4096, 0x00abcdef }, { 0x10000, 100, 0x42 } };
 	struct ibv_sge il[2] = { { (uintptr_t)data, 20, 1 }, { (uintptr_t)data + 40, 12, 1 } };
 	struct ibv_sge r2[2] = { { 0x7000000000ULL, 2048, 0x31 }, { 0x7000001000ULL, 64, 0x0100032 } };
