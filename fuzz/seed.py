@@ -279,6 +279,24 @@ scatter64[63] = 0x28
 add("mlx5_cqe", "resp-scatter64", bytes(scatter64))
 
 
+# ---------------------------------------------------------------------------------------------
+# efa: a 16-byte completion (also read as the geometry bytes), then a CQ buffer
+# ---------------------------------------------------------------------------------------------
+
+def efa_cdesc(req_id, status, flags, qpn, length, ah=0, src_qp=0, imm=0):
+    return struct.pack(LE + "HBBHHHHI", req_id, status, flags, qpn, length, ah, src_qp, imm)
+
+
+add("efa_cqe", "send-ok", efa_cdesc(0, 0, 0b011, 0x12, 0))
+add("efa_cqe", "recv-imm", efa_cdesc(1, 0, 0b1101, 0x12, 4096, 3, 0x34, 0xDEADBEEF))
+add("efa_cqe", "send-rnr", efa_cdesc(2, 10, 0b011, 0x12, 0))
+add("efa_cqe", "bad-queue", efa_cdesc(3, 0, 0b111, 0x12, 0))
+add("efa_cqe", "short", efa_cdesc(0, 0, 0b011, 0, 0)[:15])
+# Two sub-CQs of 4 entries: each first entry new (phase 1), then rewrites that flip phases.
+buf = b"".join(efa_cdesc(i, 0, 0b011 if i % 4 == 0 else 0b010, 1, 0) for i in range(8))
+add("efa_cqe", "two-sub-cqs", bytes([1, 2, 0, 5]) + buf[4:] + bytes([0xFF, 0x01, 0x0F, 0xF0]))
+
+
 def uctx_resp(qp_tab=1 << 18, bf_reg=512, tot_bfregs=16, cache_line=64, sq_desc=512, rq_desc=512,
               send_wqebb=1 << 15, recv_wr=1 << 15, srq_recv_wr=1 << 15, ports=1, comp_mask=7,
               resp_len=72, cqe_version=1, supp_uhw=3, eth_min_inline=1, clock_off=0x2000,

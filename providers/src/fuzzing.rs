@@ -831,3 +831,91 @@ pub fn mlx5_abi(data: &[u8]) {
         Err(_) => assert!(data.len() < 10),
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// efa_cqe
+// ------------------------------------------------------------------------------------------------
+
+/// Target `efa_cqe`: EFA completion descriptors and the CQ consumer over device-written memory.
+///
+/// The input's first 4 bytes choose a geometry (sub-CQ count 1–4, entries 2^0–2^6, entry size
+/// 16 or 32, one sub-CQ without users); the rest is the CQ buffer as the device left it, then
+/// one byte per poll saying which entries to rewrite. Checks: `cqe::parse` accepts exactly the
+/// 16-byte-or-longer entries whose queue type is send or receive, ignores every byte after 16,
+/// and fills receive-only fields only for receives; `to_wc` keeps the status as `vendor_err`;
+/// the consumer never reads outside the buffer (a slice: ASan and bounds checks), takes an
+/// entry only when its phase matches, counts every taken entry in `cc`, skips sub-CQs without
+/// users, and gives back a request id only once (the pool refuses the rest).
+pub fn efa_cqe(data: &[u8]) {
+    use crate::efa::{cqe as ecqe, hw, ring};
+
+    let r = ecqe::parse(data);
+    let queue = data.get(3).map(|f| (f >> 1) & 3);
+    assert_eq!(
+        r.is_ok(),
+        data.len() >= hw::CDESC_SIZE && matches!(queue, Some(1 | 2)),
+        "{r:?}"
+    );
+    if let Ok(c) = r {
+        if data.len() > hw::CDESC_SIZE {
+            assert_eq!(ecqe::parse(&data[..hw::CDESC_SIZE]), Ok(c));
+        }
+        if c.queue == hw::QUEUE_SEND {
+            assert_eq!((c.ah, c.src_qp_num, c.imm, c.has_imm), (0, 0, 0, false));
+        }
+        let wc = ecqe::to_wc(&c, 7);
+        assert_eq!((wc.wr_id, wc.vendor_err), (7, u32::from(c.status)));
+    }
+
+    let mut b = Bytes::new(data);
+    let num_sub = 1 + b.u8() % 4;
+    let entries = 1u32 << (b.u8() % 7);
+    let cqe_size = if b.u8() & 1 == 0 {
+        hw::CDESC_SIZE
+    } else {
+        hw::CDESC_EX_SIZE
+    };
+    let idle = b.u8() % num_sub;
+    let need = usize::from(num_sub) * entries as usize * cqe_size;
+    let mut mem = b.take(need).to_vec();
+    mem.resize(need, 0);
+    let mut cq =
+        ring::CqState::new(u16::from(num_sub), entries, cqe_size, need).expect("valid geometry");
+    for i in 0..u16::from(num_sub) {
+        if i != u16::from(idle) || num_sub == 1 {
+            cq.attach(i).unwrap();
+        }
+    }
+    let mut pool = ring::WridPool::new(entries).unwrap();
+    for i in 0..entries {
+        assert_eq!(pool.take(u64::from(i)), Ok(i as u16));
+    }
+    let mut taken = 0u16;
+    let mut returned = std::collections::HashSet::new();
+    for _ in 0..(4 * need / cqe_size + 4) {
+        match cq.next(&mem[..]) {
+            Some(Ok(c)) => {
+                taken += 1;
+                match pool.complete(c.req_id) {
+                    Ok(w) => assert!(
+                        returned.insert(w),
+                        "request id {} given back twice",
+                        c.req_id
+                    ),
+                    Err(e) => assert!(matches!(e, ring::RingError::BadReqId { .. })),
+                }
+            }
+            // An entry taken that is not a completion (a bad queue type): counted all the same.
+            Some(Err(_)) => taken += 1,
+            None => {}
+        }
+        assert_eq!(cq.cc, taken);
+        // The "device" flips the phase of the entries the next input byte names.
+        let flip = b.u8();
+        for (k, e) in mem.chunks_mut(cqe_size).enumerate() {
+            if (k as u8) & flip != 0 {
+                e[hw::cdesc::FLAGS] ^= 1;
+            }
+        }
+    }
+}

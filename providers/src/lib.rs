@@ -10,6 +10,7 @@
 //! explicitly: an mlx5 context also arrives at [`ContextUser::run_mlx5`], and [`open_devx`]
 //! hands only mlx5 contexts to an [`Mlx5User`].
 
+pub mod efa;
 pub mod fuzzing;
 pub mod mlx5;
 pub mod rxe;

@@ -26,6 +26,11 @@ fn mlx5_cqe() {
 }
 
 #[test]
+fn efa_cqe() {
+    replay("efa_cqe", fuzzing::efa_cqe);
+}
+
+#[test]
 fn mlx5_abi() {
     replay("mlx5_abi", fuzzing::mlx5_abi);
 }

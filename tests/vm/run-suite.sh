@@ -70,6 +70,8 @@ cp "$CASES/lib.sh" "$WORK/suite/cases/lib.sh"
 cp "$HERE/guest/tcp-listening.bash" "$WORK/suite/cases/tcp-listening.bash"
 cp "$HERE/guest/kill-soak.sh" "$WORK/suite/cases/kill-soak.bash"     # for 71-kill-soak
 cp "$HERE/guest/burnin-flat.sh" "$WORK/suite/cases/burnin-flat.bash" # for 72-burnin-flat
+cp "$HERE/../hw/first-contact.sh" "$WORK/suite/cases/first-contact.bash" # for 63-first-contact
+cp "$HERE/../hw/first-contact-lib.bash" "$WORK/suite/cases/first-contact-lib.bash"
 NAMES=()
 VM_TIMEOUT=180
 for c in "$CASES"/*.sh; do

@@ -10,7 +10,7 @@ use super::getopt::{self, invalid, ScanError};
 use super::options::{apply, arg, dup_key, Opt, TABLE};
 use super::state::State;
 use super::{conflict, usage, usage629, xrc};
-use super::{Connection, ErrorKind, ParamError, Params, Persona, Role, TestKind, Tool, ENV_PERSONA};
+use super::{ErrorKind, ParamError, Params, Persona, Role, TestKind, Tool, ENV_PERSONA};
 
 /// What the command line asks for.
 #[derive(Clone, Debug, PartialEq)]
@@ -180,12 +180,8 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
             "reversed traffic over rdma_cm is not supported (perftest 6.06 then connects from the side without a host); leave out -R/-z",
         ));
     }
-    if p.connection == Connection::Srd {
-        return Err(unsupported(
-            "-c/--connection",
-            "connection type SRD is not supported by rperftest (an EFA transport; supported: RC, UC, UD, XRC, DC)",
-        ));
-    }
+    // `-c SRD` passes here: whether the device has SRD is decided once it is found
+    // (`tool::setup::srd_refusal`).
     if st.use_rss {
         return Err(unsupported("--use_rss", "RSS isn't supported"));
     }

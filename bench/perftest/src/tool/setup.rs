@@ -32,6 +32,19 @@ pub(super) struct DevFacts {
     pub(super) port2: Option<(u16, Option<u8>, [u8; 16])>,
 }
 
+/// `-c SRD`, once the device is known: the one line a run ends with (exit 1). SRD is the
+/// transport of AWS EFA devices; any other device has none, and on an EFA device rperftest's
+/// provider has its descriptor formats but no data path yet.
+pub(super) fn srd_refusal(dev: &str, driver_id: u32) -> String {
+    if driver_id == providers::efa::RDMA_DRIVER_EFA {
+        return format!(
+            " -c SRD: {dev} is an EFA device, but rperftest's EFA provider has no SRD data path yet (only its descriptor formats): run SRD with rdma-core's perftest for now"
+        );
+    }
+    let driver = providers::provider_name(driver_id).map_or_else(|| format!("driver id {driver_id}"), |n| format!("the {n} driver"));
+    format!(" -c SRD: device {dev} has no SRD (SRD is the transport of AWS EFA devices; {dev} is served by {driver}): use -c UD or -c RC")
+}
+
 pub(super) fn port_state_name(s: u32) -> &'static str {
     match s {
         0 => "Nop",
@@ -286,4 +299,24 @@ pub(super) fn limits_problem(dev: &str, p: &Params, l: &DevLimits) -> Option<Str
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn srd_refused_in_one_line_naming_the_device() {
+        let rxe = srd_refusal("rxe0", uverbs::sys::RDMA_DRIVER_RXE);
+        assert_eq!(
+            rxe,
+            " -c SRD: device rxe0 has no SRD (SRD is the transport of AWS EFA devices; rxe0 is served by the rxe driver): use -c UD or -c RC"
+        );
+        assert!(srd_refusal("bnxt_re0", 6).contains("served by driver id 6"));
+        let efa = srd_refusal("rdmap0s6", providers::efa::RDMA_DRIVER_EFA);
+        assert!(efa.starts_with(" -c SRD: rdmap0s6 is an EFA device"), "{efa}");
+        for l in [rxe, efa] {
+            assert!(!l.contains('\n'));
+        }
+    }
 }
