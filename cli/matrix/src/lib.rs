@@ -820,7 +820,9 @@ impl MatrixRun<'_> {
         for line in gpu::pairing_lines(sides.filter_map(|s| Some((s.node.as_str(), s.dev.as_str(), s.gpu.as_ref()?)))) {
             println!("{line}");
         }
-        let mut diag = judge::diagnose(done);
+        // The node diagnosis is the pairs' (one pair per node at a time); a pattern's flows
+        // share ports by design, and its counters name the NIC.
+        let mut diag = judge::diagnose(&pairs);
         diag.extend(pattern::step_lines(done));
         diag.extend(pattern::all_rails_lines(done));
         diag.extend(self.loads.iter().cloned());
