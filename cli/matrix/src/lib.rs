@@ -8,6 +8,8 @@
 #[forbid(unsafe_code)]
 pub mod args;
 #[forbid(unsafe_code)]
+pub mod dispatch;
+#[forbid(unsafe_code)]
 pub mod env;
 pub mod exec;
 #[forbid(unsafe_code)]
@@ -202,16 +204,9 @@ fn rec_key(cfg: &Config, r: &Record) -> (String, String, String, String) {
     pair_key(cfg, &r.test, &r.rail, &r.server.node, &r.client.node)
 }
 
-/// The rounds of one test and rail: the circle method (or one pair per round), then, with
-/// `--both-directions`, the same rounds with server and client swapped.
+/// The rounds of one test and rail (schedule::rounds).
 fn all_rounds(cfg: &Config) -> Vec<Vec<schedule::Pair>> {
-    let n = cfg.hosts.len();
-    let mut rounds = if cfg.serial { schedule::serial_rounds(n) } else { schedule::circle_rounds(n) };
-    if cfg.both_directions {
-        let back: Vec<Vec<schedule::Pair>> = rounds.iter().map(|r| r.iter().map(|p| schedule::Pair { a: p.b, b: p.a }).collect()).collect();
-        rounds.extend(back);
-    }
-    rounds
+    schedule::rounds(cfg.hosts.len(), cfg.serial, cfg.both_directions)
 }
 
 /// Re-run rounds for suspect pairs: each pair in the first round where neither node is busy
@@ -557,33 +552,38 @@ impl MatrixRun<'_> {
         Ok(())
     }
 
-    /// The rounds of the pairs that can run and are not recorded yet; a signal, checked
-    /// before and after each round, stops them.
+    /// Every pair of the rounds that can run and is not recorded yet, each started as soon as
+    /// both of its nodes are free (no barrier between rounds: dispatch.rs); pair k of round r
+    /// keeps port `--port-base` + k. A signal starts nothing new and sets `stopped`.
     fn run_rounds(&mut self, on: &TestOnRail) -> Result<(), String> {
-        let (cfg, test, rail) = (self.cfg, on.test, on.rail);
-        let have = &self.have;
-        for (r, round) in self.rounds.iter().enumerate() {
-            let jobs: Vec<Job> = round
-                .iter()
-                .filter(|p| !have.contains(&pair_key(cfg, test, &rail.label, &cfg.hosts[p.a], &cfg.hosts[p.b])))
-                .filter(|p| rail.per_node[p.a].is_ok() && rail.per_node[p.b].is_ok())
-                .enumerate()
-                .filter_map(|(slot, p)| on.job(p, r, slot))
-                .collect();
-            if jobs.is_empty() {
-                continue;
-            }
-            if bench_core::signal::requested() {
-                self.stopped = true;
-                return Ok(());
-            }
-            self.prog.phase = format!("{test} {} round {}/{}", rail.label, r + 1, self.rounds.len());
-            run_round(cfg, self.bin, &jobs, &mut self.prog, &mut self.log, &mut self.done).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-            if bench_core::signal::requested() {
-                self.stopped = true;
-                return Ok(());
-            }
+        let (cfg, test, rail, have) = (self.cfg, on.test, on.rail, &self.have);
+        let (jobs, holds): (Vec<Job>, Vec<[usize; 2]>) = self
+            .rounds
+            .iter()
+            .enumerate()
+            .flat_map(|(r, round)| round.iter().enumerate().map(move |(slot, p)| (r, slot, p)))
+            .filter(|(_, _, p)| !have.contains(&pair_key(cfg, test, &rail.label, &cfg.hosts[p.a], &cfg.hosts[p.b])))
+            .filter_map(|(r, slot, p)| Some((on.job(p, r, slot)?, [p.a, p.b])))
+            .unzip();
+        if jobs.is_empty() {
+            return Ok(());
         }
+        self.prog.phase = format!("{test} {}", rail.label);
+        let (bin, l, log, done) = (self.bin, &cfg.launcher, &mut self.log, &mut self.done);
+        let prog = std::cell::RefCell::new(&mut self.prog);
+        let hooks = dispatch::Hooks {
+            launch: |i: usize| pair::run(l, bin, &jobs[i]),
+            each: |_, rec: Record| {
+                prog.borrow_mut().pair(&rec);
+                log.append(&rec).map_err(|e| format!("{}: results.jsonl: {e}", cfg.out.display()))?;
+                done.push(rec);
+                Ok(())
+            },
+            stop: bench_core::signal::requested,
+            tick: || prog.borrow_mut().draw(),
+        };
+        let at_once = if cfg.serial { 1 } else { usize::MAX };
+        self.stopped |= dispatch::run(holds, cfg.hosts.len(), at_once, hooks)?;
         Ok(())
     }
 
