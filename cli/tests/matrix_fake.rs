@@ -179,3 +179,61 @@ fn a_stop_then_resume_runs_every_pair_once() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn rails_parallel_runs_both_rails_at_once_on_their_own_ports() {
+    let dir = workdir("rails");
+    let env = [
+        ("FAKE_PAIR_S", "0.3"),
+        ("FAKE_RAILS", "2"),
+        ("FAKE_SLOW", ""),
+    ];
+    let out = matrix(&dir, 8, &["--rails-parallel"], &env)
+        .output()
+        .expect("run");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let text = std::fs::read_to_string(dir.join("out/results.jsonl")).expect("results.jsonl");
+    let recs: Vec<Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(recs.len(), 56, "28 pairs on each of 2 rails");
+    let mut seen = std::collections::BTreeSet::new();
+    // (rail, start, end) of each pair, to find two rails' pairs running at the same time.
+    let mut spans: Vec<(String, f64, f64)> = Vec::new();
+    for r in &recs {
+        let rail = r["rail"].as_str().unwrap_or("").to_string();
+        let (a, b) = (
+            r["server"]["node"].as_str().unwrap_or(""),
+            r["client"]["node"].as_str().unwrap_or(""),
+        );
+        let key = (rail.clone(), a.min(b).to_string(), a.max(b).to_string());
+        assert!(seen.insert(key.clone()), "{key:?} twice");
+        assert_eq!(r["status"], "OK", "{r}");
+        // 4 pairs a round: rail fake0 on 18600-18603, fake1 on 18604-18607.
+        let port = r["port"].as_u64().unwrap_or(0);
+        let want = if rail == "fake0" {
+            18600..18604
+        } else {
+            18604..18608
+        };
+        assert!(want.contains(&port), "{rail} on port {port}");
+        let t = r["started_unix"].as_f64().unwrap_or(0.0);
+        spans.push((rail, t, t + r["wall_s"].as_f64().unwrap_or(0.0)));
+    }
+    let overlap = spans.iter().any(|(ra, s, e)| {
+        spans
+            .iter()
+            .any(|(rb, s2, e2)| ra != rb && s < e2 && s2 < e)
+    });
+    assert!(
+        overlap,
+        "no pair of fake0 ran at the same time as one of fake1"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

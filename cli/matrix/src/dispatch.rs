@@ -6,10 +6,12 @@
 //! resources (its two nodes, or with `--rails-parallel` its two nodes' devices on its rail)
 //! and runs the moment both are free, so a node is still in one pair at a time.
 //!
-//! Which pair a freed node takes: among its pending pairs whose other node is free, the one
-//! whose other node has the most work left (pending pairs times the mean time of its pairs so
-//! far), then the earliest round. A slow node is always the one with most work left, so the
-//! first node to free up after it joins it; it never waits for one given partner. The core is
+//! Which pair a freed node takes: among its pending pairs whose other node is free, the
+//! earliest in round order, unless another's other node has clearly more work left (over 1.5
+//! times as much: pending pairs times the mean time of its pairs so far). With even times that
+//! keeps the rounds' perfect matchings (n−1 pair times for n nodes); a slow node always has
+//! the most work left, so the first node to free up after it joins it, and it never waits for
+//! one given partner. The core is
 //! a state machine ([`Dispatcher`]) so that a simulated clock can test it; [`run`] drives it
 //! with threads.
 
@@ -30,6 +32,13 @@ pub struct Dispatcher {
     /// At most this many pairs at once (1 for `--serial`).
     max_in_flight: usize,
     left: usize,
+    /// Resources freed since the last [`Dispatcher::startable`]: a pair can only have become
+    /// startable through one of them, so only they are looked at (at 1,024 nodes a scan of
+    /// every idle node's pending pairs on every event would cost the coordinator seconds).
+    freed: Vec<usize>,
+    /// Every resource is to be looked at: at the start, and after the `max_in_flight` cap
+    /// stopped a scan (the pairs it skipped need no freed resource to start later).
+    rescan: bool,
 }
 
 impl Dispatcher {
@@ -50,6 +59,8 @@ impl Dispatcher {
             in_flight: 0,
             max_in_flight: max_in_flight.max(1),
             left,
+            freed: Vec::new(),
+            rescan: true,
         }
     }
 
@@ -76,7 +87,10 @@ impl Dispatcher {
         if self.busy[r] {
             return None;
         }
-        let mut best: Option<(f64, usize)> = None;
+        // (work left of the other node, pair): the first startable in round order, and the
+        // one whose other node has the most work left.
+        let mut first: Option<(f64, usize)> = None;
+        let mut most: Option<(f64, usize)> = None;
         for &i in &self.pending[r] {
             let [a, b] = self.pairs[i];
             let other = if a == r { b } else { a };
@@ -84,19 +98,31 @@ impl Dispatcher {
                 continue;
             }
             let w = self.work_left(other);
-            // Pending lists are in round order: a later pair wins only with more work.
-            if best.is_none_or(|(bw, _)| w > bw) {
-                best = Some((w, i));
+            first.get_or_insert((w, i));
+            if most.is_none_or(|(mw, _)| w > mw) {
+                most = Some((w, i));
             }
         }
-        best.map(|(_, i)| i)
+        // Round order keeps the rounds' perfect matchings when times are even; a node with
+        // clearly more work left (half as much again: a slow node) goes first.
+        match (first, most) {
+            (Some((fw, f)), Some((mw, m))) => Some(if mw > 1.5 * fw { m } else { f }),
+            _ => None,
+        }
     }
 
     /// The pairs to start now; they are marked started and their resources busy.
     pub fn startable(&mut self) -> Vec<usize> {
         let mut out = Vec::new();
-        for r in 0..self.pending.len() {
+        let look: Vec<usize> = if std::mem::take(&mut self.rescan) {
+            self.freed.clear();
+            (0..self.pending.len()).collect()
+        } else {
+            std::mem::take(&mut self.freed)
+        };
+        for r in look {
             if self.in_flight >= self.max_in_flight {
+                self.rescan = true;
                 break;
             }
             if let Some(i) = self.best_for(r) {
@@ -115,6 +141,7 @@ impl Dispatcher {
         self.in_flight -= 1;
         for r in self.pairs[i] {
             self.busy[r] = false;
+            self.freed.push(r);
             self.seen[r].0 += 1;
             self.seen[r].1 += secs.max(0.0);
         }
@@ -228,9 +255,12 @@ pub fn simulate(pairs: &[[usize; 2]], resources: usize, max_in_flight: usize, se
         else {
             break;
         };
-        let (end, i) = running.swap_remove(k);
-        now = end;
-        d.finished(i, secs[i]);
+        now = running[k].0;
+        // Pairs that end at the same moment free their nodes together.
+        while let Some(k) = running.iter().position(|&(end, _)| end <= now) {
+            let (_, i) = running.swap_remove(k);
+            d.finished(i, secs[i]);
+        }
     }
     now
 }
@@ -311,6 +341,15 @@ mod tests {
                 ideal(&round, &secs)
             );
         }
+    }
+
+    /// Pairs ending together free their nodes together, and round order then rebuilds the
+    /// rounds' perfect matchings.
+    #[test]
+    fn equal_times_take_one_pair_time_a_round_at_256_nodes() {
+        let (pairs, _) = pairs_of(256);
+        let secs = vec![1.0; pairs.len()];
+        assert_eq!(simulate(&pairs, 256, usize::MAX, &secs), 255.0);
     }
 
     #[test]
