@@ -9,7 +9,9 @@
 # Cases are bash scripts; they get RXE_DEV RXE_NETDEV RXE_IP RXE_GID_IDX
 # RXE_VM_MODE VMTEST_LIB VMTEST_TMP (cwd) VMTEST_CASE, and source
 # "$VMTEST_LIB" (tests/vm/cases/lib.sh).  Headers: see guest/suite-runner.sh
-# (# timeout: SECS, # mode: full|bare|any, # xfail: REASON).
+# (# timeout: SECS, # mode: full|bare|any, # xfail: REASON).  A selected case
+# with "# overlay: cluster" boots the suite's VM with the cluster overlay
+# (OpenSSH, munge, Slurm; nothing is started) for every case.
 #
 #   --mode M        image mode (default full)            [RXE_VM_MODE]
 #   --filter REGEX  only cases whose name (file name without .sh) matches
@@ -72,6 +74,8 @@ cp "$HERE/guest/kill-soak.sh" "$WORK/suite/cases/kill-soak.bash"     # for 71-ki
 cp "$HERE/guest/burnin-flat.sh" "$WORK/suite/cases/burnin-flat.bash" # for 72-burnin-flat
 cp "$HERE/../hw/first-contact.sh" "$WORK/suite/cases/first-contact.bash" # for 63-first-contact
 cp "$HERE/../hw/first-contact-lib.bash" "$WORK/suite/cases/first-contact-lib.bash"
+cp "$HERE/netns-cluster.sh" "$WORK/suite/cases/netns-cluster.bash"  # for 66-netns-bed
+OVERLAY_ARGS=()
 NAMES=()
 VM_TIMEOUT=180
 for c in "$CASES"/*.sh; do
@@ -82,6 +86,7 @@ for c in "$CASES"/*.sh; do
     NAMES+=("$name")
     t=$(sed -n '1,40s/^# timeout:[[:space:]]*\([0-9]\+\).*/\1/p' "$c" | head -1)
     VM_TIMEOUT=$((VM_TIMEOUT + ${t:-$DEF_TIMEOUT}))
+    if sed -n '1,40p' "$c" | grep -q '^# overlay:[[:space:]]*cluster'; then OVERLAY_ARGS=(--overlay cluster); fi
 done
 if [ ${#NAMES[@]} = 0 ]; then
     say "no cases selected (filter '${FILTER}')"
@@ -91,7 +96,7 @@ fi
 say "mode=$MODE cases=${#NAMES[@]} bins=$(ls "$WORK/bin" | tr '\n' ' ')"
 
 # ------------------------------------------------------------ run
-"$HERE/run-in-vm.sh" -q --mode "$MODE" --timeout "${RXE_VM_TIMEOUT:-$VM_TIMEOUT}" \
+"$HERE/run-in-vm.sh" -q --mode "$MODE" "${OVERLAY_ARGS[@]}" --timeout "${RXE_VM_TIMEOUT:-$VM_TIMEOUT}" \
     --timing-file "$WORK/timing" \
     -e "VMTEST_VERBOSE=$VERBOSE" -e "VMTEST_DEFAULT_TIMEOUT=$DEF_TIMEOUT" \
     "$WORK/bin" "$WORK/suite" -- bash /mnt/host/suite/runner.sh | tee "$WORK/out"

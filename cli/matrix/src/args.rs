@@ -50,9 +50,17 @@ pub struct Config {
     pub preflight_only: bool,
     /// `--gpu auto|N`: each side's perftest on a GPU's memory.
     pub gpu: Option<super::gpu::GpuMode>,
+    /// `--plan`: print the plan and touch no node.
+    pub plan: Option<super::planopts::PlanOpts>,
+    /// `--rails-parallel`: the rails' pairs at the same time.
+    pub rails_parallel: bool,
 }
 
 pub fn command() -> Command {
+    super::planopts::args(base_command())
+}
+
+fn base_command() -> Command {
     let f64_arg = |name: &'static str, help: &'static str| Arg::new(name).long(name).value_parser(value_parser!(f64)).help(help);
     Command::new("rperftest matrix")
         .about("perftest between every pair of nodes, on every rail, over ssh or srun")
@@ -68,7 +76,7 @@ pub fn command() -> Command {
         .arg(Arg::new("test").long("test").value_name("TESTS").default_value("write_bw").help("comma-separated: write_bw, send_lat, ... (the eight tools, with or without ib_)"))
         .arg(Arg::new("devices").long("devices").value_name("DEVS").default_value("auto").help("rails: mlx5_0,mlx5_1, or auto (each node's devices with an active port 1, in name order)"))
         .arg(Arg::new("launcher").long("launcher").value_parser(["ssh", "srun"]).help("default: srun inside a Slurm allocation (SLURM_JOB_ID set), else ssh"))
-        .arg(Arg::new("out").long("out").value_name("DIR").required(true).help("output directory (created)"))
+        .arg(Arg::new("out").long("out").value_name("DIR").required_unless_present("plan").help("output directory (created)"))
         .arg(Arg::new("remote-bin").long("remote-bin").value_name("PATH").default_value("rperftest").help("rperftest on the nodes"))
         .arg(Arg::new("port-base").long("port-base").value_parser(value_parser!(u16).range(1024..=65000)).default_value("18600").help("pair k of a round uses PORT+k"))
         .arg(Arg::new("serial").long("serial").action(ArgAction::SetTrue).help("one pair at a time"))
@@ -138,7 +146,9 @@ fn check_options(tool: Tool, opts: &[String]) -> Result<Box<Params>, String> {
 pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
     let m = command().try_get_matches_from(std::iter::once("rperftest matrix".to_string()).chain(args.iter().cloned()))?;
     let bad = |msg: String| command().error(clap::error::ErrorKind::ValueValidation, msg);
-    let hosts = if let Some(f) = m.get_one::<String>("hostfile") {
+    let hosts = if let Some(nodes) = super::planopts::node_names(&m) {
+        nodes
+    } else if let Some(f) = m.get_one::<String>("hostfile") {
         let text = std::fs::read_to_string(f).map_err(|e| bad(format!("--hostfile {f}: {e}")))?;
         hostlist::parse_hostfile(&text).map_err(|e| bad(format!("--hostfile {f}: {e}")))?
     } else if let Some(h) = m.get_one::<String>("hosts") {
@@ -146,7 +156,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
     } else if let Some(h) = &env.slurm_nodelist {
         hostlist::expand(h).map_err(|e| bad(format!("SLURM_JOB_NODELIST: {e}")))?
     } else {
-        return Err(bad("no hosts: give --hosts or --hostfile, or run inside a Slurm allocation".into()));
+        return Err(bad("no hosts: give --hosts or --hostfile (or --nodes N with --plan), or run inside a Slurm allocation".into()));
     };
     if hosts.len() < 2 {
         return Err(bad(format!("{} host(s): a matrix needs at least two", hosts.len())));
@@ -282,6 +292,8 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         preflight,
         rules,
         gpu,
+        plan: super::planopts::opts(&m).map_err(bad)?,
+        rails_parallel: m.get_flag("rails-parallel"),
     })
 }
 

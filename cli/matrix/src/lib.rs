@@ -11,6 +11,8 @@ pub mod arp;
 #[forbid(unsafe_code)]
 pub mod counters;
 #[forbid(unsafe_code)]
+pub mod dispatch;
+#[forbid(unsafe_code)]
 pub mod env;
 pub mod exec;
 #[forbid(unsafe_code)]
@@ -32,6 +34,9 @@ mod loads;
 pub mod pair;
 #[forbid(unsafe_code)]
 pub mod pattern;
+pub mod plan;
+#[forbid(unsafe_code)]
+pub mod planopts;
 #[forbid(unsafe_code)]
 pub mod probe;
 #[forbid(unsafe_code)]
@@ -316,16 +321,9 @@ fn rail_key(rail: &str, pattern: &str, step: usize) -> String {
     }
 }
 
-/// The rounds of one test and rail: the circle method (or one pair per round), then, with
-/// `--both-directions`, the same rounds with server and client swapped.
+/// The rounds of one test and rail (schedule::rounds).
 fn all_rounds(cfg: &Config) -> Vec<Vec<schedule::Pair>> {
-    let n = cfg.hosts.len();
-    let mut rounds = if cfg.serial { schedule::serial_rounds(n) } else { schedule::circle_rounds(n) };
-    if cfg.both_directions {
-        let back: Vec<Vec<schedule::Pair>> = rounds.iter().map(|r| r.iter().map(|p| schedule::Pair { a: p.b, b: p.a }).collect()).collect();
-        rounds.extend(back);
-    }
-    rounds
+    schedule::rounds(cfg.hosts.len(), cfg.serial, cfg.both_directions)
 }
 
 /// Re-run rounds for suspect pairs: each pair in the first round where neither node is busy
@@ -445,6 +443,9 @@ pub fn run(argv: &[String], env: &args::Env) -> u8 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    if let Some(p) = &cfg.plan {
+        return plan::print(&cfg, p);
+    }
     match run_config(&cfg) {
         Ok(all_ok) => u8::from(!all_ok),
         Err(e) => {
@@ -543,6 +544,8 @@ struct TestOnRail<'a> {
     test: &'a str,
     rail: &'a Rail,
     deadline: std::time::Duration,
+    /// Added to the port slot: rail j's pairs use their own ports under `--rails-parallel`.
+    port_offset: usize,
 }
 
 impl TestOnRail<'_> {
@@ -554,7 +557,7 @@ impl TestOnRail<'_> {
                 tool: t.tool,
                 rail: rail.label.clone(),
                 round: r,
-                port: cfg.port_base + u16::try_from(slot).unwrap_or(0),
+                port: cfg.port_base + u16::try_from(self.port_offset + slot).unwrap_or(0),
                 server: endpoint(&cfg.hosts[p.a], da),
                 client: endpoint(&cfg.hosts[p.b], db),
                 options: cfg.options.clone(),
@@ -645,6 +648,10 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
         drawn: false,
     };
     let mut run = MatrixRun { cfg, bin, t_start, jsonl, log, done, have, notes, rounds, total, prog, retried: Vec::new(), stopped: false, loads: Vec::new() };
+    let widest = run.rounds.iter().map(Vec::len).max().unwrap_or(0);
+    if cfg.rails_parallel && usize::from(cfg.port_base) + rails.len() * widest > usize::from(u16::MAX) {
+        return Err(format!("--port-base {}: {} rails of {widest} pairs at once do not fit below 65536", cfg.port_base, rails.len()));
+    }
     'phases: for t in &cfg.tests {
         let test = t.tool.name();
         let deadline = schedule::pair_deadline(&t.params, &cfg.floors);
@@ -656,8 +663,11 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
                 }
                 continue;
             }
-            for rail in &rails {
-                run.test_on_rail(&TestOnRail { cfg, t, test, rail, deadline })?;
+            let ons: Vec<TestOnRail> = rails.iter().enumerate().map(|(j, rail)| TestOnRail { cfg, t, test, rail, deadline, port_offset: if cfg.rails_parallel { j * widest } else { 0 } }).collect();
+            // --rails-parallel: every rail's pairs in one dispatch; else one rail after another.
+            let groups: Vec<&[TestOnRail]> = if cfg.rails_parallel { vec![&ons[..]] } else { ons.chunks(1).collect() };
+            for g in groups {
+                run.test_on_rails(g)?;
                 if run.stopped {
                     break 'phases;
                 }
@@ -669,15 +679,21 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
 }
 
 impl MatrixRun<'_> {
-    /// Every pair of one test on one rail: the rounds, then the re-runs of suspects. Sets
-    /// `stopped` when a signal ends the run.
-    fn test_on_rail(&mut self, on: &TestOnRail) -> Result<(), String> {
-        self.record_not_run(on)?;
-        self.run_rounds(on)?;
-        if self.stopped || !self.cfg.retry {
-            return Ok(());
+    /// Every pair of one test on some rails (one, or all with `--rails-parallel`): the
+    /// rounds, then the re-runs of suspects, rail by rail. Sets `stopped` when a signal ends
+    /// the run.
+    fn test_on_rails(&mut self, ons: &[TestOnRail]) -> Result<(), String> {
+        for on in ons {
+            self.record_not_run(on)?;
         }
-        self.rerun_suspects(on)
+        self.run_rounds(ons)?;
+        for on in ons {
+            if self.stopped || !self.cfg.retry {
+                return Ok(());
+            }
+            self.rerun_suspects(on)?;
+        }
+        Ok(())
     }
 
     /// Pairs that cannot run are recorded at once, not waited for.
@@ -709,33 +725,47 @@ impl MatrixRun<'_> {
         Ok(())
     }
 
-    /// The rounds of the pairs that can run and are not recorded yet; a signal, checked
-    /// before and after each round, stops them.
-    fn run_rounds(&mut self, on: &TestOnRail) -> Result<(), String> {
-        let (cfg, test, rail) = (self.cfg, on.test, on.rail);
-        let have = &self.have;
+    /// Every pair of the rounds on the rails `ons` that can run and is not recorded yet, each
+    /// started as soon as both of its nodes are free on its rail (no barrier between rounds:
+    /// dispatch.rs); pair k of round r keeps port `--port-base` + k (+ the rail's offset). A
+    /// signal starts nothing new and sets `stopped`.
+    fn run_rounds(&mut self, ons: &[TestOnRail]) -> Result<(), String> {
+        let (cfg, have, n) = (self.cfg, &self.have, self.cfg.hosts.len());
+        let mut jobs: Vec<Job> = Vec::new();
+        // The resources a pair holds: its two nodes on its rail (node + n x the rail's place).
+        let mut holds: Vec<[usize; 2]> = Vec::new();
         for (r, round) in self.rounds.iter().enumerate() {
-            let jobs: Vec<Job> = round
-                .iter()
-                .filter(|p| !have.contains(&pair_key(cfg, test, &rail.label, &cfg.hosts[p.a], &cfg.hosts[p.b])))
-                .filter(|p| rail.per_node[p.a].is_ok() && rail.per_node[p.b].is_ok())
-                .enumerate()
-                .filter_map(|(slot, p)| on.job(p, r, slot))
-                .collect();
-            if jobs.is_empty() {
-                continue;
-            }
-            if bench_core::signal::requested() {
-                self.stopped = true;
-                return Ok(());
-            }
-            self.prog.phase = format!("{test} {} round {}/{}", rail.label, r + 1, self.rounds.len());
-            run_round(cfg, self.bin, &jobs, &mut self.prog, &mut self.log, &mut self.done).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-            if bench_core::signal::requested() {
-                self.stopped = true;
-                return Ok(());
+            for (j, on) in ons.iter().enumerate() {
+                for (slot, p) in round.iter().enumerate() {
+                    if have.contains(&pair_key(cfg, on.test, &on.rail.label, &cfg.hosts[p.a], &cfg.hosts[p.b])) {
+                        continue;
+                    }
+                    if let Some(job) = on.job(p, r, slot) {
+                        jobs.push(job);
+                        holds.push([j * n + p.a, j * n + p.b]);
+                    }
+                }
             }
         }
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        self.prog.phase = format!("{} {}", ons[0].test, ons.iter().map(|o| o.rail.label.as_str()).collect::<Vec<_>>().join("+"));
+        let (bin, l, log, done) = (self.bin, &cfg.launcher, &mut self.log, &mut self.done);
+        let prog = std::cell::RefCell::new(&mut self.prog);
+        let hooks = dispatch::Hooks {
+            launch: |i: usize| pair::run(l, bin, &jobs[i]),
+            each: |_, rec: Record| {
+                prog.borrow_mut().pair(&rec);
+                log.append(&rec).map_err(|e| format!("{}: results.jsonl: {e}", cfg.out.display()))?;
+                done.push(rec);
+                Ok(())
+            },
+            stop: bench_core::signal::requested,
+            tick: || prog.borrow_mut().draw(),
+        };
+        let at_once = if cfg.serial { 1 } else { usize::MAX };
+        self.stopped |= dispatch::run(holds, n * ons.len(), at_once, hooks)?;
         Ok(())
     }
 

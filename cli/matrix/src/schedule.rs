@@ -51,6 +51,17 @@ pub fn serial_rounds(n: usize) -> Vec<Vec<Pair>> {
     circle_rounds(n).into_iter().flatten().map(|p| vec![p]).collect()
 }
 
+/// The rounds of one test and rail: the circle method (or one pair per round with `serial`),
+/// then, with `both_directions`, the same rounds with server and client swapped.
+pub fn rounds(n: usize, serial: bool, both_directions: bool) -> Vec<Vec<Pair>> {
+    let mut rounds = if serial { serial_rounds(n) } else { circle_rounds(n) };
+    if both_directions {
+        let back: Vec<Vec<Pair>> = rounds.iter().map(|r| r.iter().map(|p| Pair { a: p.b, b: p.a }).collect()).collect();
+        rounds.extend(back);
+    }
+    rounds
+}
+
 /// The slowest a healthy link may be and still count as working, for the deadlines.
 #[derive(Clone, Copy, Debug)]
 pub struct Floors {
