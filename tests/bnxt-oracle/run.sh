@@ -2,7 +2,7 @@
 # bnxt_re oracle: build the fake-kernel shim + harness in /tmp, run Debian's libbnxt_re (rdma-core 44)
 # through every case, and write the golden files into OUT (default: providers/tests/fixtures/bnxt_re/).
 # Usage: run.sh [OUT]. Needs no RDMA hardware or kernel support; about 5 s. The product never links
-# these packages.
+# these packages. BNXT_ORACLE_BUILD: where to build (default /tmp/bnxt-oracle-build).
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -23,3 +23,12 @@ for V in static variable; do
     LD_LIBRARY_PATH="$B" LD_PRELOAD="$B/libbnxtoracle_shim.so" "$B/bnxtoracle" "$OUT/$V.jsonl" "$V"
 done
 echo "bnxt oracle: wrote $OUT/static.jsonl $OUT/variable.jsonl"
+# BNXT_ORACLE_SEEDS="1 2 ...": also a random run (600 steps of posts, completions, polls, arms) per
+# seed and mode, random-SEED-static.jsonl and random-SEED-variable.jsonl (the differential test).
+for SEED in ${BNXT_ORACLE_SEEDS:-}; do
+  for V in static variable; do
+    case $V in static) CHIP=0x16d7; MODE=;; variable) CHIP=0x1750; MODE=variable;; esac
+    env SHIM_CHIP=$CHIP ${MODE:+SHIM_MODE=$MODE} BNXT_ORACLE_SEED=$SEED SHIM_LOG="$B/shim_log_random.txt" SYSFS_PATH=$SYS \
+      LD_LIBRARY_PATH="$B" LD_PRELOAD="$B/libbnxtoracle_shim.so" "$B/bnxtoracle" "$OUT/random-$SEED-$V.jsonl" "random-$SEED-$V"
+  done
+done

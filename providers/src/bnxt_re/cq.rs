@@ -126,8 +126,8 @@ impl<P: Page> Bnxt<P> {
     pub(super) fn cq_poll(&self, cq: &mut BnxtCq, out: &mut [WorkCompletion]) -> usize {
         let mut n = 0;
         let mut consumed = 0;
-        // Each look either consumes the entry or retires one outstanding send WQE, so the loop
-        // ends even on hostile entries.
+        // Each look either consumes the entry or retires one send WQE, and a send entry is
+        // looked at at most `nswr` times, so the loop ends even on hostile entries.
         while n < out.len() {
             let off = cq.head as usize * CQE_SIZE;
             // The word with the phase bit first; the rest of the entry only after it is seen
@@ -199,11 +199,9 @@ fn base_wc(qp: &QpShared, wr_id: u64, status: WcStatus, opcode: WcOpcode) -> Wor
 }
 
 fn send_step(cq: &mut BnxtCq, qp: &Arc<QpShared>, c: &Cqe) -> Step {
+    // No check that anything is outstanding, as libbnxt_re: an entry for an empty queue retires
+    // the oldest software entry again (indices stay in range; the poll loop stays bounded).
     let mut sq = qp.sq.lock().unwrap_or_else(|e| e.into_inner());
-    if sq.is_empty() {
-        // Nothing outstanding: a completion for nothing is dropped.
-        return CONSUMED;
-    }
     let e = sq.retire();
     if c.status != REQ_ST_OK {
         drop(sq);
@@ -224,10 +222,12 @@ fn send_step(cq: &mut BnxtCq, qp: &Arc<QpShared>, c: &Cqe) -> Step {
         }
         wc
     });
+    // Look at the entry again until the oldest outstanding WQE is the one after it: at most
+    // `nswr` looks, since the index is masked to the ring.
     let cindx = c.con_indx & (qp.nswr - 1);
     Step {
         wc,
-        again: sq.last() != cindx && !sq.is_empty(),
+        again: sq.last() != cindx,
     }
 }
 
@@ -248,7 +248,7 @@ fn recv_step(cq: &mut BnxtCq, qp: &Arc<QpShared>, c: &Cqe) -> Step {
         None => {
             let Some(rq) = &qp.rq else { return CONSUMED };
             let mut r = rq.lock().unwrap_or_else(|e| e.into_inner());
-            if r.is_empty() || c.status == RSP_ST_HW_FLUSH {
+            if c.status == RSP_ST_HW_FLUSH {
                 // The hardware's own flush: software flushes the queue instead.
                 return CONSUMED;
             }

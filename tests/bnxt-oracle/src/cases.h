@@ -147,3 +147,125 @@ static void run_cases(void)
 	errors();
 	wrap();
 }
+
+/* ---------- the differential run: a random sequence of calls and device answers ---------- */
+
+static uint64_t rng;
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+/* what the harness knows is outstanding, so it writes completions only for posted requests
+ * (libbnxt_re trusts the device there: an entry for an empty queue retires garbage) */
+static uint32_t sends_out[3], recvs_out[3];
+
+static struct ibv_send_wr random_send(struct q *q, uint64_t id, struct ibv_sge *s)
+{
+	static const enum ibv_wr_opcode rc_ops[] = { IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
+		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD };
+	enum ibv_wr_opcode op = q->type == IBV_QPT_UD ? rc_ops[rnd(2)] : q->type == IBV_QPT_UC ? rc_ops[rnd(4)] : rc_ops[rnd(7)];
+	int atomic = op >= IBV_WR_ATOMIC_CMP_AND_SWP, nsge = atomic ? 1 : (int)rnd(3);
+	unsigned flags = (rnd(2) ? IBV_SEND_SIGNALED : 0) | (rnd(8) == 0 ? IBV_SEND_FENCE : 0) | (rnd(8) == 0 ? IBV_SEND_SOLICITED : 0);
+	uint32_t total = 0;
+	for (int i = 0; i < nsge; i++) {
+		s[i] = sge(rnd(DATA_LEN / 2) & ~7u, atomic ? 8 : 1 + rnd(i ? 64 : 5000));
+		total += s[i].length;
+	}
+	/* inline only where libbnxt_re lays it out right (docs/providers.md): one SGE; in variable
+	 * mode at most one slot, since it copies a longer payload straight past the ring's end
+	 * (into the PSN area) where a WQE wraps */
+	uint32_t max_inl = getenv("SHIM_MODE") ? 16 : 64;
+	if (!atomic && op != IBV_WR_RDMA_READ && nsge <= 1 && total <= max_inl && rnd(3) == 0) flags |= IBV_SEND_INLINE;
+	struct ibv_send_wr w = swr(id, op, s, nsge, flags);
+	if (atomic) w.wr.atomic = (typeof(w.wr.atomic)){ 0x7f0000000000ULL + rnd(1 << 20) * 8, rng, rng >> 3, rnd(1 << 20) };
+	if (q->type == IBV_QPT_UD) w.wr.ud = (typeof(w.wr.ud)){ ah, rnd(1 << 24), rnd(0xffffffff) };
+	return w;
+}
+
+/* drain q after an error: complete what is still outstanding, flush, back to RTS */
+static void recover(struct q *q, int i)
+{
+	if (sends_out[i]) send_ok(q);
+	/* every queue empty before the reset: libbnxt_re zeroes the ring indices but keeps its
+	 * software entries, so a reset with requests outstanding leaves them out of step */
+	for (int k = 0; k < 4 && poll(16) == 16; k++)
+		;
+	to_rts(q);
+	sends_out[i] = recvs_out[i] = 0;
+}
+
+static void random_step(uint64_t *id)
+{
+	struct q *qs[3] = { &rc, &uc, &ud };
+	int i = rnd(3); struct q *q = qs[i];
+	struct ibv_sge s[8][2];
+	switch (rnd(8)) {
+	case 0: case 1: case 2: {
+		int n = 1 + rnd(3); struct ibv_send_wr w[3];
+		for (int k = 0; k < n; k++) w[k] = random_send(q, (*id)++, s[k]);
+		uint32_t before = q->posted;
+		post_send(q, w, n);
+		sends_out[i] += q->posted - before;
+		break; }
+	case 3: {
+		int n = 1 + rnd(2); struct ibv_recv_wr r[2];
+		for (int k = 0; k < n; k++) {
+			int nsge = rnd(3);
+			for (int j = 0; j < nsge; j++) s[k][j] = sge(rnd(DATA_LEN / 2), 1 + rnd(4096));
+			r[k] = (struct ibv_recv_wr){ .wr_id = (*id)++, .sg_list = s[k], .num_sge = nsge };
+		}
+		int before = recvs_out[i];
+		post_recv(q, r, n);
+		/* the harness cannot see how many were taken: a post fails only on a full queue here */
+		recvs_out[i] = before + n > 8 ? 8 : before + n;
+		break; }
+	case 4: case 5:
+		if (sends_out[i]) {
+			static const int req_err[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xa, 0xc }; /* not 0xb: WR_FLUSH */
+			int st = rnd(10) == 0 ? req_err[rnd(11)] : 0;
+			cqe(q, K_SEND, st, 0, st ? q->posted - sends_out[i] + 1 : q->posted, 0, 0, 0);
+			/* an error entry retires the oldest request only; the rest are flushed */
+			if (st) { sends_out[i]--; poll(4); recover(q, i); } else sends_out[i] = 0;
+		}
+		break;
+	case 6:
+		if (recvs_out[i] && q->type != IBV_QPT_UC) {
+			static const int rsp_err[] = { 1, 2, 3, 4, 5, 6, 8, 9 }; /* not 7: WR_FLUSH */
+			int st = rnd(10) == 0 ? rsp_err[rnd(8)] : 0;
+			int flags = rnd(2) ? 0x2 | (rnd(2) ? 0x8 : 0) : 0;
+			uint64_t src = (uint64_t)rnd(1 << 16) << 48;
+			cqe(q, q->type == IBV_QPT_UD ? K_UD : K_RC, st, flags, rnd(5000), rnd(0xffffffff), src, 0);
+			recvs_out[i]--;
+			if (st) { poll(4); recover(q, i); }
+		}
+		break;
+	default:
+		if (rnd(8) == 0) {
+			int se = rnd(2);
+			ibv_req_notify_cq(cq, se); fprintf(out, "{\"ev\":\"arm\",\"solicited\":%d", se); dbs(); fprintf(out, "}\n");
+		}
+		poll(1 + rnd(16));
+	}
+}
+
+/* a software flush completion retires a request the harness still counted */
+static void count_flush(const struct ibv_wc *w)
+{
+	struct q *qs[3] = { &rc, &uc, &ud };
+	for (int i = 0; i < 3; i++) {
+		if (w->status != IBV_WC_WR_FLUSH_ERR || w->qp_num != qs[i]->qp->qp_num) continue;
+		if (w->opcode & IBV_WC_RECV) { if (recvs_out[i]) recvs_out[i]--; }
+		else if (sends_out[i]) sends_out[i]--;
+	}
+}
+
+static void run_random(uint64_t seed, int steps)
+{
+	rng = seed * 0x9e3779b97f4a7c15ULL + 1;
+	on_wc = count_flush;
+	setup_qps();
+	uint64_t id = 1;
+	for (int k = 0; k < steps; k++) random_step(&id);
+}

@@ -198,7 +198,8 @@ static void field(const char *k, const void *p, size_t n, unsigned long long v, 
 	if (i == n) fprintf(out, "null"); else fprintf(out, "%llu", v);
 }
 
-static void poll(int n)
+static void (*on_wc)(const struct ibv_wc *);
+static int poll(int n)
 {
 	struct ibv_wc wc[16];
 	memset(wc, 0xee, sizeof(wc));
@@ -206,6 +207,7 @@ static void poll(int n)
 	fprintf(out, "{\"ev\":\"poll\",\"n\":%d,\"ret\":%d,\"wcs\":[", n, r);
 	for (int i = 0; i < r; i++) {
 		struct ibv_wc *w = &wc[i]; int f = 1;
+		if (on_wc) on_wc(w);
 		fputs(i ? ",{" : "{", out);
 #define F(k) field(#k, &w->k, sizeof(w->k), (unsigned long long)w->k, &f)
 		F(wr_id); F(status); F(opcode); F(vendor_err); F(byte_len); F(imm_data); F(qp_num); F(src_qp); F(wc_flags);
@@ -213,6 +215,7 @@ static void poll(int n)
 		fputc('}', out);
 	}
 	fputc(']', out); diff("cq_diff", &cqb); dbs(); fprintf(out, "}\n");
+	return r;
 }
 
 static struct ibv_sge sge(uint64_t off, uint32_t len) { return (struct ibv_sge){ DATA_VA + off, len, mr->lkey }; }
@@ -244,7 +247,8 @@ int main(int argc, char **argv)
 	fprintf(out, "{\"ev\":\"setup\",\"variant\":\"%s\",\"chip\":\"%s\",\"mode\":\"%s\",\"cqe\":15,\"cqid\":%u,\"cq_bytes\":%zu,"
 		"\"lkey\":%u,\"data_va\":%llu}\n", argv[2], getenv("SHIM_CHIP") ? getenv("SHIM_CHIP") : "0x16d7",
 		getenv("SHIM_MODE") ? getenv("SHIM_MODE") : "", S->cq[0].id, cqb.len, mr->lkey, DATA_VA);
-	run_cases();
+	const char *seed = getenv("BNXT_ORACLE_SEED");
+	if (seed) run_random(strtoull(seed, NULL, 0), 600); else run_cases();
 	fclose(out);
 	return 0;
 }
