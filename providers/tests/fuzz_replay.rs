@@ -26,6 +26,11 @@ fn mlx5_cqe() {
 }
 
 #[test]
+fn bnxt_re_cqe() {
+    replay("bnxt_re_cqe", fuzzing::bnxt_re_cqe);
+}
+
+#[test]
 fn mlx5_abi() {
     replay("mlx5_abi", fuzzing::mlx5_abi);
 }

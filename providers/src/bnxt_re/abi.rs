@@ -18,6 +18,41 @@ pub const QP_RESP_LEN: usize = 8;
 /// `struct bnxt_re_srq_resp`.
 pub const SRQ_RESP_LEN: usize = 4;
 
+/// Field offsets of `struct bnxt_re_uctx_resp`.
+pub mod uctx {
+    pub const DEV_ID: usize = 0;
+    pub const MAX_QP: usize = 4;
+    pub const PG_SIZE: usize = 8;
+    pub const CQE_SZ: usize = 12;
+    pub const MAX_CQD: usize = 16;
+    pub const COMP_MASK: usize = 24;
+    pub const CHIP_ID0: usize = 32;
+    pub const CHIP_ID1: usize = 36;
+    pub const MODE: usize = 40;
+}
+/// Field offsets of `struct bnxt_re_pd_resp`.
+pub mod pd {
+    pub const PDID: usize = 0;
+    pub const DPI: usize = 4;
+    pub const DBR: usize = 8;
+}
+/// Field offsets of the CREATE_CQ / CREATE_QP / CREATE_SRQ driver data.
+pub mod obj {
+    /// `bnxt_re_cq_req.cq_va`, `bnxt_re_qp_req.qpsva`, `bnxt_re_srq_req.srqva`.
+    pub const VA: usize = 0;
+    /// `bnxt_re_cq_req.cq_handle`, `bnxt_re_srq_req.srq_handle`, `bnxt_re_qp_req.qprva`.
+    pub const SECOND: usize = 8;
+    /// `bnxt_re_qp_req.qp_handle`.
+    pub const QP_HANDLE: usize = 16;
+    /// `bnxt_re_cq_resp.tail`, `.phase`.
+    pub const CQ_TAIL: usize = 4;
+    pub const CQ_PHASE: usize = 8;
+}
+/// `sizeof` of the requests.
+pub const CQ_REQ_LEN: usize = 16;
+pub const QP_REQ_LEN: usize = 24;
+pub const SRQ_REQ_LEN: usize = 16;
+
 /// `BNXT_RE_UCNTX_CMASK_HAVE_CCTX`, `_HAVE_MODE`.
 pub const CMASK_HAVE_CCTX: u64 = 0x1;
 pub const CMASK_HAVE_MODE: u64 = 0x2;
@@ -60,15 +95,15 @@ pub struct UctxResp {
 impl UctxResp {
     pub fn parse(b: &[u8]) -> Result<UctxResp> {
         let r = UctxResp {
-            dev_id: u32_at(b, 0),
-            max_qp: u32_at(b, 4),
-            pg_size: u32_at(b, 8),
-            cqe_sz: u32_at(b, 12),
-            max_cqd: u32_at(b, 16),
-            comp_mask: u64_at(b, 24),
-            chip_id0: u32_at(b, 32),
-            chip_id1: u32_at(b, 36),
-            mode: u32_at(b, 40),
+            dev_id: u32_at(b, uctx::DEV_ID),
+            max_qp: u32_at(b, uctx::MAX_QP),
+            pg_size: u32_at(b, uctx::PG_SIZE),
+            cqe_sz: u32_at(b, uctx::CQE_SZ),
+            max_cqd: u32_at(b, uctx::MAX_CQD),
+            comp_mask: u64_at(b, uctx::COMP_MASK),
+            chip_id0: u32_at(b, uctx::CHIP_ID0),
+            chip_id1: u32_at(b, uctx::CHIP_ID1),
+            mode: u32_at(b, uctx::MODE),
         };
         if !r.pg_size.is_power_of_two() || !(4096..=1 << 21).contains(&r.pg_size) {
             return Err(bad(
@@ -135,9 +170,9 @@ impl PdResp {
             ));
         }
         Ok(PdResp {
-            pdid: u32_at(b, 0),
-            dpi: u32_at(b, 4),
-            dbr: u64_at(b, 8),
+            pdid: u32_at(b, pd::PDID),
+            dpi: u32_at(b, pd::DPI),
+            dbr: u64_at(b, pd::DBR),
         })
     }
 }
@@ -181,13 +216,13 @@ impl CqResp {
                 ),
             ));
         }
-        let phase = u32_at(b, 8);
+        let phase = u32_at(b, obj::CQ_PHASE);
         if phase > 1 {
             return Err(bad("CREATE_CQ", format!("phase {phase} is not 0 or 1")));
         }
         Ok(CqResp {
             cqid: u32_at(b, 0),
-            tail: u32_at(b, 4),
+            tail: u32_at(b, obj::CQ_TAIL),
             phase: phase as u8,
         })
     }
