@@ -1,4 +1,4 @@
-//! The provider boundary: what a userspace provider (rxe, mlx5) supplies to the verbs layer.
+//! The provider boundary: what a userspace provider (rxe, mlx5, bnxt_re) supplies to the verbs layer.
 //!
 //! The verbs layer (`uverbs`) owns every kernel command and every object's lifetime; a provider
 //! owns the driver ("udata") bytes appended to those commands and the data path over the queues

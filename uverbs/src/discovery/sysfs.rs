@@ -590,6 +590,8 @@ mod tests {
     fn driver_ids() {
         assert_eq!(infer_driver_id("rxe0", None), DRIVER_ID_RXE);
         assert_eq!(infer_driver_id("mlx5_0", None), DRIVER_ID_MLX5);
+        assert_eq!(infer_driver_id("bnxt_re0", None), DRIVER_ID_BNXT_RE);
+        assert_eq!(infer_driver_id("rdmap1s0f0", Some("pci:v000014E4d00001750sv000014E4sd00005208bc02sc00i00")), DRIVER_ID_BNXT_RE);
         assert_eq!(
             infer_driver_id(
                 "ibp1s0",
