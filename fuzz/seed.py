@@ -2,7 +2,7 @@
 """Regenerate the seed corpora under fuzz/corpus/<target>/ (committed; see docs/fuzzing.md).
 
 Seeds are real bytes where the repository has them (OOB transcripts, sysfs fixtures, mlx5 CQEs
-from the libmlx5 oracle run, netlink records from the discovery capture) plus a few synthetic
+from the libmlx5 oracle run, bnxt_re CQEs from the libbnxt_re oracle run, netlink records from the discovery capture) plus a few synthetic
 inputs for layouts no capture contains (320/312-byte NEGOTIATE, short keys, rdma_cm keys).
 Deterministic: the same repository gives the same files. Only files named by this script are
 written; a file with the prefix `seed-` that the script no longer produces is removed.
@@ -511,6 +511,37 @@ add("doctor_wire", "hello-short", DOCTOR_HELLO[:60])
 add("doctor_wire", "hello-twice", DOCTOR_HELLO.rstrip(b"\n") + b" qpn=18\n")
 add("doctor_wire", "result", b"rperftest-doctor 1 result recv=ok tx=12 rx=11\n")
 add("doctor_wire", "perftest-key", b"0000:000011:00abcdef:00001234:0000000000000000:00000000000000000000ffff0a630004")
+
+# ---------------------------------------------------------------------------------------------
+# bnxt_re completion entries from the libbnxt_re oracle run (providers/tests/fixtures/bnxt_re/)
+# ---------------------------------------------------------------------------------------------
+
+def bnxt_re_seeds():
+    f = ROOT / "providers/tests/fixtures/bnxt_re/static.jsonl"
+    entries = []
+    for line in f.read_text().splitlines():
+        j = json.loads(line)
+        if j["ev"] == "cqe":
+            b = bytearray(bytes.fromhex(j["bytes"]))
+            if j["qp"]:
+                b[31] |= 0x80  # the target puts its QP's handle in
+            b[31] |= 0x40      # and the phase the CQ expects
+            entries.append((j["qp"] or "none", bytes(b)))
+    # head byte: phase 1, 3 sends, 2 receives
+    head = bytes([1 | 3 << 1 | 2 << 4])
+    seen = set()
+    for name, b in entries:
+        kind = (b[24] >> 1) & 0xF
+        key = (kind, b[25], b[26] & 0x0A)
+        if key in seen:
+            continue
+        seen.add(key)
+        add("bnxt_re_cqe", f"{name}-k{kind}-st{b[25]}-f{b[26]}", head + b)
+    add("bnxt_re_cqe", "all-in-a-row", head + b"".join(b for _, b in entries[:24]))
+
+
+bnxt_re_seeds()
+
 
 # ---------------------------------------------------------------------------------------------
 

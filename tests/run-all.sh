@@ -34,7 +34,7 @@ echo "rperftest: $BIN"
 # No C verbs library, ever: the product binary must not name libibverbs, librdmacm or a
 # provider library (a static binary has no NEEDED entries at all).
 NEEDED=$(readelf -d "$BIN" | grep NEEDED || true)
-if echo "$NEEDED" | grep -Eq 'libibverbs|librdmacm|libmlx5|librxe|libefa'; then
+if echo "$NEEDED" | grep -Eq 'libibverbs|librdmacm|libmlx5|librxe|libefa|libbnxt_re'; then
     echo "FAILED: $BIN links an rdma-core library:"; echo "$NEEDED"; exit 1
 fi
 echo "readelf -d: ${NEEDED:-no NEEDED entries (static)}; size $(stat -c %s "$BIN") bytes"

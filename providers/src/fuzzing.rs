@@ -919,3 +919,101 @@ pub fn efa_cqe(data: &[u8]) {
         }
     }
 }
+
+// ------------------------------------------------------------------------------------------------
+// bnxt_re_cqe
+// ------------------------------------------------------------------------------------------------
+
+/// Target `bnxt_re_cqe`: completion entries a hostile bnxt_re device writes. Input: byte 0 the
+/// CQ's initial phase and how many sends and receives to post on an RC QP first (bits 0, 1..3,
+/// 4..6), then 32-byte entries (a short tail is zero-padded); in each, bit 7 of byte 31 puts our
+/// QP's handle where the entry's kind keeps one, and bit 6 gives the entry the phase the CQ
+/// expects (else the raw phase bit stands).
+///
+/// Checks: `decode` reads each field from where the format puts it; polling every entry
+/// (with a budget from its byte 0) returns at most the budget, terminates, rings the CQ doorbell
+/// only with its own CQ id, and every completion names our QP and a WR id we posted (or 0, an
+/// entry never posted to: libbnxt_re also retires those when the device says so).
+pub fn bnxt_re_cqe(data: &[u8]) {
+    use crate::bnxt_re::cqe::{decode, qp_handle_off, CqeKind};
+    use crate::bnxt_re::db::RecordingPage;
+    use crate::bnxt_re::hw::CQE_SIZE;
+    use uverbs::provider::{CqCreated, DeviceDesc, Provider, QpCaps, QpCreated, QpInitAttr, QpState};
+
+    let Some((&head, rest)) = data.split_first() else { return };
+    let chunks: Vec<[u8; CQE_SIZE]> = rest
+        .chunks(CQE_SIZE)
+        .take(64)
+        .map(|c| {
+            let mut b = [0u8; CQE_SIZE];
+            b[..c.len()].copy_from_slice(c);
+            b
+        })
+        .collect();
+    for b in &chunks {
+        let c = decode(b);
+        assert_eq!(c.phase, b[24] & 1);
+        assert_eq!((c.status, c.flags), (b[25], u16::from_le_bytes([b[26], b[27]])));
+        assert_eq!(c.rwrid, u32::from_le_bytes([b[28], b[29], b[30], b[31]]) & 0xf_ffff);
+        let h = qp_handle_off(c.kind).map_or(0, |o| u64::from_le_bytes(b[o..o + 8].try_into().unwrap()));
+        assert_eq!(c.qp_handle, h);
+        assert_eq!(matches!(c.kind, CqeKind::Other(_)), matches!((b[24] >> 1) & 0xf, 4..=13));
+    }
+
+    let Ok(null) = std::fs::File::open("/dev/null") else { return };
+    let dev = DeviceDesc { ibdev: "fuzz".into(), uverbs: "uverbs0".into(), driver_id: 6, driver_abi: 1 };
+    let mut uctx = [0u8; 48];
+    uctx[8..12].copy_from_slice(&4096u32.to_le_bytes());
+    uctx[12..16].copy_from_slice(&32u32.to_le_bytes());
+    uctx[16..20].copy_from_slice(&65535u32.to_le_bytes());
+    let ctx = crate::bnxt_re::Bnxt::<RecordingPage>::new_context(std::sync::Arc::new(null.into()), &dev, &uctx, &())
+        .expect("a valid GET_CONTEXT answer");
+    ctx.pd_number(&[0u8; 16]).expect("a valid ALLOC_PD answer");
+    let (prep, _, _) = ctx.prepare_cq(15).expect("CQ");
+    let resp = [7u32, 0, (head & 1) as u32, 0].map(u32::to_le_bytes).concat();
+    let mut cq = ctx.finish_cq(prep, &CqCreated { handle: 1, cqe: 15 }, &resp).expect("CQ");
+    let caps = QpCaps { max_send_wr: 8, max_recv_wr: 8, max_send_sge: 2, max_recv_sge: 2, max_inline_data: 0 };
+    let attr = QpInitAttr { qp_type: QpType::Rc, caps, sq_sig_all: false, uses_srq: false };
+    let (prep, _) = ctx.prepare_qp(&attr).expect("QP");
+    let created = QpCreated { handle: 2, qpn: 0x55, caps };
+    let mut qp = ctx.finish_qp(prep, &attr, &created, &[0x55, 0, 0, 0, 0, 0, 0, 0]).expect("QP");
+    ctx.qp_state_changed(&mut qp, QpState::Rts);
+    let buf = [0u8; 64];
+    let sge = [Sge { addr: buf.as_ptr() as u64, length: 64, lkey: 1 }];
+    for i in 0..(head >> 1) & 7 {
+        let mut wr = SendWr::new(100 + i as u64, WrOpcode::RdmaWrite, &sge);
+        wr.flags = if i % 2 == 0 { SendFlags::SIGNALED } else { SendFlags::empty() };
+        // SAFETY: the SGE points into `buf`, which outlives the call; nothing is inline, and no
+        // device reads it.
+        let _ = unsafe { ctx.post_send(&mut qp, &[wr]) };
+    }
+    for i in 0..(head >> 4) & 7 {
+        // SAFETY: as above; nothing writes the receive buffer.
+        let _ = unsafe { ctx.post_recv(&mut qp, &[RecvWr { wr_id: 200 + i as u64, sgl: &sge }]) };
+    }
+    let _ = ctx.doorbell_page().map(|d| d.take());
+
+    let mut out = [WorkCompletion::default(); 16];
+    for (i, mut b) in chunks.into_iter().enumerate() {
+        let kind = decode(&b).kind;
+        if b[31] & 0x80 != 0 {
+            if let Some(o) = qp_handle_off(kind) {
+                b[o..o + 8].copy_from_slice(&qp.handle().to_le_bytes());
+            }
+        }
+        if b[31] & 0x40 != 0 {
+            b[24] = (b[24] & !1) | cq.phase;
+        }
+        cq.buf().write((cq.head as usize + i % 2) % cq.depth as usize * CQE_SIZE, &b);
+        let budget = 1 + b[0] as usize % 16;
+        let n = ctx.poll_cq(&mut cq, &mut out[..budget]).expect("poll");
+        assert!(n <= budget);
+        for wc in &out[..n] {
+            assert_eq!(wc.qp_num, 0x55, "a completion for a QP that does not exist");
+            assert!(wc.wr_id == 0 || (100..108).contains(&wc.wr_id) || (200..208).contains(&wc.wr_id), "{wc:?}");
+        }
+        for v in ctx.doorbell_page().map(|d| d.take()).unwrap_or_default() {
+            assert_eq!((v >> 32) as u32 & 0xf_ffff, 7, "a CQ doorbell for another CQ: {v:#x}");
+        }
+    }
+}

@@ -34,3 +34,8 @@ fn efa_cqe() {
 fn mlx5_abi() {
     replay("mlx5_abi", fuzzing::mlx5_abi);
 }
+
+#[test]
+fn bnxt_re_cqe() {
+    replay("bnxt_re_cqe", fuzzing::bnxt_re_cqe);
+}

@@ -6,7 +6,7 @@
 //!   errors carrying the command, the errno and a hint.
 //! - `discovery`: devices, ports, GIDs from netlink and sysfs.
 //! - verbs objects with RAII (Context, Pd, Mr, Cq, Qp, Srq, Ah, CompChannel).
-//! - [`provider`]: the boundary every userspace provider (rxe, mlx5) implements, and the
+//! - [`provider`]: the boundary every userspace provider (rxe, mlx5, bnxt_re) implements, and the
 //!   data-path types shared by all of them ([`wr`]).
 //!
 //! `unsafe` is allowed only in the modules that touch the kernel or mapped memory.

@@ -1,4 +1,4 @@
-//! The provider boundary: what a userspace provider (rxe, mlx5) supplies to the verbs layer.
+//! The provider boundary: what a userspace provider (rxe, mlx5, bnxt_re) supplies to the verbs layer.
 //!
 //! The verbs layer (`uverbs`) owns every kernel command and every object's lifetime; a provider
 //! owns the driver ("udata") bytes appended to those commands and the data path over the queues
@@ -194,6 +194,15 @@ impl QpState {
     }
 }
 
+/// The attributes of a successful MODIFY_QP a provider's data path may need; `None` where the
+/// modify's mask did not name the attribute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpModified {
+    pub sq_psn: Option<u32>,
+    /// `enum ibv_mtu` (1 = 256 .. 5 = 4096).
+    pub path_mtu: Option<u8>,
+}
+
 /// A post that stopped part-way: requests before `index` were posted, the one at `index` and
 /// after were not (the meaning of `bad_wr` in verbs).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -300,6 +309,13 @@ pub trait Provider: Sized + Send + Sync + 'static {
 
     /// Called after a successful MODIFY_QP (mlx5 resets its indices on RESET; rxe needs nothing).
     fn qp_state_changed(&self, qp: &mut Self::Qp, state: QpState);
+
+    /// Called after every successful MODIFY_QP, before [`Provider::qp_state_changed`], with the
+    /// attributes the data path may need: bnxt_re writes each RC request's PSNs into the send
+    /// queue, so it keeps the send PSN and the path MTU. Default: nothing.
+    fn qp_modified(&self, qp: &mut Self::Qp, m: &QpModified) {
+        let _ = (qp, m);
+    }
 
     /// The lkey of the device's null memory region (`ibv_alloc_null_mr`): a key that reads
     /// as a fill pattern and discards writes, without any memory behind it. `None` where the

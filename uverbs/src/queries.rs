@@ -11,10 +11,14 @@ use crate::provider::Provider;
 use crate::sys;
 
 /// `ibv_devinfo`'s firmware version text for a raw QUERY_DEVICE `fw_ver`, per driver
-/// (mlx5 prints the sub-minor with four digits; everything else `major.minor.sub`).
+/// (mlx5 prints the sub-minor with four digits; bnxt_re the first four bytes of the value as
+/// `a.b.c.d`, as libbnxt_re formats it; everything else `major.minor.sub`).
 pub fn fw_ver_text(driver_id: u32, raw: u64) -> String {
     let (major, minor, sub) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);
-    if driver_id == sys::RDMA_DRIVER_MLX5 {
+    if driver_id == sys::RDMA_DRIVER_BNXT_RE {
+        let b = raw.to_le_bytes();
+        format!("{}.{}.{}.{}", b[0], b[1], b[2], b[3])
+    } else if driver_id == sys::RDMA_DRIVER_MLX5 {
         format!("{major}.{minor}.{sub:04}")
     } else {
         format!("{major}.{minor}.{sub}")
@@ -122,6 +126,8 @@ mod tests {
         assert_eq!(fw_ver_text(14, 0), "0.0.0");
         assert_eq!(fw_ver_text(1, (16 << 32) | (35 << 16) | 2000), "16.35.2000");
         assert_eq!(fw_ver_text(1, (22 << 32) | (1 << 16) | 12), "22.1.0012");
+        // bnxt_re: the value's first four bytes (the oracle's 0x00e00b02 reads 2.11.224.0).
+        assert_eq!(fw_ver_text(6, 0x00e0_0b02), "2.11.224.0");
     }
 
     #[test]

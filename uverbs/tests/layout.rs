@@ -340,6 +340,7 @@ fn all_checks() -> Vec<Check> {
         sys::RDMA_DRIVER_UNKNOWN => "RDMA_DRIVER_UNKNOWN",
         sys::RDMA_DRIVER_MLX5 => "RDMA_DRIVER_MLX5",
         sys::RDMA_DRIVER_MLX4 => "RDMA_DRIVER_MLX4",
+        sys::RDMA_DRIVER_BNXT_RE => "RDMA_DRIVER_BNXT_RE",
         sys::RDMA_DRIVER_RXE => "RDMA_DRIVER_RXE",
         sys::RDMA_DRIVER_EFA => "RDMA_DRIVER_EFA",
         sys::RDMA_DRIVER_SIW => "RDMA_DRIVER_SIW",

@@ -300,7 +300,7 @@ pub fn parse_pci_modalias(text: &str) -> Result<(u32, u32)> {
 
 /// `enum rdma_driver_id` values this crate can name (defined in [`crate::sys`]).
 pub use crate::sys::{
-    RDMA_DRIVER_EFA as DRIVER_ID_EFA, RDMA_DRIVER_MLX4 as DRIVER_ID_MLX4, RDMA_DRIVER_MLX5 as DRIVER_ID_MLX5,
+    RDMA_DRIVER_BNXT_RE as DRIVER_ID_BNXT_RE, RDMA_DRIVER_EFA as DRIVER_ID_EFA, RDMA_DRIVER_MLX4 as DRIVER_ID_MLX4, RDMA_DRIVER_MLX5 as DRIVER_ID_MLX5,
     RDMA_DRIVER_RXE as DRIVER_ID_RXE, RDMA_DRIVER_SIW as DRIVER_ID_SIW, RDMA_DRIVER_UNKNOWN as DRIVER_ID_UNKNOWN,
 };
 
@@ -319,6 +319,9 @@ pub fn infer_driver_id(ibdev: &str, modalias: Option<&str>) -> u32 {
     if ibdev.starts_with("mlx4_") {
         return DRIVER_ID_MLX4;
     }
+    if ibdev.starts_with("bnxt_re") {
+        return DRIVER_ID_BNXT_RE;
+    }
     if let Some(Ok((vendor, device))) = modalias.map(parse_pci_modalias) {
         if vendor == 0x15b3 {
             // ConnectX-4 (0x1013) and later, and BlueField, are mlx5; older ids are mlx4.
@@ -330,6 +333,10 @@ pub fn infer_driver_id(ibdev: &str, modalias: Option<&str>) -> u32 {
         }
         if vendor == 0x1d0f {
             return DRIVER_ID_EFA;
+        }
+        if vendor == 0x14e4 {
+            // Broadcom: the NetXtreme-E RoCE functions bnxt_re serves.
+            return DRIVER_ID_BNXT_RE;
         }
     }
     DRIVER_ID_UNKNOWN
@@ -583,6 +590,8 @@ mod tests {
     fn driver_ids() {
         assert_eq!(infer_driver_id("rxe0", None), DRIVER_ID_RXE);
         assert_eq!(infer_driver_id("mlx5_0", None), DRIVER_ID_MLX5);
+        assert_eq!(infer_driver_id("bnxt_re0", None), DRIVER_ID_BNXT_RE);
+        assert_eq!(infer_driver_id("rdmap1s0f0", Some("pci:v000014E4d00001750sv000014E4sd00005208bc02sc00i00")), DRIVER_ID_BNXT_RE);
         assert_eq!(
             infer_driver_id(
                 "ibp1s0",

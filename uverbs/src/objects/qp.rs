@@ -14,7 +14,7 @@ use super::{next_user_handle, report_drop};
 use crate::cmd::{self, CreateQpArgs, Transport};
 use crate::error::{Error, Result};
 use crate::dv::{CryptoAttr, CryptoProvider, DcInit, DcProvider};
-use crate::provider::{PostError, Provider, QpCaps, QpCreated, QpInitAttr, QpState, QpType, Udata};
+use crate::provider::{PostError, Provider, QpCaps, QpCreated, QpInitAttr, QpModified, QpState, QpType, Udata};
 use crate::sys;
 use crate::wr::{RecvWr, SendWr};
 
@@ -178,6 +178,11 @@ impl<P: Provider> Qp<P> {
                 }
             }
         }
+        let modified = QpModified {
+            sq_psn: mask.contains(QpAttrMask::SQ_PSN).then_some(attr.sq_psn),
+            path_mtu: mask.contains(QpAttrMask::PATH_MTU).then_some(attr.path_mtu),
+        };
+        self.ctx.provider.qp_modified(&mut self.state, &modified);
         if mask.contains(QpAttrMask::STATE) {
             self.qp_state = attr.qp_state;
             self.ctx.provider.qp_state_changed(&mut self.state, attr.qp_state);

@@ -175,6 +175,7 @@ abi! {
 pub const RDMA_DRIVER_UNKNOWN: u32 = 0;
 pub const RDMA_DRIVER_MLX5: u32 = 1;
 pub const RDMA_DRIVER_MLX4: u32 = 2;
+pub const RDMA_DRIVER_BNXT_RE: u32 = 6;
 pub const RDMA_DRIVER_RXE: u32 = 14;
 pub const RDMA_DRIVER_EFA: u32 = 17;
 pub const RDMA_DRIVER_SIW: u32 = 18;

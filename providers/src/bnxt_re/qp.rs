@@ -1,0 +1,390 @@
+//! QPs: creation (the SQ with its PSN search area, the RQ), and the post paths.
+//!
+//! The SQ and RQ are rings of 16-byte slots in memory we allocate and the kernel pins. A post
+//! reads the slots its WQE will fill, lets [`super::wqe`] change the fields libbnxt_re writes,
+//! copies them back and advances the tail; one doorbell per `post_send` call (per WQE for
+//! receives, as libbnxt_re). The software entries (WR id, bytes, slots, signalled) live in
+//! [`QpShared`], under a lock each post and each poll takes, as libbnxt_re's queue lock.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use uverbs::error::{Error, Result};
+use uverbs::provider::{PostError, QpCreated, QpInitAttr, QpModified, QpState, QpType, Udata};
+use uverbs::wr::{RecvWr, SendWr, WcOpcode};
+
+use super::db::{doorbell, Page};
+use super::geometry::{RqGeom, SqGeom};
+use super::hw::*;
+use super::registry::Registry;
+use super::shared::{QpShared, Ring, SwEntry};
+use super::srq::BnxtSrq;
+use super::wqe::{self, SendShape};
+use super::{abi, post_err, Bnxt};
+use crate::mlx5::mem::DmaBuf;
+
+/// Largest WQE the scratch copy holds: the header and 32 SGEs.
+const MAX_WQE_SLOTS: usize = 34;
+
+pub struct BnxtQpPrep {
+    handle: u64,
+    sq_buf: DmaBuf,
+    rq_buf: Option<DmaBuf>,
+    sq: SqGeom,
+    rq: Option<RqGeom>,
+}
+
+pub struct BnxtQp {
+    pub shared: Arc<QpShared>,
+    handle: u64,
+    registry: Arc<Registry>,
+    sq_buf: DmaBuf,
+    rq_buf: Option<DmaBuf>,
+    pub sq: SqGeom,
+    pub rq: Option<RqGeom>,
+    variable: bool,
+    gen_p5: bool,
+    shape: SendShape,
+    max_ssge: u32,
+    max_rsge: u32,
+    sq_psn: u32,
+    /// Path MTU in bytes (0 until a modify sets it).
+    mtu: u32,
+}
+
+impl BnxtQp {
+    /// The SQ buffer (ring and PSN area) as the device sees it.
+    pub fn sq_buf(&self) -> &DmaBuf {
+        &self.sq_buf
+    }
+    pub fn rq_buf(&self) -> Option<&DmaBuf> {
+        self.rq_buf.as_ref()
+    }
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+    pub(super) fn attach_srq(&mut self, srq: &BnxtSrq) {
+        *self.shared.srq.write().unwrap_or_else(|e| e.into_inner()) = Some(srq.shared.clone());
+    }
+    pub(super) fn modified(&mut self, m: &QpModified) {
+        if let Some(psn) = m.sq_psn {
+            self.sq_psn = psn;
+        }
+        if let Some(mtu) = m.path_mtu {
+            self.mtu = 0x80u32.checked_shl(mtu as u32).unwrap_or(0);
+        }
+    }
+    /// A modify to RESET empties the rings (libbnxt_re zeroes their indices).
+    pub(super) fn state_changed(&mut self, state: QpState) {
+        self.shared.state.store(state as u8, Ordering::Release);
+        if state == QpState::Reset {
+            self.shared
+                .sq
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .reset();
+            if let Some(rq) = &self.shared.rq {
+                rq.lock().unwrap_or_else(|e| e.into_inner()).reset();
+            }
+        }
+    }
+}
+
+impl Drop for BnxtQp {
+    fn drop(&mut self) {
+        self.shared.alive.store(false, Ordering::Release);
+        self.registry.remove(self.handle);
+    }
+}
+
+/// Copy `scratch.len()` bytes of ring slots from (`write`: into) the ring of `depth` slots in
+/// `buf`, starting at slot `at` and wrapping at the end.
+fn ring_copy(buf: &DmaBuf, depth: u32, at: u32, scratch: &mut [u8], write: bool) {
+    let ring_bytes = depth as usize * SLOT;
+    let off = at as usize * SLOT;
+    let first = scratch.len().min(ring_bytes - off);
+    let (a, b) = scratch.split_at_mut(first);
+    if write {
+        buf.write(off, a);
+        buf.write(0, b);
+    } else {
+        buf.read(off, a);
+        buf.read(0, b);
+    }
+}
+
+/// Write PSN entry `p` of software entry `idx` (with the WQE's first slot on gen P5 chips).
+fn write_psns(buf: &DmaBuf, g: &SqGeom, idx: u32, p: wqe::Psns, ext_slot: Option<u16>) {
+    let off = g.psns_off(idx);
+    let mut w = [0u8; PSNS_EXT_SIZE];
+    let w = &mut w[..g.psns_size as usize];
+    buf.read(off, w);
+    wqe::encode_psns(w, p, ext_slot);
+    buf.write(off, w);
+}
+
+fn enotsup(what: &str, detail: String) -> Error {
+    let mut e = Error::msg(format!("bnxt_re {what}"), detail);
+    e.errno = Some(libc::EOPNOTSUPP);
+    e
+}
+
+impl<P: Page> Bnxt<P> {
+    pub(super) fn qp_prepare(&self, attr: &QpInitAttr) -> Result<(BnxtQpPrep, Udata)> {
+        if !matches!(attr.qp_type, QpType::Rc | QpType::Uc | QpType::Ud) {
+            return Err(enotsup(
+                "create QP",
+                format!("{} QPs are not supported by bnxt_re", attr.qp_type.name()),
+            ));
+        }
+        let c = attr.caps;
+        if c.max_inline_data > MAX_INLINE {
+            let mut e = Error::msg(
+                "bnxt_re create QP",
+                format!(
+                    "inline size {} is above the device's {MAX_INLINE}",
+                    c.max_inline_data
+                ),
+            )
+            .with_hint(format!("ask for at most {MAX_INLINE} inline bytes"));
+            e.errno = Some(libc::EINVAL);
+            return Err(e);
+        }
+        let (variable, p5, pg) = (self.resp.variable_wqe(), self.resp.gen_p5(), self.pg_size());
+        let sq = SqGeom::new(
+            c.max_send_wr,
+            c.max_send_sge,
+            c.max_inline_data,
+            variable,
+            p5,
+            pg,
+        );
+        let sq_buf = DmaBuf::alloc(sq.bytes, "bnxt_re send queue")?;
+        let (rq, rq_buf) = if attr.uses_srq {
+            (None, None)
+        } else {
+            let g = RqGeom::new(c.max_recv_wr, c.max_recv_sge, variable, pg);
+            (
+                Some(g),
+                Some(DmaBuf::alloc(g.bytes, "bnxt_re receive queue")?),
+            )
+        };
+        let handle = self.handle();
+        let req = abi::qp_req(
+            sq_buf.addr(),
+            rq_buf.as_ref().map_or(0, |b| b.addr()),
+            handle,
+        );
+        Ok((
+            BnxtQpPrep {
+                handle,
+                sq_buf,
+                rq_buf,
+                sq,
+                rq,
+            },
+            Udata {
+                req,
+                resp_len: abi::QP_RESP_LEN,
+            },
+        ))
+    }
+
+    pub(super) fn qp_finish(
+        &self,
+        prep: BnxtQpPrep,
+        attr: &QpInitAttr,
+        core: &QpCreated,
+        drv_resp: &[u8],
+    ) -> Result<BnxtQp> {
+        let qpid = abi::parse_qp_resp(drv_resp)?;
+        let (sq, rq) = (prep.sq, prep.rq);
+        let shared = Arc::new(QpShared {
+            qpid,
+            qp_type: attr.qp_type,
+            nswr: sq.nswr,
+            sq: Mutex::new(Ring::new(sq.depth, sq.diff, sq.nswr)),
+            rq: rq.map(|g| Mutex::new(Ring::new(g.depth, 0, g.nrwr))),
+            srq: RwLock::new(None),
+            state: AtomicU8::new(QpState::Reset as u8),
+            alive: AtomicBool::new(true),
+        });
+        self.registry.insert(prep.handle, shared.clone());
+        Ok(BnxtQp {
+            shared,
+            handle: prep.handle,
+            registry: self.registry.clone(),
+            sq_buf: prep.sq_buf,
+            rq_buf: prep.rq_buf,
+            sq,
+            rq,
+            variable: self.resp.variable_wqe(),
+            gen_p5: self.resp.gen_p5(),
+            shape: SendShape {
+                qp_type: attr.qp_type,
+                sq_sig_all: attr.sq_sig_all,
+                max_inline: core.caps.max_inline_data,
+            },
+            max_ssge: core.caps.max_send_sge,
+            max_rsge: core.caps.max_recv_sge,
+            sq_psn: 0,
+            mtu: 0,
+        })
+    }
+
+    /// # Safety
+    /// As [`uverbs::provider::Provider::post_send`]: inline SGEs are read from user memory.
+    pub(super) unsafe fn qp_post_send(
+        &self,
+        qp: &mut BnxtQp,
+        wrs: &[SendWr<'_>],
+    ) -> Result<(), PostError> {
+        let mut posted = false;
+        let mut res = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            // SAFETY: the caller's contract covers every SGE of every request.
+            if let Err(e) = unsafe { self.post_one_send(qp, i, wr) } {
+                res = Err(e);
+                break;
+            }
+            posted = true;
+        }
+        if posted {
+            let tail = qp.shared.sq.lock().unwrap_or_else(|e| e.into_inner()).tail;
+            self.ring(doorbell(tail / qp.sq.max_slots, qp.shared.qpid, dbtype::SQ));
+        }
+        res
+    }
+
+    /// # Safety
+    /// As [`Bnxt::qp_post_send`] for this one request.
+    unsafe fn post_one_send(
+        &self,
+        qp: &mut BnxtQp,
+        i: usize,
+        wr: &SendWr<'_>,
+    ) -> Result<(), PostError> {
+        let st = qp.shared.state.load(Ordering::Acquire);
+        if st != QpState::Rts as u8 && st != QpState::Sqd as u8 {
+            return Err(post_err(
+                i,
+                libc::EINVAL,
+                "post send",
+                "the QP is not in RTS or SQD".into(),
+            ));
+        }
+        let ws = wqe::send_slots(wr, &qp.shape)
+            .map_err(|e| post_err(i, libc::EINVAL, "post send", e.to_string()))?;
+        let slots = if qp.variable { ws } else { STATIC_SLOTS };
+        let mut sq = qp.shared.sq.lock().unwrap_or_else(|e| e.into_inner());
+        if sq.is_full(slots) || wr.sgl.len() > qp.max_ssge as usize || ws as usize > MAX_WQE_SLOTS {
+            return Err(post_err(
+                i,
+                libc::ENOMEM,
+                "post send",
+                "the send queue is full or the request has too many SGEs".into(),
+            ));
+        }
+        let mut payload = [0u8; MAX_INLINE as usize];
+        let inline = wqe::is_inline(wr).then(|| {
+            let mut n = 0;
+            for s in wr.sgl {
+                // SAFETY: the caller guarantees each SGE is readable for its length; the total
+                // fits `payload` (send_slots checked it against the QP's inline size <= 96).
+                let src = unsafe {
+                    std::slice::from_raw_parts(s.addr as usize as *const u8, s.length as usize)
+                };
+                payload[n..n + src.len()].copy_from_slice(src);
+                n += src.len();
+            }
+            &payload[..n]
+        });
+        let avid = wr.ud.map_or(0, |u| u.ah);
+        let mut scratch = [0u8; MAX_WQE_SLOTS * SLOT];
+        let w = &mut scratch[..ws as usize * SLOT];
+        ring_copy(&qp.sq_buf, qp.sq.depth, sq.tail, w, false);
+        let bytes = wqe::encode_send(w, wr, &qp.shape, ws, inline, avid);
+        ring_copy(&qp.sq_buf, qp.sq.depth, sq.tail, w, true);
+        // The PSN search entry of this software entry (the device reads it to retransmit).
+        let p = wqe::psns(
+            wr.opcode,
+            qp.shape.qp_type == QpType::Rc,
+            &mut qp.sq_psn,
+            bytes,
+            qp.mtu,
+        );
+        write_psns(
+            &qp.sq_buf,
+            &qp.sq,
+            sq.start,
+            p,
+            qp.gen_p5.then_some(sq.tail as u16),
+        );
+        let sig = wr.flags.contains(uverbs::wr::SendFlags::SIGNALED) || qp.shape.sq_sig_all;
+        sq.push(SwEntry {
+            wrid: wr.wr_id,
+            bytes,
+            slots,
+            sig,
+            opcode: WcOpcode::for_send(wr.opcode),
+        });
+        Ok(())
+    }
+
+    pub(super) fn qp_post_recv(
+        &self,
+        qp: &mut BnxtQp,
+        wrs: &[RecvWr<'_>],
+    ) -> Result<(), PostError> {
+        let (Some(rqg), Some(buf), Some(rq)) = (qp.rq, qp.rq_buf.as_ref(), qp.shared.rq.as_ref())
+        else {
+            return Err(post_err(
+                0,
+                libc::EINVAL,
+                "post receive",
+                "the QP receives from an SRQ; post to the SRQ".into(),
+            ));
+        };
+        for (i, wr) in wrs.iter().enumerate() {
+            let st = qp.shared.state.load(Ordering::Acquire);
+            if st == QpState::Reset as u8 || st == QpState::Err as u8 {
+                return Err(post_err(
+                    i,
+                    libc::EINVAL,
+                    "post receive",
+                    "the QP is in RESET or ERR".into(),
+                ));
+            }
+            let mut r = rq.lock().unwrap_or_else(|e| e.into_inner());
+            let n = 2 + wr.sgl.len();
+            if r.is_full(rqg.max_slots)
+                || wr.sgl.len() > qp.max_rsge as usize
+                || n > MAX_WQE_SLOTS
+                || n as u32 > rqg.max_slots
+            {
+                return Err(post_err(
+                    i,
+                    libc::ENOMEM,
+                    "post receive",
+                    "the receive queue is full or the request has too many SGEs".into(),
+                ));
+            }
+            let mut scratch = [0u8; MAX_WQE_SLOTS * SLOT];
+            let w = &mut scratch[..n * SLOT];
+            ring_copy(buf, rqg.depth, r.tail, w, false);
+            let bytes = wqe::encode_recv(w, wr.sgl, r.start);
+            ring_copy(buf, rqg.depth, r.tail, w, true);
+            r.push(SwEntry {
+                wrid: wr.wr_id,
+                bytes,
+                slots: rqg.max_slots,
+                sig: false,
+                opcode: WcOpcode::Recv,
+            });
+            let tail = r.tail;
+            drop(r);
+            self.ring(doorbell(tail / rqg.max_slots, qp.shared.qpid, dbtype::RQ));
+        }
+        Ok(())
+    }
+}
