@@ -95,14 +95,19 @@ impl PatternOn<'_> {
         Ok((jobs, skipped))
     }
 
-    /// The counters of every rail NIC of the step's nodes, read on the nodes at once.
-    fn snapshot(&self, bin: &str, step: &Step) -> Snapshot {
-        let cfg = self.cfg;
-        let mut involved = vec![false; cfg.hosts.len()];
+    /// The nodes a step's flows run on.
+    fn involved(&self, step: &Step) -> Vec<bool> {
+        let mut v = vec![false; self.cfg.hosts.len()];
         for f in &step.flows {
-            involved[f.a] = true;
-            involved[f.b] = true;
+            v[f.a] = true;
+            v[f.b] = true;
         }
+        v
+    }
+
+    /// The counters of every rail NIC of the `involved` nodes, read on the nodes at once.
+    fn snapshot(&self, bin: &str, involved: &[bool]) -> Snapshot {
+        let cfg = self.cfg;
         let remote: Vec<Option<Vec<String>>> = (0..cfg.hosts.len())
             .map(|i| {
                 let devs: Vec<String> = self
@@ -157,6 +162,7 @@ impl MatrixRun<'_> {
         moved: &mut Vec<Vec<counters::Moved>>,
     ) -> Result<(), String> {
         let (cfg, name) = (self.cfg, on.pattern.name());
+        let mut last: Option<(Vec<bool>, Snapshot)> = None;
         for (k, step) in steps.iter().enumerate() {
             let (jobs, skipped) = on.jobs(k, step, &self.have)?;
             for rec in skipped {
@@ -181,7 +187,13 @@ impl MatrixRun<'_> {
                 steps.len(),
                 step.what
             );
-            let before = on.snapshot(self.bin, step);
+            // The last step's "after" is this one's "before" when the nodes are the same: no
+            // flow ran in between, and it saves a round of logins per step.
+            let involved = on.involved(step);
+            let before = match last.take() {
+                Some((nodes, snap)) if nodes == involved => snap,
+                _ => on.snapshot(self.bin, &involved),
+            };
             run_round(
                 cfg,
                 self.bin,
@@ -191,8 +203,9 @@ impl MatrixRun<'_> {
                 &mut self.done,
             )
             .map_err(|e| format!("{}: {e}", cfg.out.display()))?;
-            let after = on.snapshot(self.bin, step);
+            let after = on.snapshot(self.bin, &involved);
             moved.push(self.counters_moved(on, k, step, &before, &after)?);
+            last = Some((involved, after));
             if bench_core::signal::requested() {
                 self.stopped = true;
                 return Ok(());
