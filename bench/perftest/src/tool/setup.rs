@@ -312,7 +312,8 @@ mod tests {
             rxe,
             " -c SRD: device rxe0 has no SRD (SRD is the transport of AWS EFA devices; rxe0 is served by the rxe driver): use -c UD or -c RC"
         );
-        assert!(srd_refusal("bnxt_re0", 6).contains("served by driver id 6"));
+        assert!(srd_refusal("bnxt_re0", 6).contains("bnxt_re0 is served by the bnxt_re driver"), "{}", srd_refusal("bnxt_re0", 6));
+        assert!(srd_refusal("x0", 99).contains("served by driver id 99"));
         let efa = srd_refusal("rdmap0s6", providers::efa::RDMA_DRIVER_EFA);
         assert!(efa.starts_with(" -c SRD: rdmap0s6 is an EFA device"), "{efa}");
         for l in [rxe, efa] {
