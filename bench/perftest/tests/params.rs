@@ -434,7 +434,7 @@ fn options_a_tool_does_not_list_are_handled_like_perftest() {
             Unsupported,
             "RSS isn't supported",
         ),
-        (Tool::WriteBw, &["--use_cuda=0"], Unsupported, "GPU"),
+        (Tool::WriteBw, &["--use_hl=0"], Unsupported, "accelerator memory option"),
         (Tool::WriteBw, &["--use_ooo"], Unsupported, "out-of-order"),
         (
             Tool::WriteBw,

@@ -43,6 +43,7 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     cqe::polling(p);
     dc::dependencies(p, st.dci_active_given)?;
     aes::dependencies(p)?;
+    super::gpu::dependencies(p)?;
     Ok(())
 }
 
