@@ -124,9 +124,9 @@ fn apply_touch<O>(p: &mut Params, f: &Found<O>) -> Result<(), ParamError> {
     Ok(())
 }
 
-/// 6.29's `force_dependecies` and `ctx_set_max_inline` for CUDA memory: no WRITE latency test
+/// 6.29's `force_dependecies` for CUDA memory: no WRITE latency test
 /// (it polls the buffer from the CPU), no inline messages (the CPU would read device memory).
-pub(super) fn dependencies(p: &mut Params) -> Result<(), ParamError> {
+pub(super) fn dependencies(p: &Params) -> Result<(), ParamError> {
     if p.buf
         .gpu
         .as_ref()
@@ -140,19 +140,14 @@ pub(super) fn dependencies(p: &mut Params) -> Result<(), ParamError> {
             "Perftest doesn't support CUDA latency test with write (without immediate) verb",
         ));
     }
+    // The default inline size becomes 0 with 6.29's note where the device is known
+    // (tool::limits, as its ctx_set_max_inline); an explicit one must stay below the size.
     match p.inline_size {
         Some(i) if p.size <= u64::from(i) => Err(conflict(
             "--use_cuda, -I/--inline_size",
             "Perftest doesn't support CUDA tests with inline messages",
         )),
-        Some(_) => Ok(()),
-        None => {
-            p.inline_size = Some(0);
-            p.notice_out(
-                "Perftest doesn't supports CUDA tests with inline messages: inline size set to 0\n",
-            );
-            Ok(())
-        }
+        _ => Ok(()),
     }
 }
 

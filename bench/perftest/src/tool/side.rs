@@ -181,7 +181,9 @@ impl<P: Provider> SideRun<'_, P> {
             let mut log = String::new();
             let g = crate::gpu::GpuBuffer::allocate(req, layout.total(), &mut log);
             self.conf.out.result(&log);
-            let g = g.map_err(|m| ToolError::new(1, format!("{m}\nFailed to init memory\n Couldn't create IB resources")))?;
+            // One line: 6.29's own (or ours where it has none); 6.29 then adds "Failed to init
+            // memory", which says nothing more.
+            let g = g.map_err(|m| ToolError::new(1, m))?;
             setup.device_mem = Some(crate::engine::verbs::DeviceMem {
                 addr: g.addr(),
                 len: usize::try_from(layout.total()).unwrap_or(usize::MAX),
@@ -540,6 +542,7 @@ fn print_caps(out: Out, caps: &[limits::Cap]) {
                 out.text(DASH_LINE);
                 out.err("Device not recognized to implement inline feature. Disabling it\n");
             }
+            limits::Cap::CudaInline => out.text("Perftest doesn't supports CUDA tests with inline messages: inline size set to 0\n"),
             limits::Cap::OutReads { max } => {
                 out.text(DASH_LINE);
                 out.err(&format!(" Number of outstanding reads is above max = {max}\n Changing to that max value\n"));
