@@ -567,7 +567,6 @@ fn both_606_and_629_spellings() {
             "--no_enhanced_reorder",
             "--pin_cores=0,2-3",
             "--connectionless",
-            "--numa_node=1",
             "--disable_numa",
         ],
     );
