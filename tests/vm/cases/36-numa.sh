@@ -11,8 +11,8 @@ X=(-d "$RXE_DEV" -x "$RXE_GID_IDX")
 O=(-n 100 -s 4096)
 log "== --numa_node=0 server, --pin_cores=0 client"
 pair ib_write_bw rperftest ib_write_bw "${X[@]}" "${O[@]}" --numa_node=0 -- rperftest ib_write_bw "${X[@]}" "${O[@]}" --pin_cores=0 "$RXE_IP"
-log "== default binding (the device's node) server, --disable_numa client"
-pair ib_write_bw rperftest ib_write_bw "${X[@]}" "${O[@]}" -- rperftest ib_write_bw "${X[@]}" "${O[@]}" --disable_numa "$RXE_IP"
+log "== default binding (the device's node; 6.29 persona) server, --disable_numa client"
+pair ib_write_bw env RPERFTEST_PERFTEST_VERSION=6.29 rperftest ib_write_bw "${X[@]}" "${O[@]}" -- env RPERFTEST_PERFTEST_VERSION=6.29 rperftest ib_write_bw "${X[@]}" "${O[@]}" --disable_numa "$RXE_IP"
 MAX=$(ls -d /sys/devices/system/node/node* | sed 's/.*node//' | sort -n | tail -1)
 log "== a node that does not exist"
 expect_rc 1 rperftest ib_write_bw "${X[@]}" --numa_node=$((MAX + 1))
