@@ -64,7 +64,9 @@ tests/plot-render.sh --bin "$BIN"
 
 step "3/3 VM suite: cargo test -p vmtest --test vm"
 t=$(date +%s)
-RPERFTEST_BIN=$BIN cargo test -p vmtest --test vm
+# The glibc GPU flavour (debug) and the CUDA test double for cases/35-gpu-double.sh.
+GPU_DIR=$(tests/gpu-double/flavour.sh)
+RPERFTEST_BIN=$BIN RPERFTEST_GPU_DIR=$GPU_DIR cargo test -p vmtest --test vm
 mark "vm-suite" "$t"
 
 step "all passed; binary $BIN, $SIZE bytes; timings: ${TIMES[*]}; total $(( $(date +%s) - T0 ))s"

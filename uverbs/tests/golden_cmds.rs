@@ -395,3 +395,30 @@ fn write_framing_matches_captured_core_requests() {
     // comp_channel -1 = none.
     assert_eq!(&cq_bytes[8 + 24..8 + 28], &(-1i32).to_le_bytes());
 }
+
+/// MR.REG_DMABUF_MR against rdma-core 44's `ibv_reg_dmabuf_mr`, captured through the fake mlx5
+/// kernel of tests/dmabuf-oracle/ (its harness's fixed arguments; the key pointers are the
+/// captured ones). rxe has no dma-buf MRs, so no real-kernel capture exists for this method.
+#[test]
+fn dmabuf_mr_matches_rdma_core() {
+    let hex_text = include_str!("fixtures/reg_dmabuf_mr.hex").trim();
+    let want = unhex(hex_text);
+    // The two PTR_OUT attributes (lkey, rkey) are the second and third: data at bytes 8..16 of each.
+    let ptr = |i: usize| {
+        let off = 24 + i * 16 + 8;
+        u64::from_le_bytes(want[off..off + 8].try_into().unwrap())
+    };
+    let args = cmd::DmabufMrArgs {
+        pd: 1,
+        fd: 9,
+        offset: 0x234,
+        length: 1 << 20,
+        iova: 0x7f00_0020_0000,
+        access: (AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ).bits(),
+    };
+    const MLX5: u32 = 1;
+    let got = cmd::encode_reg_dmabuf_mr(MLX5, &args, ptr(1), ptr(2)).unwrap();
+    assert_eq!(hex(&got), hex_text);
+    // Header: object MR (7), method REG_DMABUF_MR (4), nine attributes, driver mlx5.
+    assert_eq!(&got[..8], &[0xa8, 0, 7, 0, 4, 0, 9, 0]);
+}

@@ -7,6 +7,7 @@ pub mod cm_session;
 #[forbid(unsafe_code)]
 pub mod counters;
 pub mod engine;
+pub mod gpu;
 #[forbid(unsafe_code)]
 pub mod mcast;
 #[forbid(unsafe_code)]

@@ -434,7 +434,7 @@ fn options_a_tool_does_not_list_are_handled_like_perftest() {
             Unsupported,
             "RSS isn't supported",
         ),
-        (Tool::WriteBw, &["--use_cuda=0"], Unsupported, "GPU"),
+        (Tool::WriteBw, &["--use_hl=0"], Unsupported, "accelerator memory option"),
         (Tool::WriteBw, &["--use_ooo"], Unsupported, "out-of-order"),
         (
             Tool::WriteBw,
@@ -567,7 +567,6 @@ fn both_606_and_629_spellings() {
             "--no_enhanced_reorder",
             "--pin_cores=0,2-3",
             "--connectionless",
-            "--numa_node=1",
             "--disable_numa",
         ],
     );

@@ -571,6 +571,15 @@ fn value_ranges_and_number_syntax() {
     }
 }
 
+/// perftest after 6.29 (`force_dependecies`): one binding or the other.
+#[test]
+fn numa_node_and_pin_cores_exclude_each_other() {
+    let e = err(Tool::WriteBw, &["--numa_node=1", "--pin_cores=0-3"]);
+    assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Conflict, "--numa_node and --pin_cores cannot be used together"));
+    let p = common::run(Tool::WriteBw, &["--numa_node=1", "--disable_numa"]);
+    assert_eq!((p.buf.numa_node, p.buf.disable_numa), (Some(1), true));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Robustness
 

@@ -307,6 +307,22 @@ mod tests {
     }
 
     #[test]
+    fn patterns_and_their_knobs() {
+        use crate::pattern::Pattern;
+        let base = ["--hosts", "n[1-4]", "--out", "o", "--launcher", "ssh"];
+        let with = |extra: &[&str]| cfg(&[&base[..], extra].concat());
+        assert_eq!(with(&[]).expect("parse").patterns, [Pattern::Pairs]);
+        assert_eq!(with(&["--concurrent-rails"]).expect("parse").patterns, [Pattern::Pairs, Pattern::AllRails]);
+        let c = with(&["--pattern", "incast,alltoall,bisection", "--incast-senders", "2", "--max-flows", "3", "--draws", "5", "--seed", "9"]).expect("parse");
+        assert_eq!(c.patterns, [Pattern::Incast, Pattern::Alltoall, Pattern::Bisection]);
+        assert_eq!((c.knobs.incast_senders, c.knobs.max_flows, c.knobs.draws, c.knobs.seed), (2, 3, 5, 9));
+        assert!(with(&["--pattern", "incast,incast"]).err().is_some_and(|e| e.contains("given twice")));
+        assert!(with(&["--pattern", "ring"]).err().is_some_and(|e| e.contains("unknown pattern")));
+        assert!(with(&["--pattern", "pairs", "--concurrent-rails"]).is_err(), "--concurrent-rails is a --pattern");
+        assert!(with(&["--preflight-only"]).expect("parse").preflight_only);
+    }
+
+    #[test]
     fn slurm_and_tmpdir_come_in_as_values() {
         let t = [("SLURM_JOB_NODELIST", "n[1-3]"), ("SLURM_JOB_ID", "7"), ("TMPDIR", "/scratch")];
         let env = Env::from_vars(|k| t.iter().find(|(n, _)| *n == k).map(|(_, v)| v.into()));

@@ -912,6 +912,32 @@ mod tests {
     }
 
     #[test]
+    fn a_node_short_of_a_rail_sits_that_rail_out_with_why() {
+        let c = cfg(&[]);
+        let dev = |name: &str| DevProbe {
+            name: name.into(),
+            active: true,
+            state: "ACTIVE".into(),
+            rate: String::new(),
+            ethernet: true,
+            ipv4: None,
+            gid_index: None,
+            netdev: None,
+            mac: None,
+            prefix: None,
+            gpus: Vec::new(),
+            gpu: None,
+        };
+        let two = || NodeState::Up(vec![dev("rxe0"), dev("rxe1")]);
+        let states = vec![two(), two(), two(), NodeState::Up(vec![dev("rxe0")]), NodeState::Down("ssh: timed out".into())];
+        let r = rails(&c, &states);
+        assert_eq!(r.iter().map(|r| r.label.as_str()).collect::<Vec<_>>(), ["rxe0", "rxe1"]);
+        assert!(r[0].per_node[3].is_ok());
+        assert_eq!(r[1].per_node[3].as_ref().err().map(String::as_str), Some("has 1 active device(s), no rail 1"));
+        assert_eq!(r[1].per_node[4].as_ref().err().map(String::as_str), Some("unreachable: ssh: timed out"));
+    }
+
+    #[test]
     fn re_runs_are_packed_so_that_no_node_is_in_two_pairs() {
         let c = cfg(&[]);
         let p = |a, b| schedule::Pair { a, b };

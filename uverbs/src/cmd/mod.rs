@@ -53,7 +53,9 @@ pub use device::{
 };
 pub use devx::{DriverMethod, DriverReply, driver_method, encode_driver_method};
 pub use doorbell::{encode_post_send_doorbell, post_send_doorbell};
-pub use mr::{alloc_pd, create_comp_channel, dealloc_pd, dereg_mr, reg_mr, reg_mr_req};
+pub use mr::{
+    DmabufMrArgs, alloc_pd, create_comp_channel, dealloc_pd, dereg_mr, encode_reg_dmabuf_mr, reg_dmabuf_mr, reg_mr, reg_mr_req,
+};
 pub use qp::{
     CreateQpArgs, QpCreatePtrs, attach_mcast, attach_mcast_req, create_ah, create_ah_req, create_qp,
     create_qp_req, destroy_ah, destroy_qp, detach_mcast, encode_qp_create, modify_qp, modify_qp_ex,

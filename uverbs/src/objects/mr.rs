@@ -205,6 +205,33 @@ impl<P: Provider> Mr<P> {
         unsafe { Self::register_inner(pd, addr, len, access, MrMem::Foreign) }
     }
 
+    /// Register `len` bytes of the dma-buf `fd` from `offset`, addressed by the device (and in
+    /// work requests) as `iova`: GPU memory a driver exported (`cuMemGetHandleForAddressRange`),
+    /// through MR.REG_DMABUF_MR. The kernel holds its own reference on the dma-buf, so `fd` may
+    /// be closed afterwards. The memory is not the process's: [`Mr::write_at`], [`Mr::read_at`]
+    /// and [`Mr::fill`] must not be used on such an MR unless `iova` is also a mapping of it in
+    /// this process (the caller's contract, as with [`Mr::register_raw`]).
+    pub fn register_dmabuf(
+        pd: &Arc<Pd<P>>,
+        fd: std::os::fd::BorrowedFd<'_>,
+        offset: u64,
+        len: usize,
+        iova: u64,
+        access: AccessFlags,
+    ) -> Result<Self> {
+        use std::os::fd::AsRawFd;
+        let args = cmd::DmabufMrArgs {
+            pd: pd.handle,
+            fd: fd.as_raw_fd(),
+            offset,
+            length: len as u64,
+            iova,
+            access: access.bits(),
+        };
+        let r = cmd::reg_dmabuf_mr(&pd.ctx.cmd(), &args)?;
+        Ok(Mr { pd: pd.clone(), handle: r.mr_handle, lkey: r.lkey, rkey: r.rkey, addr: iova, len, access, _mem: MrMem::Foreign })
+    }
+
     /// # Safety
     /// `[addr, addr+len)` must be owned by `mem` or satisfy `register_raw`'s contract.
     unsafe fn register_inner(pd: &Arc<Pd<P>>, addr: u64, len: usize, access: AccessFlags, mem: MrMem) -> Result<Self> {

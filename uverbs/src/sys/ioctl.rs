@@ -75,6 +75,8 @@ pub mod method {
     pub const PD_DESTROY: u16 = 0;
     pub const AH_DESTROY: u16 = 0;
     pub const MR_DESTROY: u16 = 1;
+    /// `UVERBS_METHOD_REG_DMABUF_MR` (kernel 5.12+).
+    pub const REG_DMABUF_MR: u16 = 4;
     pub const XRCD_DESTROY: u16 = 0;
     pub const ASYNC_EVENT_ALLOC: u16 = 0;
 }
@@ -139,4 +141,14 @@ pub mod attr {
     pub const DESTROY_MR_HANDLE: u16 = 0;
     pub const DESTROY_AH_HANDLE: u16 = 0;
     pub const DESTROY_XRCD_HANDLE: u16 = 0;
+    // MR.REG_DMABUF_MR (`enum uverbs_attrs_reg_dmabuf_mr_cmd_attr_ids`)
+    pub const REG_DMABUF_MR_HANDLE: u16 = 0;
+    pub const REG_DMABUF_MR_PD_HANDLE: u16 = 1;
+    pub const REG_DMABUF_MR_OFFSET: u16 = 2;
+    pub const REG_DMABUF_MR_LENGTH: u16 = 3;
+    pub const REG_DMABUF_MR_IOVA: u16 = 4;
+    pub const REG_DMABUF_MR_FD: u16 = 5;
+    pub const REG_DMABUF_MR_ACCESS_FLAGS: u16 = 6;
+    pub const REG_DMABUF_MR_RESP_LKEY: u16 = 7;
+    pub const REG_DMABUF_MR_RESP_RKEY: u16 = 8;
 }

@@ -101,6 +101,9 @@ pub struct VerbsSetup {
     pub mmap: Option<(std::path::PathBuf, u64)>,
     /// `--odp`: register the MR with IBV_ACCESS_ON_DEMAND (the caps are checked beforehand).
     pub odp: bool,
+    /// `--use_cuda`: the buffer is accelerator memory the tool allocated (crate::gpu), registered
+    /// instead of fresh host memory and never filled by the CPU (6.29's `can_init = false`).
+    pub device_mem: Option<DeviceMem>,
     /// `-c DC`: the QPs are DCIs/DCTs ([`super::dc`]); `qp_type` is then ignored.
     pub dc: Option<super::dc::DcSetup>,
     /// `--use-null-mr`: the SGEs and the advertised rkey use the device's null MR
@@ -112,6 +115,16 @@ pub struct VerbsSetup {
     /// `--aes_xts`: DEKs and one crypto mkey per QP ([`super::crypto`]); the QPs get twice the
     /// send queue (a UMR before every request) and perftest's 512-byte inline size.
     pub crypto: Option<super::crypto::CryptoSetup>,
+}
+
+/// Accelerator memory to register: its device address and length, and with dma-buf the exported
+/// fd and the buffer's offset in it. The owner (the tool) keeps the memory and the fd alive until
+/// the endpoint is dropped.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceMem {
+    pub addr: u64,
+    pub len: usize,
+    pub dmabuf: Option<(std::os::fd::RawFd, u64)>,
 }
 
 /// The peer's side of one QP connection plus our path settings.
@@ -249,6 +262,22 @@ fn dci_streams<P: Provider>(s: &VerbsSetup, qps: &[Qp<P>]) -> Vec<super::dc::Dci
         .collect()
 }
 
+/// 6.29's `Couldn't allocate MR with error=N`, in one line with what to try.
+fn device_mem_refusal(e: &uverbs::Error, dmabuf: bool) -> String {
+    let errno = e.errno.unwrap_or(0);
+    let why = match (dmabuf, errno) {
+        (true, libc::EOPNOTSUPP) | (true, libc::EPROTONOSUPPORT) => {
+            "the device does not take dma-buf MRs (OFED stack does not support DMA-BUF); leave out --use_cuda_dmabuf to register the device pointer (peer memory)".to_string()
+        }
+        (true, _) => format!("dma-buf registration failed: {e}"),
+        (false, libc::EFAULT) | (false, libc::EINVAL) => format!(
+            "the kernel could not resolve the GPU pointer ({e}): is nvidia-peermem (or amdgpu's peer memory) loaded? Or try --use_cuda_dmabuf"
+        ),
+        (false, _) => format!("{e}"),
+    };
+    format!("Couldn't allocate MR with error={errno}: {why}")
+}
+
 /// What the buffer holds before the test: a `--payload_file_path` pattern, pseudo-random words,
 /// or zeros (written only into a mapped file: fresh anonymous memory is already zero).
 fn fill_buffer<P: Provider>(mr: &Mr<P>, s: &VerbsSetup, total: usize) -> Result<(), EngineError> {
@@ -339,10 +368,11 @@ impl<P: Provider> VerbsEndpoint<P> {
         if s.odp {
             mr_access |= AccessFlags::ON_DEMAND;
         }
-        let mr = match &s.mmap {
-            Some((path, offset)) => Mr::register_file(pd, path, *offset, total, mr_access)
+        let mr = match (&s.device_mem, &s.mmap) {
+            (Some(d), _) => Self::register_device_mem(pd, d, total, mr_access)?,
+            (None, Some((path, offset))) => Mr::register_file(pd, path, *offset, total, mr_access)
                 .map_err(|e| verr(&format!("Couldn't register the --mmap buffer of {total} bytes"), e))?,
-            None => Mr::alloc(pd, total, mr_access, s.hugepages)
+            (None, None) => Mr::alloc(pd, total, mr_access, s.hugepages)
                 .map_err(|e| verr(&format!("Couldn't allocate MR of {total} bytes"), e))?,
         };
         // perftest (6.13+) allocates the null MR right after registering the buffer.
@@ -351,8 +381,32 @@ impl<P: Provider> VerbsEndpoint<P> {
         } else {
             None
         };
-        fill_buffer(&mr, s, total)?;
+        if s.device_mem.is_none() {
+            fill_buffer(&mr, s, total)?;
+        }
         Ok((mr, null_lkey))
+    }
+
+    /// `--use_cuda`: the device pointer through REG_MR (peer memory: the GPU driver's peer-memory
+    /// client resolves it in the kernel), or with `--use_cuda_dmabuf` the exported dma-buf through
+    /// the dma-buf MR method. 6.29's line on failure, and one line for a device without dma-buf MRs.
+    fn register_device_mem(pd: &Arc<Pd<P>>, d: &DeviceMem, total: usize, access: AccessFlags) -> Result<Mr<P>, EngineError> {
+        if d.len < total {
+            return Err(EngineError::Verbs(format!("GPU buffer of {} bytes is smaller than the {total} bytes the test needs", d.len)));
+        }
+        let r = match d.dmabuf {
+            Some((fd, offset)) => {
+                // SAFETY: the tool keeps the exported fd open while the endpoint lives (DeviceMem's
+                // contract); it is only borrowed for the registration call.
+                let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                Mr::register_dmabuf(pd, fd, offset, total, d.addr, access)
+            }
+            // SAFETY: the device allocation outlives this MR (the tool drops the endpoint first,
+            // DeviceMem's contract); the CPU never dereferences it: no fill, and the loops that
+            // poll the buffer (write_lat) are refused with CUDA memory.
+            None => unsafe { Mr::register_raw(pd, d.addr, total, access) },
+        };
+        r.map_err(|e| EngineError::Verbs(device_mem_refusal(&e, d.dmabuf.is_some())))
     }
 
     /// The completion channel (`-e`), the send CQ and the separate receive CQ where there is one.
@@ -875,6 +929,7 @@ mod tests {
             hugepages: false,
             mmap: None,
             odp: false,
+            device_mem: None,
             dc: None,
             null_mr: false,
             xrc: Some(XrcPlan::new(2, true, false)),

@@ -43,6 +43,10 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
     cqe::polling(p);
     dc::dependencies(p, st.dci_active_given)?;
     aes::dependencies(p)?;
+    super::gpu::dependencies(p)?;
+    if p.buf.numa_node.is_some() && p.buf.pin_cores.is_some() {
+        return Err(conflict("--numa_node, --pin_cores", "--numa_node and --pin_cores cannot be used together"));
+    }
     Ok(())
 }
 

@@ -201,6 +201,9 @@ pub struct BufferOpts {
     pub pin_cores: Option<String>,
     pub numa_node: Option<i32>,
     pub disable_numa: bool,
+    /// `--use_cuda`, `--use_cuda_bus_id`, `--use_rocm` (+ `_dmabuf`, `--gpu_touch`): the buffer
+    /// is accelerator memory (crate::gpu).
+    pub gpu: Option<crate::gpu::GpuRequest>,
 }
 
 /// The rate limiter (SW; HW as perftest: a static rate at RTR, checked by QUERY_QP, falling
@@ -343,6 +346,7 @@ impl Params {
                 pin_cores: None,
                 numa_node: None,
                 disable_numa: false,
+                gpu: None,
             },
             rate: RateOpts {
                 limit_type: RateLimitType::Disabled,

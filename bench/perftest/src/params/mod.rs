@@ -41,6 +41,7 @@ mod derive;
 mod error;
 mod fields;
 mod getopt;
+mod gpu;
 mod options;
 #[forbid(unsafe_code)]
 pub mod knobs;

@@ -5,6 +5,7 @@
 
 use super::error::unsupported;
 use super::getopt::{invalid, Found, Table};
+use super::gpu::{self, GpuOpt};
 use super::state::State;
 use bench_core::cparse::strtol0;
 
@@ -98,9 +99,16 @@ pub(crate) enum Opt {
     RetryCount,
     DontXchgVersions,
     PayloadFilePath,
-    GpuWithArg, // use_cuda, use_cuda_bus_id, cuda_mem_type, use_musa, use_musa_bus_id, use_rocm,
-    // use_neuron, use_hl, use_mlu, use_opencl, opencl_platform_id, use_ib_dm_dmabuf, gpu_touch
-    GpuFlag, // use_cuda_dmabuf, use_cuda_pcie_mapping, use_data_direct, use_musa_dmabuf, ...
+    // GPU memory (params::gpu)
+    UseCuda,
+    UseCudaBusId,
+    UseCudaDmabuf,
+    UseRocm,
+    UseRocmDmabuf,
+    GpuTouch,
+    GpuWithArg, // refused: cuda_mem_type, use_musa, use_musa_bus_id, use_neuron, use_hl, use_mlu,
+    // use_opencl, opencl_platform_id, use_ib_dm_dmabuf
+    GpuFlag, // refused: use_cuda_pcie_mapping, use_data_direct, use_musa_dmabuf, ...
     Mmap,
     MmapOffset,
     Ipv6,
@@ -294,9 +302,9 @@ pub(crate) const LONG: &[(&str, Opt, bool)] = &[
     ("retry_count", Opt::RetryCount, true),
     ("dont_xchg_versions", Opt::DontXchgVersions, false),
     ("payload_file_path", Opt::PayloadFilePath, true),
-    ("use_cuda", Opt::GpuWithArg, true),
-    ("use_cuda_bus_id", Opt::GpuWithArg, true),
-    ("use_cuda_dmabuf", Opt::GpuFlag, false),
+    ("use_cuda", Opt::UseCuda, true),
+    ("use_cuda_bus_id", Opt::UseCudaBusId, true),
+    ("use_cuda_dmabuf", Opt::UseCudaDmabuf, false),
     ("use_cuda_pcie_mapping", Opt::GpuFlag, false),
     ("use_data_direct", Opt::GpuFlag, false),
     ("cuda_mem_type", Opt::GpuWithArg, true),
@@ -304,8 +312,8 @@ pub(crate) const LONG: &[(&str, Opt, bool)] = &[
     ("use_musa_bus_id", Opt::GpuWithArg, true),
     ("use_musa_dmabuf", Opt::GpuFlag, false),
     ("use_musa_pcie_mapping", Opt::GpuFlag, false),
-    ("use_rocm", Opt::GpuWithArg, true),
-    ("use_rocm_dmabuf", Opt::GpuFlag, false),
+    ("use_rocm", Opt::UseRocm, true),
+    ("use_rocm_dmabuf", Opt::UseRocmDmabuf, false),
     ("use_neuron", Opt::GpuWithArg, true),
     ("use_neuron_dmabuf", Opt::GpuFlag, false),
     ("use_hl", Opt::GpuWithArg, true),
@@ -314,7 +322,7 @@ pub(crate) const LONG: &[(&str, Opt, bool)] = &[
     ("use_opencl", Opt::GpuWithArg, true),
     ("opencl_platform_id", Opt::GpuWithArg, true),
     ("use_ib_dm_dmabuf", Opt::GpuWithArg, true),
-    ("gpu_touch", Opt::GpuWithArg, true),
+    ("gpu_touch", Opt::GpuTouch, true),
     ("mmap", Opt::Mmap, true),
     ("mmap-offset", Opt::MmapOffset, true),
     ("ipv6", Opt::Ipv6, false),
@@ -396,6 +404,10 @@ pub(super) fn dup_key(f: &Found<Opt>) -> String {
     }
     match f.opt {
         Opt::RawLongWithArg | Opt::RawLongFlag | Opt::GpuWithArg | Opt::GpuFlag | Opt::VendorWithArg | Opt::VendorFlag => {
+            f.spelling.strip_prefix("--").unwrap_or(&f.spelling).to_string()
+        }
+        // perftest's key is the long name, which is what the GPU options have.
+        Opt::UseCuda | Opt::UseCudaBusId | Opt::UseCudaDmabuf | Opt::UseRocm | Opt::UseRocmDmabuf | Opt::GpuTouch => {
             f.spelling.strip_prefix("--").unwrap_or(&f.spelling).to_string()
         }
         opt => format!("{opt:?}"),
@@ -737,8 +749,19 @@ pub(super) fn apply(p: &mut Params, st: &mut State, f: &Found<Opt>) -> Result<()
         Opt::RetryCount => p.conn.retry_count = narrow(int_in(f, "Retry Count", 0, 7)?),
         Opt::DontXchgVersions => p.conn.dont_xchg_versions = true,
         Opt::PayloadFilePath => p.buf.payload_file_path = Some(arg(f).to_string()),
-        Opt::GpuWithArg | Opt::GpuFlag => st.gpu = Some(f.spelling.clone()),
-        Opt::Mmap => p.buf.mmap_file = Some(arg(f).to_string()),
+        Opt::UseCuda => gpu::apply(p, GpuOpt::UseCuda, f)?,
+        Opt::UseCudaBusId => gpu::apply(p, GpuOpt::UseCudaBusId, f)?,
+        Opt::UseCudaDmabuf => gpu::apply(p, GpuOpt::UseCudaDmabuf, f)?,
+        Opt::UseRocm => gpu::apply(p, GpuOpt::UseRocm, f)?,
+        Opt::UseRocmDmabuf => gpu::apply(p, GpuOpt::UseRocmDmabuf, f)?,
+        Opt::GpuTouch => gpu::apply(p, GpuOpt::GpuTouch, f)?,
+        Opt::GpuWithArg | Opt::GpuFlag => {
+            st.gpu.get_or_insert_with(|| f.spelling.clone());
+        }
+        Opt::Mmap => {
+            gpu::check_single_memory_type(p, GpuOpt::Mmap, f)?;
+            p.buf.mmap_file = Some(arg(f).to_string())
+        }
         Opt::MmapOffset => p.buf.mmap_offset = narrow::<u64>(int_in(f, "mmap offset", 0, i64::MAX)?),
         Opt::Ipv6 => p.dev.ipv6 = true,
         Opt::Ipv6Addr => p.dev.ipv6_addr = true,
@@ -851,8 +874,12 @@ mod tests {
         );
         // A family of long names under one Opt: each name is an option of its own.
         assert_eq!(
-            keys(&["--remote_mac", "a", "--local_mac", "b", "--use_cuda=0", "--ph", "1", "--tcp"]),
-            ["remote_mac", "local_mac", "use_cuda", "ph", "tcp"]
+            keys(&["--remote_mac", "a", "--local_mac", "b", "--use_hl=0", "--ph", "1", "--tcp"]),
+            ["remote_mac", "local_mac", "use_hl", "ph", "tcp"]
+        );
+        assert_eq!(
+            keys(&["--use_cuda=0", "--use_cuda_dmabuf", "--gpu_touch=once"]),
+            ["use_cuda", "use_cuda_dmabuf", "gpu_touch"]
         );
     }
 

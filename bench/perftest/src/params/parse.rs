@@ -188,8 +188,11 @@ fn refuse_unsupported(p: &Params, st: &State) -> Result<(), ParamError> {
     if let Some(o) = &st.gpu {
         return Err(unsupported(
             o,
-            "accelerator (GPU) memory is not supported by rperftest",
+            "this accelerator memory option is not supported by rperftest (GPU memory: --use_cuda, --use_cuda_bus_id, --use_cuda_dmabuf, --gpu_touch; docs/gpu.md)",
         ));
+    }
+    if let Some(e) = super::gpu::refusal(p) {
+        return Err(e);
     }
     if let Some(o) = &st.vendor {
         return Err(unsupported(

@@ -25,6 +25,8 @@ pub(super) enum Cap {
     /// An inline size was given (or implied: read/atomic) for a device missing from perftest's
     /// table: inline is off.
     InlineDisabled,
+    /// `--use_cuda` on a known device without `-I`: inline off, with 6.29's note.
+    CudaInline,
     /// `-o` above the device's `max_qp_rd_atom`: lowered to `max`.
     OutReads { max: u32 },
     /// `-m` above the port's active MTU: lowered to `active` (an `ibv_mtu` enum).
@@ -58,6 +60,9 @@ pub(super) fn side_limits(p: &Params, dev: DevCaps, setup_timeout: Duration) -> 
         }
         0
     } else if read_like {
+        0
+    } else if p.inline_size.is_none() && p.buf.gpu.as_ref().is_some_and(|g| g.runtime == crate::gpu::GpuRuntime::Cuda) {
+        caps.push(Cap::CudaInline);
         0
     } else {
         p.inline_size.unwrap_or_else(|| p.default_inline(true))
@@ -134,6 +139,17 @@ mod tests {
 
     fn limits(t: Tool, args: &[&str], dev: DevCaps) -> super::SideLimits {
         side_limits(&parsed(t, args), dev, SETUP)
+    }
+
+    /// 6.29's ctx_set_max_inline: an unknown device (rxe) returns before its CUDA note.
+    #[cfg(feature = "gpu")]
+    #[test]
+    fn cuda_turns_the_default_inline_off_with_a_note_on_known_devices() {
+        let w = limits(Tool::SendBw, &["--use_cuda=0"], MLX);
+        assert_eq!((w.inline, w.caps.as_slice()), (0, &[Cap::CudaInline][..]));
+        let w = limits(Tool::SendBw, &["--use_cuda=0"], RXE);
+        assert_eq!((w.inline, w.caps.as_slice()), (0, &[][..]));
+        assert_eq!(limits(Tool::SendBw, &["--use_cuda=0", "-I", "8"], MLX).inline, 8);
     }
 
     #[test]

@@ -23,6 +23,7 @@ const JSON_STYLE: Style = Style::V629;
 mod adopt;
 mod bound;
 mod limits;
+mod numa;
 mod record;
 pub mod header;
 pub mod negotiate;
@@ -336,6 +337,8 @@ fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), Tool
 
 /// Open the device for the run (`--aes_xts`: perftest's DEVX open and crypto login).
 fn open_side(p: &Params, desc: &uverbs::provider::DeviceDesc, user: SideUser<'_>) -> Result<(), ToolError> {
+    // perftest (after 6.29): CPUs and memory on the device's NUMA node before anything is allocated.
+    numa::bind(p, &desc.ibdev)?;
     if p.aes.enabled && p.verb != params::Verb::Atomic {
         return crate::engine::crypto::open_devx(desc, &p.providers, p.aes.credentials_path.as_deref().unwrap_or(""), user)
             .map_err(|m| ToolError::new(1, m))?;

@@ -174,6 +174,23 @@ impl<P: Provider> SideRun<'_, P> {
                 return Err(ToolError::new(1, m));
             }
         }
+        let mut setup = setup;
+        if let Some(req) = &p.buf.gpu {
+            // 6.29's ctx_init: the memory's init (the runtime, the device, a context) right
+            // before the buffer is allocated and registered.
+            let mut log = String::new();
+            let g = crate::gpu::GpuBuffer::allocate(req, layout.total(), &mut log);
+            self.conf.out.result(&log);
+            // One line: 6.29's own (or ours where it has none); 6.29 then adds "Failed to init
+            // memory", which says nothing more.
+            let g = g.map_err(|m| ToolError::new(1, m))?;
+            setup.device_mem = Some(crate::engine::verbs::DeviceMem {
+                addr: g.addr(),
+                len: usize::try_from(layout.total()).unwrap_or(usize::MAX),
+                dmabuf: g.dmabuf().map(|(fd, off)| (std::os::fd::AsRawFd::as_raw_fd(&fd), off)),
+            });
+            self.verbs.gpu = Some(g);
+        }
         let ep = VerbsEndpoint::create(&self.verbs.ctx, &setup, self.verbs.ext).map_err(|e| {
             // -c DC: our line naming the option, then perftest's three lines in its order.
             let m = if setup.dc.is_some() || setup.crypto.is_some() { format!("{e}\n Couldn't create IB resources") } else { format!(" Couldn't create IB resources\n{e}") };
@@ -478,6 +495,7 @@ fn verbs_setup(conf: &SideConf, shape: &Shape) -> VerbsSetup {
         hugepages: p.buf.use_hugepages,
         mmap: p.buf.mmap_file.as_ref().map(|f| (std::path::PathBuf::from(f), p.buf.mmap_offset)),
         odp: p.buf.odp,
+        device_mem: None,
         dc: params::dc::engine_setup(p),
         null_mr: p.buf.use_null_mr,
         xrc: params::xrc_plan(p),
@@ -524,6 +542,7 @@ fn print_caps(out: Out, caps: &[limits::Cap]) {
                 out.text(DASH_LINE);
                 out.err("Device not recognized to implement inline feature. Disabling it\n");
             }
+            limits::Cap::CudaInline => out.text("Perftest doesn't supports CUDA tests with inline messages: inline size set to 0\n"),
             limits::Cap::OutReads { max } => {
                 out.text(DASH_LINE);
                 out.err(&format!(" Number of outstanding reads is above max = {max}\n Changing to that max value\n"));

@@ -214,7 +214,18 @@ impl<P: Provider> SideRun<'_, P> {
             return Err(ToolError::new(1, msg));
         }
         wait_destroy(p);
+        self.release_gpu();
         Ok(())
+    }
+
+    /// `--use_cuda`: deregister, then free the GPU memory with 6.29's lines.
+    fn release_gpu(&mut self) {
+        if let Some(g) = self.verbs.gpu.take() {
+            self.verbs.ep = None;
+            let mut log = String::new();
+            g.release(&mut log);
+            self.conf.out.result(&log);
+        }
     }
 }
 

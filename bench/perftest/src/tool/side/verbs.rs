@@ -27,11 +27,14 @@ pub(super) struct Verbs<P: Provider> {
     pub(super) hw_rate_taken: bool,
     /// `-R`: the rdma_cm data connections.
     pub(super) cm_data: Option<cm_session::CmData>,
+    /// `--use_cuda`: the GPU memory the endpoint's MR registers. Declared after `ep` so that it
+    /// is dropped after it (the MR is deregistered before the memory is freed).
+    pub(super) gpu: Option<crate::gpu::GpuBuffer>,
 }
 
 impl<P: Provider> Verbs<P> {
     pub(super) fn new(ctx: Arc<Context<P>>, ext: Ext<P>, cm_data: Option<cm_session::CmData>) -> Self {
-        Verbs { ctx, ext, ep: None, my_keys: Vec::new(), posted: Vec::new(), hw_rate_taken: false, cm_data }
+        Verbs { ctx, ext, ep: None, my_keys: Vec::new(), posted: Vec::new(), hw_rate_taken: false, cm_data, gpu: None }
     }
 
     pub(super) fn ep(&mut self) -> Result<&mut VerbsEndpoint<P>, ToolError> {
