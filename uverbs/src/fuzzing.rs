@@ -283,7 +283,7 @@ pub fn sysfs(data: &[u8]) {
         assert_eq!(sysfs::parse_pci_modalias(&s).unwrap(), (v, d));
     }
     let id = sysfs::infer_driver_id(t, Some(t));
-    assert!([0, 1, 2, 14, 17, 18].contains(&id));
+    assert!([0, 1, 2, 6, 14, 17, 18].contains(&id), "driver id {id}");
 
     // GID formatting round trips on any 16 bytes.
     if data.len() >= 16 {
