@@ -262,6 +262,20 @@ fn endpoint(node: &str, d: &DevProbe) -> Endpoint {
     }
 }
 
+/// Why pair `p` cannot run on `rail`, when a node lacks it: UNREACHABLE when either node is
+/// down, else SKIPPED, with each such node's reason; None when both nodes have the rail.
+fn not_run_why(rail: &Rail, p: &schedule::Pair, hosts: &[String]) -> Option<(Status, String)> {
+    let why: Vec<(bool, String)> = [p.a, p.b]
+        .into_iter()
+        .filter_map(|i| rail.per_node[i].as_ref().err().map(|e| (e.starts_with("unreachable"), format!("{} {e}", hosts[i]))))
+        .collect();
+    if why.is_empty() {
+        return None;
+    }
+    let status = if why.iter().any(|(down, _)| *down) { Status::Unreachable } else { Status::Skipped };
+    Some((status, why.into_iter().map(|(_, w)| w).collect::<Vec<_>>().join("; ")))
+}
+
 /// A record for a pair that never ran (status, reason, round and options to be filled in).
 fn not_run(test: &str, rail: &str, a: &str, b: &str, unit: &str) -> Record {
     let side = |n: &str| Side { node: n.to_string(), ..Side::default() };
@@ -696,33 +710,33 @@ impl MatrixRun<'_> {
         Ok(())
     }
 
+    /// A pair that cannot run, recorded at once (results.jsonl, the records, the progress).
+    fn log_not_run(&mut self, rec: Record) -> Result<(), String> {
+        self.log.append(&rec).map_err(|e| format!("{}: {e}", self.jsonl.display()))?;
+        self.done.push(rec);
+        self.prog.finished += 1;
+        self.prog.not_ok += 1;
+        Ok(())
+    }
+
     /// Pairs that cannot run are recorded at once, not waited for.
     fn record_not_run(&mut self, on: &TestOnRail) -> Result<(), String> {
         let (cfg, test, rail, t) = (self.cfg, on.test, on.rail, on.t);
+        let mut recs = Vec::new();
         for (r, round) in self.rounds.iter().enumerate() {
             for p in round {
                 let (a, b) = (&cfg.hosts[p.a], &cfg.hosts[p.b]);
                 if self.have.contains(&pair_key(cfg, test, &rail.label, a, b)) {
                     continue;
                 }
-                let why: Vec<(Status, String)> = [(a, &rail.per_node[p.a]), (b, &rail.per_node[p.b])]
-                    .into_iter()
-                    .filter_map(|(node, d)| d.as_ref().err().map(|e| (node, e)))
-                    .map(|(node, e)| (if e.starts_with("unreachable") { Status::Unreachable } else { Status::Skipped }, format!("{node} {e}")))
-                    .collect();
-                if let Some((status, _)) = why.first() {
-                    let status = if why.iter().any(|(s, _)| *s == Status::Unreachable) { Status::Unreachable } else { *status };
-                    let reason = why.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join("; ");
+                if let Some((status, reason)) = not_run_why(rail, p, &cfg.hosts) {
                     let mut rec = not_run(test, &rail.label, a, b, &t.unit);
                     (rec.status, rec.reason, rec.round, rec.options) = (status, reason, r, cfg.options.clone());
-                    self.log.append(&rec).map_err(|e| format!("{}: {e}", self.jsonl.display()))?;
-                    self.done.push(rec);
-                    self.prog.finished += 1;
-                    self.prog.not_ok += 1;
+                    recs.push(rec);
                 }
             }
         }
-        Ok(())
+        recs.into_iter().try_for_each(|rec| self.log_not_run(rec))
     }
 
     /// Every pair of the rounds on the rails `ons` that can run and is not recorded yet, each

@@ -12,7 +12,7 @@ use super::counters::{self, Snapshot};
 use super::pair::Job;
 use super::pattern::{self, Pattern, Step};
 use super::results::Status;
-use super::{endpoint, fanout, not_run, pair_key, rail_key, run_round, MatrixRun, Rail};
+use super::{endpoint, fanout, not_run, not_run_why, pair_key, rail_key, run_round, MatrixRun, Rail};
 
 /// One test under one pattern: what its steps share.
 pub(super) struct PatternOn<'a> {
@@ -74,19 +74,10 @@ impl PatternOn<'_> {
                             pattern: name.to_string(),
                         });
                     }
-                    (ea, eb) => {
-                        let why: Vec<String> = [(a, ea), (b, eb)]
-                            .into_iter()
-                            .filter_map(|(n, e)| e.as_ref().err().map(|e| format!("{n} {e}")))
-                            .collect();
+                    _ => {
+                        let (status, reason) = not_run_why(rail, f, &cfg.hosts).unwrap_or((Status::Skipped, String::new()));
                         let mut rec = not_run(self.test, &rail.label, a, b, &self.t.unit);
-                        rec.status = if why.iter().any(|w| w.contains("unreachable")) {
-                            Status::Unreachable
-                        } else {
-                            Status::Skipped
-                        };
-                        (rec.reason, rec.round, rec.options, rec.pattern) =
-                            (why.join("; "), k, cfg.options.clone(), name.to_string());
+                        (rec.status, rec.reason, rec.round, rec.options, rec.pattern) = (status, reason, k, cfg.options.clone(), name.to_string());
                         skipped.push(rec);
                     }
                 }
@@ -166,12 +157,7 @@ impl MatrixRun<'_> {
         for (k, step) in steps.iter().enumerate() {
             let (jobs, skipped) = on.jobs(k, step, &self.have)?;
             for rec in skipped {
-                self.log
-                    .append(&rec)
-                    .map_err(|e| format!("{}: {e}", self.jsonl.display()))?;
-                self.done.push(rec);
-                self.prog.finished += 1;
-                self.prog.not_ok += 1;
+                self.log_not_run(rec)?;
             }
             if jobs.is_empty() {
                 continue;
