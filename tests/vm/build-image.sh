@@ -33,6 +33,11 @@
 #   RXE_VM_OUT     output dir  (default $RXE_VM_CACHE/image)
 #   RXE_VM_KERNEL_PKG  e.g. linux-image-6.1.0-57-amd64 (default: what
 #                  linux-image-amd64 depends on, per apt-cache)
+#   RXE_VM_KERNEL_SUITE  e.g. trixie-backports: take the kernel (the newest
+#                  linux-image-amd64 there) from that Debian suite through a
+#                  private apt list under the cache, keep every other package
+#                  from the host's suite; the image goes to image-SUITE (the
+#                  netns bed needs a kernel whose rxe serves network namespaces)
 #   RXE_VM_FORCE=1 rebuild even if the stamp matches
 #   RXE_VM_OFFLINE=1 never call apt-get download; use whatever is cached
 #
@@ -44,11 +49,13 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${RXE_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rxe-vm}
-OUT=${RXE_VM_OUT:-$CACHE/image}
+KSUITE=${RXE_VM_KERNEL_SUITE:-}
+SFX=${KSUITE:+-$KSUITE}
+OUT=${RXE_VM_OUT:-$CACHE/image$SFX}
 DEBS=$CACHE/debs
-STAGE=$CACHE/staging
-TREE_BASE=$CACHE/tree-base
-TREE_FULL=$CACHE/tree-full
+STAGE=$CACHE/staging$SFX
+TREE_BASE=$CACHE/tree-base$SFX
+TREE_FULL=$CACHE/tree-full$SFX
 mkdir -p "$CACHE" "$OUT" "$DEBS"
 T_START=$(date +%s.%N)
 say() { echo "[build-image] $*" >&2; }
@@ -63,7 +70,13 @@ exec 9>"$CACHE/.lock"
 flock 9
 
 # ---------------------------------------------------------------- packages
-if [ -n "${RXE_VM_KERNEL_PKG:-}" ]; then
+EMPTY=$(mktemp -d); trap 'rm -rf "$EMPTY"' EXIT
+KDEBS=()   # kernel .debs from $KSUITE (downloaded by kernel_from_suite)
+if [ -n "$KSUITE" ]; then
+    # shellcheck source=kernel-suite.bash
+    . "$HERE/kernel-suite.bash"
+    kernel_from_suite "$KSUITE"   # sets KPKG and KDEBS, downloads into $DEBS
+elif [ -n "${RXE_VM_KERNEL_PKG:-}" ]; then
     KPKG=$RXE_VM_KERNEL_PKG
 elif [ "${RXE_VM_OFFLINE:-0}" = 1 ] && [ -f "$CACHE/kernel-pkg" ]; then
     KPKG=$(cat "$CACHE/kernel-pkg")
@@ -72,12 +85,11 @@ else
            | awk '/Depends: linux-image-[0-9]/ && !k {k=$2} END {print k}')
     [ -n "$KPKG" ] || die "cannot resolve linux-image-amd64 -> linux-image-X (run apt-get update first)"
 fi
-echo "$KPKG" >"$CACHE/kernel-pkg"
+[ -n "$KSUITE" ] || echo "$KPKG" >"$CACHE/kernel-pkg"
 
 # Library packages are listed explicitly; the ELF closure check below fails
 # the build if anything resolves outside the staging tree.
 BASE_PKGS=(
-  "$KPKG"
   busybox-static bash libtinfo6
   libc6 libgcc-s1
   iproute2 libbpf1 libelf1 libmnl0 libbsd0 libmd0 libcap2 zlib1g
@@ -102,9 +114,10 @@ CLUSTER_PKGS=(
   libedit2 libncursesw6 libfido2-1 libcbor0.8 libhwloc15 libnuma1 libjson-c5
   libyaml-0-2 liblua5.1-0 libreadline8 libstdc++6 libbz2-1.0
 )
+# (Debian 13's bzImage carries a zstd payload: the staged zstd extracts its vmlinux)
+if [ -n "$KSUITE" ]; then BASE_PKGS+=(zstd); else BASE_PKGS+=("$KPKG"); fi
 PKGS=("${BASE_PKGS[@]}" "${RDMA_PKGS[@]}" "${CLUSTER_PKGS[@]}")
 
-EMPTY=$(mktemp -d); trap 'rm -rf "$EMPTY"' EXIT
 DEBFILES=()
 if [ "${RXE_VM_OFFLINE:-0}" = 1 ]; then
     for p in "${PKGS[@]}"; do
@@ -135,13 +148,14 @@ else
     fi
 fi
 
+DEBFILES+=("${KDEBS[@]}")
 # canonical order (apt --print-uris does not keep the command-line order)
 mapfile -t DEBFILES < <(printf '%s\n' "${DEBFILES[@]}" | LC_ALL=C sort)
 
 # --------------------------------------------------------------- stamp check
 INPUT_HASH=$( {
     printf '%s\n' "${DEBFILES[@]}"
-    cat "$0" "$HERE/guest/init" "$HERE/guest/selftest.sh" "$HERE/guest/cluster-node.sh"
+    cat "$0" "$HERE/kernel-suite.bash" "$HERE/guest/init" "$HERE/guest/selftest.sh" "$HERE/guest/cluster-node.sh"
 } | sha256sum | cut -c1-16)
 if [ "${RXE_VM_FORCE:-0}" != 1 ] && [ -f "$OUT/.stamp" ] \
    && [ "$(cat "$OUT/.stamp")" = "$INPUT_HASH" ] \
@@ -163,10 +177,15 @@ if [ ! -f "$STAGE/.stamp" ] || [ "$(cat "$STAGE/.stamp")" != "$DEB_HASH" ]; then
 fi
 BB=$STAGE/bin/busybox
 [ -x "$BB" ] || die "busybox not found in staging"
+# Debian 13's kernels put modules (and vmlinuz) under /usr/lib/modules
+if [ ! -d "$STAGE/lib/modules" ] && [ -d "$STAGE/usr/lib/modules" ]; then
+    ln -s ../usr/lib/modules "$STAGE/lib/modules"
+fi
 KVER=$(ls "$STAGE/lib/modules" | head -1)
 [ -n "$KVER" ] || die "no kernel modules in staging"
 VMLINUZ=$STAGE/boot/vmlinuz-$KVER
-[ -f "$VMLINUZ" ] || die "no $VMLINUZ"
+[ -f "$VMLINUZ" ] || VMLINUZ=$STAGE/lib/modules/$KVER/vmlinuz
+[ -f "$VMLINUZ" ] || die "no vmlinuz for $KVER in staging"
 
 LDSO=$STAGE/lib64/ld-linux-x86-64.so.2
 LP=$STAGE/lib/x86_64-linux-gnu:$STAGE/usr/lib/x86_64-linux-gnu:$STAGE/usr/lib/x86_64-linux-gnu/libibverbs
@@ -185,9 +204,11 @@ if [ ! -s "$VMLINUX" ]; then
     po=$(od -An -tu4 -j $((0x248)) -N4 "$VMLINUZ" | tr -d ' ')
     pl=$(od -An -tu4 -j $((0x24c)) -N4 "$VMLINUZ" | tr -d ' ')
     off=$(( (ss + 1) * 512 + po ))
-    say "extracting vmlinux (xz payload at $off, $pl bytes)"
+    say "extracting vmlinux (payload at $off, $pl bytes)"
+    unpack=("$STAGE/usr/bin/xz" -dc)
+    [ "$(od -An -tx1 -j "$off" -N4 "$VMLINUZ" | tr -d ' ')" != 28b52ffd ] || unpack=("$STAGE/usr/bin/zstd" -dcq)
     if dd if="$VMLINUZ" iflag=skip_bytes,count_bytes skip=$off count=$((pl - 4)) bs=1M status=none \
-         | "$LDSO" --library-path "$LP" "$STAGE/usr/bin/xz" -dc >"$VMLINUX.tmp" 2>/dev/null \
+         | "$LDSO" --library-path "$LP" "${unpack[@]}" >"$VMLINUX.tmp" 2>/dev/null \
        && [ "$(head -c 4 "$VMLINUX.tmp" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then
         mv "$VMLINUX.tmp" "$VMLINUX"
     else
@@ -198,7 +219,7 @@ fi
 
 # depmod (the .deb ships no modules.dep; busybox depmod generates one)
 MODDIR=$STAGE/lib/modules/$KVER
-if [ ! -f "$MODDIR/modules.dep" ]; then
+if [ ! -f "$MODDIR/modules.dep" ] && [ -z "$KSUITE" ]; then
     say "busybox depmod $KVER"
     "$BB" depmod -b "$STAGE" "$KVER"
 fi
@@ -207,12 +228,14 @@ fi
 # crc32_generic: rdma_rxe calls crypto_alloc_shash("crc32") for the ICRC; it
 # is CONFIG_CRYPTO_CRC32=m and NOT in rdma_rxe's modules.dep, so without it
 # `rdma link add` fails with ENOENT ("failed to init crc32 algorithm err:-2").
+# A|B: the first of the names this kernel has (6.1: crc32_generic, 7.x:
+# crc32_cryptoapi).
 WANT_MODS=(
-  virtio_pci virtio_net dummy veth crc32_generic
+  virtio_pci virtio_net dummy veth crc32_generic\|crc32_cryptoapi
   configfs ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm rdma_rxe
   9p 9pnet_virtio
   sch_netem sch_tbf sch_prio sch_ingress cls_u32 act_gact virtio_console
-  crc32c_generic sctp
+  crc32c_generic\|crc32c_cryptoapi sctp
 )
 # (the qdisc/classifier modules serve tests/vm/cluster.sh's fault injection:
 #  netem delay/loss, tbf rate limits, u32 drop filters; virtio_console
@@ -220,10 +243,45 @@ WANT_MODS=(
 # (sctp: qperf's sctp_bw/sctp_lat in cases/80-qperf.sh; its libcrc32c asks the
 #  crypto API for "crc32c" at load, and crc32c-intel needs SSE4.2, which the TCG
 #  CPU lacks, so crc32c_generic goes first, as crc32_generic does for rxe)
+# A kernel from another suite (xz modules): busybox depmod would unpack all ~6000 of them
+# (about 25 s), so write a modules.dep for the modules wanted here and what they depend on,
+# read from each one's .modinfo "depends=" field.
+mini_depmod() {
+    local f n m d alts a deps line
+    local -A path=() seen=()
+    while IFS= read -r f; do
+        n=${f##*/}; n=${n%.ko*}; path[${n//-/_}]=$f
+    done < <(cd "$MODDIR" && find kernel -name '*.ko*')
+    local -a todo=()
+    for alts in "${WANT_MODS[@]}"; do for a in ${alts//|/ }; do [ -n "${path[$a]:-}" ] && todo+=("$a"); done; done
+    : >"$MODDIR/modules.dep.new"
+    while [ ${#todo[@]} -gt 0 ]; do
+        m=${todo[0]}; todo=("${todo[@]:1}")
+        [ -n "${seen[$m]:-}" ] && continue
+        seen[$m]=1
+        f=$MODDIR/${path[$m]}
+        case "$f" in
+            *.xz) deps=$("$LDSO" --library-path "$LP" "$STAGE/usr/bin/xz" -dc "$f" | grep -a -o -m1 'depends=[a-z0-9_,-]*' || true) ;;
+            *) deps=$(grep -a -o -m1 'depends=[a-z0-9_,-]*' "$f" || true) ;;
+        esac
+        line="${path[$m]}:"
+        for d in ${deps//,/ }; do
+            d=${d#depends=}; [ -n "$d" ] || continue; d=${d//-/_}
+            [ -n "${path[$d]:-}" ] || die "$m depends on $d, which $KVER does not have"
+            line+=" ${path[$d]}"; todo+=("$d")
+        done
+        echo "$line" >>"$MODDIR/modules.dep.new"
+    done
+    mv "$MODDIR/modules.dep.new" "$MODDIR/modules.dep"
+}
+if [ -n "$KSUITE" ] && [ ! -f "$MODDIR/modules.dep" ]; then
+    say "modules.dep for the wanted modules of $KVER"
+    mini_depmod
+fi
 declare -A MODPATH MODDEPS SEEN
 while IFS= read -r line; do   # pure bash: ~4000 lines, no subshells
     path=${line%%:*}; deps=${line#*:}
-    name=${path##*/}; name=${name%.ko}; name=${name//-/_}
+    name=${path##*/}; name=${name%.ko*}; name=${name//-/_}
     MODPATH[$name]=$path
     MODDEPS[$name]=$deps
 done <"$MODDIR/modules.dep"
@@ -234,13 +292,18 @@ visit() {  # post-order DFS => dependencies first
     SEEN[$n]=1
     [ -n "${MODPATH[$n]:-}" ] || die "module $n not found (builtin? check modules.builtin)"
     for d in ${MODDEPS[$n]}; do
-        dn=${d##*/}; dn=${dn%.ko}; dn=${dn//-/_}
+        dn=${d##*/}; dn=${dn%.ko*}; dn=${dn//-/_}
         visit "$dn"
     done
     ORDER+=("${MODPATH[$n]}")
 }
-for m in "${WANT_MODS[@]}"; do
+for alts in "${WANT_MODS[@]}"; do
+    m=""
+    for a in ${alts//|/ }; do [ -n "${MODPATH[$a]:-}" ] && { m=$a; break; }; done
+    [ -n "$m" ] || m=${alts%%|*}
     if grep -q "/$m.ko\$" "$MODDIR/modules.builtin" 2>/dev/null; then continue; fi
+    # Debian 13's kernel .debs ship no modules.builtin: a module they lack is built in there
+    if [ ! -f "$MODDIR/modules.builtin" ] && [ -z "${MODPATH[$m]:-}" ]; then continue; fi
     visit "$m"
 done
 
@@ -325,11 +388,15 @@ printf '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n' >etc/ld.so.conf
 declare -A MODARGS=( [dummy]="numdummies=0" )   # no stray dummy0
 for m in "${ORDER[@]}"; do
     mkdir -p "lib/modules/$KVER/$(dirname "$m")"
-    cp "$MODDIR/$m" "lib/modules/$KVER/$m"
+    case "$m" in   # busybox insmod takes plain .ko: unpack compressed modules here
+        *.ko.xz) "$LDSO" --library-path "$LP" "$STAGE/usr/bin/xz" -dc "$MODDIR/$m" >"lib/modules/$KVER/${m%.xz}"
+                 m=${m%.xz} ;;
+        *) cp "$MODDIR/$m" "lib/modules/$KVER/$m" ;;
+    esac
     n=${m##*/}; n=${n%.ko}
     echo "$m ${MODARGS[$n]:-}" >>etc/rxe-vm/modules.load
 done
-cp "$MODDIR"/modules.{order,builtin} "lib/modules/$KVER/"
+for f in modules.order modules.builtin; do [ ! -f "$MODDIR/$f" ] || cp "$MODDIR/$f" "lib/modules/$KVER/"; done
 "$BB" depmod -b "$TREE_BASE" "$KVER"   # small tree: lets `modprobe` work in the guest too
 
 # minimal /etc
@@ -362,7 +429,7 @@ echo full >etc/rxe-vm/mode
 # is taken (with its closure), the others (MySQL accounting, PMIx, ...) are
 # left out and named in the manifest.
 say "assembling cluster tree (base + OpenSSH + munge + Slurm)"
-TREE_CLUSTER=$CACHE/tree-cluster
+TREE_CLUSTER=$CACHE/tree-cluster$SFX
 rm -rf "$TREE_CLUSTER"
 cp -a "$TREE_BASE" "$TREE_CLUSTER"
 cd "$TREE_CLUSTER"
