@@ -13,7 +13,7 @@
 O=/tmp/m41
 t0=$(date +%s)
 on node1 rperftest matrix --launcher ssh --preflight-timeout 120 --hosts "node[1-$MATRIX_NODES]" --test write_bw \
-    --pattern all-rails,incast,alltoall --incast-senders 3 --max-flows 4 --setup-time 30 --out $O -- -s 4096 -n 100 >m.out 2>m.err; rc=$?
+    --pattern all-rails,incast,alltoall --incast-senders 3 --max-flows 4 --setup-time 30 --out $O -- -s 4096 -n 50 >m.out 2>m.err; rc=$?
 s=$(( $(date +%s) - t0 ))
 "$CL" fault node4 clear
 cat m.out; echo "--- stderr (last lines)"; tail -n 12 m.err
