@@ -34,11 +34,11 @@ pub(super) struct DevFacts {
 
 /// `-c SRD`, once the device is known: the one line a run ends with (exit 1). SRD is the
 /// transport of AWS EFA devices; any other device has none, and on an EFA device rperftest's
-/// provider has its descriptor formats but no data path yet.
+/// provider creates SRD QPs, but the tools have no SRD mode yet.
 pub(super) fn srd_refusal(dev: &str, driver_id: u32) -> String {
     if driver_id == providers::efa::RDMA_DRIVER_EFA {
         return format!(
-            " -c SRD: {dev} is an EFA device, but rperftest's EFA provider has no SRD data path yet (only its descriptor formats): run SRD with rdma-core's perftest for now"
+            " -c SRD: {dev} is an EFA device, but rperftest's tools have no SRD mode yet (its EFA provider has SRD QPs, checked against libefa and a model only): run SRD with rdma-core's perftest for now"
         );
     }
     let driver = providers::provider_name(driver_id).map_or_else(|| format!("driver id {driver_id}"), |n| format!("the {n} driver"));
