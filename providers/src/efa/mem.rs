@@ -154,13 +154,26 @@ impl Drop for MmapRegion {
 
 /// Heap memory in a mapping's place: records the key it was mapped at and every doorbell, and
 /// lets a test or a device model read what the provider wrote and write what a device would.
+/// Each map is also logged (per thread: tests run side by side) for [`HeapRegion::take_maps`].
 pub struct HeapRegion {
     pub key: u64,
+    pub prot_write: bool,
     bytes: Mutex<Vec<u8>>,
     doorbells: Mutex<Vec<(usize, u32)>>,
 }
 
+/// One mapping as a test sees it: key, length, writable (else read-only).
+pub type MapRecord = (u64, usize, bool);
+
+thread_local! {
+    static MAPS: std::cell::RefCell<Vec<MapRecord>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl HeapRegion {
+    /// The mappings this thread made so far, oldest first, and forget them.
+    pub fn take_maps() -> Vec<MapRecord> {
+        MAPS.with(|m| std::mem::take(&mut *m.borrow_mut()))
+    }
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
         self.bytes.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -179,9 +192,11 @@ impl HeapRegion {
 }
 
 impl Region for HeapRegion {
-    fn map(_fd: &SharedFd, key: u64, len: usize, _prot_write: bool, _what: &str) -> Result<Self> {
+    fn map(_fd: &SharedFd, key: u64, len: usize, prot_write: bool, _what: &str) -> Result<Self> {
+        MAPS.with(|m| m.borrow_mut().push((key, len, prot_write)));
         Ok(HeapRegion {
             key,
+            prot_write,
             bytes: Mutex::new(vec![0; len]),
             doorbells: Mutex::default(),
         })

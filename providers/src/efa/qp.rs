@@ -216,7 +216,9 @@ impl<M: Region> Efa<M> {
                 )));
             }
             let db_off = checked_db(r.rq_db_offset, pg, "RQ doorbell")?;
+            // libefa's order: the RQ doorbell page, the RQ ring, the SQ doorbell page, the LLQ.
             Some(Rq {
+                db: M::map(&self.fd, r.rq_db_mmap_key, pg, true, "RQ doorbell")?,
                 ring: M::map(
                     &self.fd,
                     r.rq_mmap_key,
@@ -224,12 +226,12 @@ impl<M: Region> Efa<M> {
                     true,
                     "RQ ring",
                 )?,
-                db: M::map(&self.fd, r.rq_db_mmap_key, pg, true, "RQ doorbell")?,
                 db_off,
             })
         } else {
             None
         };
+        let sq_db = M::map(&self.fd, r.sq_db_mmap_key, pg, true, "SQ doorbell")?;
         let llq = M::map(
             &self.fd,
             r.llq_desc_mmap_key,
@@ -237,7 +239,6 @@ impl<M: Region> Efa<M> {
             true,
             "LLQ descriptors",
         )?;
-        let sq_db = M::map(&self.fd, r.sq_db_mmap_key, pg, true, "SQ doorbell")?;
         let ring = |e: RingError| bad(e.to_string());
         let shared = QpShared(Arc::new(Mutex::new(Queues {
             sq: WqState::new(geo.sq_wqe_cnt, geo.sq_wqe_cnt).map_err(ring)?,
