@@ -7,6 +7,7 @@
 
 pub mod bnxt_re;
 pub mod efa;
+pub mod efa_model;
 pub mod mlx5;
 pub mod mlx5_model;
 pub mod rxe;
