@@ -10,7 +10,11 @@ pub(super) fn dependencies(p: &mut Params) -> Result<(), ParamError> {
         return Ok(());
     }
     if p.conn.work_rdma_cm || p.conn.use_rdma_cm {
-        let opt = if p.conn.work_rdma_cm { "-c SRD, -R/--rdma_cm" } else { "-c SRD, -z/--comm_rdma_cm" };
+        let opt = if p.conn.work_rdma_cm {
+            "-c SRD, -R/--rdma_cm"
+        } else {
+            "-c SRD, -z/--comm_rdma_cm"
+        };
         return Err(conflict(opt, "SRD does not support RDMA_CM"));
     }
     p.cq_mod = 1;
@@ -28,6 +32,9 @@ mod tests {
         assert_eq!(parsed(Tool::SendBw, &["-c", "UD", "-Q", "8"]).cq_mod, 8);
         let a: Vec<String> = ["-c", "SRD", "-R"].iter().map(|s| s.to_string()).collect();
         let e = parse(Tool::SendBw, &a).expect_err("refused");
-        assert!(e.to_string().contains("SRD does not support RDMA_CM"), "{e}");
+        assert!(
+            e.to_string().contains("SRD does not support RDMA_CM"),
+            "{e}"
+        );
     }
 }
