@@ -534,6 +534,7 @@ fn check_send(slot: &[u8], wr: &SendWr<'_>, lim: &SqLimits) {
         }
         QpType::Dci | QpType::Dct => unreachable!("rxe has no DC QPs"),
         QpType::XrcIni | QpType::XrcTgt => panic!("rxe accepted a send on an XRC QP"),
+        QpType::Srd => panic!("rxe accepted a send on an SRD QP"),
     }
     assert!(total <= u64::from(u32::MAX));
     let payload = (slot.len() - SEND_WQE_SIZE) as u64;

@@ -1,5 +1,5 @@
-//! Userspace RDMA providers: `rxe` (Soft-RoCE), `mlx5` (ConnectX) and `bnxt_re` (Broadcom
-//! NetXtreme-E / Thor).
+//! Userspace RDMA providers: `rxe` (Soft-RoCE), `mlx5` (ConnectX), `bnxt_re` (Broadcom
+//! NetXtreme-E / Thor) and `efa` (AWS Elastic Fabric Adapter).
 //!
 //! Each provider splits into pure encode/decode (WQE bytes out, CQE bytes in: no I/O, no unsafe,
 //! fuzzable), queue state (indices, wraparound, doorbell records), and the glue implementing
@@ -24,14 +24,18 @@ use std::sync::Arc;
 use uverbs::objects::Context;
 use uverbs::provider::{DeviceDesc, Provider};
 use uverbs::queries::DeviceQueries;
-use uverbs::sys::{RDMA_DRIVER_BNXT_RE, RDMA_DRIVER_MLX5, RDMA_DRIVER_RXE};
+use uverbs::sys::{RDMA_DRIVER_BNXT_RE, RDMA_DRIVER_EFA, RDMA_DRIVER_MLX5, RDMA_DRIVER_RXE};
 use uverbs::Error;
 
 pub use settings::ProviderSettings;
 
 /// Driver ids (`enum rdma_driver_id`) this build has a provider for.
-pub const SUPPORTED: &[(u32, &str)] =
-    &[(RDMA_DRIVER_RXE, "rxe"), (RDMA_DRIVER_MLX5, "mlx5"), (RDMA_DRIVER_BNXT_RE, "bnxt_re")];
+pub const SUPPORTED: &[(u32, &str)] = &[
+    (RDMA_DRIVER_RXE, "rxe"),
+    (RDMA_DRIVER_MLX5, "mlx5"),
+    (RDMA_DRIVER_BNXT_RE, "bnxt_re"),
+    (RDMA_DRIVER_EFA, "efa"),
+];
 
 /// Code that runs on an opened context of whatever provider the device needs.
 pub trait ContextUser: Sized {
@@ -71,6 +75,7 @@ pub fn open<U: ContextUser>(dev: &DeviceDesc, settings: &ProviderSettings, user:
         RDMA_DRIVER_RXE => Ok(user.run(Context::<rxe::Rxe>::open_with(dev, t, &settings.rxe())?)),
         RDMA_DRIVER_MLX5 => Ok(user.run_mlx5(Context::<mlx5::Mlx5>::open_with(dev, t, &settings.mlx5())?)),
         RDMA_DRIVER_BNXT_RE => Ok(user.run(Context::<bnxt_re::Bnxt>::open_with(dev, t, &())?)),
+        RDMA_DRIVER_EFA => Ok(user.run(Context::<efa::Efa>::open_with(dev, t, &efa::EfaConfig::default())?)),
         _ => Err(unsupported(dev)),
     }
 }

@@ -1,4 +1,4 @@
-//! The provider boundary: what a userspace provider (rxe, mlx5, bnxt_re) supplies to the verbs layer.
+//! The provider boundary: what a userspace provider (rxe, mlx5, bnxt_re, efa) supplies to the verbs layer.
 //!
 //! The verbs layer (`uverbs`) owns every kernel command and every object's lifetime; a provider
 //! owns the driver ("udata") bytes appended to those commands and the data path over the queues
@@ -68,6 +68,10 @@ pub enum QpType {
     /// XRC target (`IB_UVERBS_QPT_XRC_TGT`): lives in an XRC domain, has no queues of its own;
     /// what it receives lands in the XRC SRQ the initiator names.
     XrcTgt = 10,
+    /// EFA's Scalable Reliable Datagram: addressed like UD (an AH, the remote QPN and QKEY on
+    /// every send) but reliable; created as `IB_UVERBS_QPT_DRIVER` with the type in the driver
+    /// data (EFA only).
+    Srd = 0xf2,
 }
 
 /// `IB_UVERBS_QPT_DRIVER`: the QP type a driver-specific QP (mlx5 DCI/DCT) is created with.
@@ -83,6 +87,7 @@ impl QpType {
             QpType::Dct => "DCT",
             QpType::XrcIni => "XRC_INI",
             QpType::XrcTgt => "XRC_TGT",
+            QpType::Srd => "SRD",
         }
     }
     /// Either XRC type.
@@ -92,9 +97,13 @@ impl QpType {
     /// The `qp_type` value of CREATE_QP.
     pub fn uverbs_type(self) -> u8 {
         match self {
-            QpType::Dci | QpType::Dct => QPT_DRIVER,
+            QpType::Dci | QpType::Dct | QpType::Srd => QPT_DRIVER,
             t => t as u8,
         }
+    }
+    /// A datagram type: every send names its destination (UD, SRD).
+    pub fn is_datagram(self) -> bool {
+        matches!(self, QpType::Ud | QpType::Srd)
     }
     /// One of the two Dynamically Connected roles.
     pub fn is_dc(self) -> bool {

@@ -24,6 +24,8 @@ pub fn sq_overhead(t: QpType) -> u32 {
         // XRC: RC's set plus the 16-byte XRC segment (libmlx5's _sq_overhead for XRC_SEND and
         // XRC_RECV).
         QpType::XrcIni | QpType::XrcTgt => 16 + 48 + 64 + 64 + 16,
+        // SRD is EFA's; mlx5's qp_prepare refuses it before any geometry.
+        QpType::Srd => 0,
     }
 }
 

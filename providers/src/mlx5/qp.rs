@@ -112,6 +112,11 @@ impl<U: UarWriter> Mlx5<U> {
                 format!("{} QPs need their DC attributes (prepare_dc_qp)", attr.qp_type.name()),
             ));
         }
+        if attr.qp_type == QpType::Srd {
+            let mut e = Error::msg("mlx5 create QP", "SRD QPs are an EFA feature; mlx5 has none");
+            e.errno = Some(libc::EOPNOTSUPP);
+            return Err(e);
+        }
         let geo = geometry::qp_geometry(&self.resp, attr)?;
         let (buf, db) = Mlx5QpPrep::alloc_bufs(&geo)?;
         let tgt = attr.qp_type == QpType::XrcTgt;

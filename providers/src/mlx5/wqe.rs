@@ -214,6 +214,7 @@ pub fn check_send(p: &SqParams, wr: &SendWr<'_>) -> Result<()> {
             }
         }
         QpType::Dct => return Err(bad("a DCT has no send queue")),
+        QpType::Srd => return Err(bad("SRD is an EFA QP type; mlx5 creates none")),
     }
     if wr.sgl.len() > p.max_send_sge as usize {
         return Err(Error::msg(

@@ -378,6 +378,11 @@ impl Provider for Rxe {
             e.errno = Some(libc::EOPNOTSUPP);
             return Err(e);
         }
+        if attr.qp_type == uverbs::provider::QpType::Srd {
+            let mut e = Error::msg("rxe create QP", "SRD QPs are an EFA feature; rxe has none");
+            e.errno = Some(libc::EOPNOTSUPP);
+            return Err(e);
+        }
         if attr.qp_type.is_xrc() {
             // The kernel's rxe implements no XRC (no IB_DEVICE_XRC, no XRC domains).
             let mut e = Error::msg(

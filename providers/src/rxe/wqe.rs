@@ -197,6 +197,8 @@ pub fn validate_send(wr: &SendWr<'_>, lim: &SqLimits, slot_len: usize) -> Result
         QpType::Dci | QpType::Dct => false,
         // The kernel's rxe has no XRC (prepare_qp refuses these types before they exist).
         QpType::XrcIni | QpType::XrcTgt => false,
+        // SRD is EFA's (prepare_qp refuses it).
+        QpType::Srd => false,
     };
     if !allowed {
         return Err(WqeError::OpcodeNotAllowed {

@@ -29,6 +29,9 @@ static uint64_t next_key = 0x10000;
 #define SHIM_FAKE_NAME "/dev/infiniband/uverbs0"
 #include "../../support/oracle/fake_uverbs.h"
 
+static FILE *setup_file(void);
+static FILE *setup_f;
+
 int ioctl(int fd, unsigned long req, ...)
 {
 	va_list ap; va_start(ap, req); void *arg = va_arg(ap, void *); va_end(ap);
@@ -49,6 +52,7 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 		if (p == MAP_FAILED || S.nmap >= 64) { errno = ENOMEM; return MAP_FAILED; }
 		S.map[S.nmap++] = (struct shim_map){ (uint64_t)off, p, len };
 		shim_log("mmap(fake, len %zu, prot %d, key 0x%lx) -> %p\n", len, prot, (long)off, p);
+		if (setup_file()) fprintf(setup_f, "{\"ev\":\"mmap\",\"key\":%llu,\"len\":%zu,\"prot\":%d}\n", (unsigned long long)off, len, prot);
 		return p;
 	}
 	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
@@ -56,6 +60,32 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 void *mmap64(void *, size_t, int, int, int, off_t) __attribute__((alias("mmap")));
 
 static uint64_t new_key(void) { uint64_t k = next_key; next_key += 0x10000; return k; }
+
+/* The set-up record (SHIM_SETUP names the file; none: no record): each set-up command's driver
+ * data as libefa sent it and the answer the fake gave, and each mmap libefa made of the fake
+ * fd, in order: what the Rust side compares its own udata and mappings with. */
+static FILE *setup_file(void)
+{
+	static int tried;
+	if (!tried) { const char *p = getenv("SHIM_SETUP"); tried = 1; if (p) setup_f = fopen(p, "w"); if (setup_f) setvbuf(setup_f, NULL, _IOLBF, 0); }
+	return setup_f;
+}
+static void hexout(FILE *f, const uint8_t *b, size_t n) { for (size_t i = 0; i < n; i++) fprintf(f, "%02x", b ? b[i] : 0); }
+/* one command: its name, the core request's size (to split a legacy command's driver data off)
+ * and the core response's, and a number libefa chose in the core request (CQ size, QP type) */
+static void setup_cmd(const struct shim_cmd *c, const char *name, size_t core_in, size_t core_out, long arg)
+{
+	FILE *f = setup_file(); if (!f) return;
+	const uint8_t *in = c->ex ? c->drv_in : c->core + core_in;
+	size_t in_len = c->ex ? c->drv_in_len : c->core_len - core_in;
+	const uint8_t *o = c->ex ? c->drv_out : (c->out ? c->out + core_out : NULL);
+	size_t out_len = c->ex ? c->drv_out_len : c->core_out_len - core_out;
+	fprintf(f, "{\"ev\":\"cmd\",\"cmd\":\"%s\",\"arg\":%ld,\"drv_in\":\"", name, arg);
+	hexout(f, in, in_len);
+	fprintf(f, "\",\"drv_out\":\"");
+	hexout(f, o, out_len);
+	fprintf(f, "\"}\n");
+}
 
 static void query_device(const struct shim_cmd *c)
 {
@@ -69,6 +99,7 @@ static void query_device(const struct shim_cmd *c)
 		d->max_sq_wr = 4096; d->max_rq_wr = 4096; d->max_sq_sge = 2; d->max_rq_sge = 2; d->max_rdma_size = 1 << 30;
 		d->device_caps = S.caps;
 	}
+	if (ex) setup_cmd(c, "EX_QUERY_DEVICE", 0, 0, 0);
 }
 
 /* CREATE_CQ, legacy (libibverbs' fallback when the ioctl path is refused) or extended */
@@ -90,6 +121,7 @@ static void create_cq(const struct shim_cmd *c)
 	dr->comp_mask = EFA_CREATE_CQ_RESP_DB_OFF; dr->q_mmap_key = q->key;
 	dr->q_mmap_size = (uint64_t)q->cqe * q->entry_size * q->num_sub_cqs; dr->cq_idx = q->cq_idx;
 	dr->db_off = q->db_off; dr->db_mmap_key = q->db_key;
+	setup_cmd(c, "CREATE_CQ", sizeof(struct ib_uverbs_create_cq), sizeof(*r), cqe);
 	shim_log("  CREATE_CQ cqe %u entry %u subs %u flags 0x%x -> idx %u\n", cqe, d->cq_entry_size, d->num_sub_cqs, d->flags, q->cq_idx);
 }
 
@@ -111,6 +143,7 @@ static void create_qp(const struct shim_cmd *c)
 	dr->rq_mmap_key = q->rq_key; dr->rq_mmap_size = d->rq_ring_size; dr->rq_db_mmap_key = q->rq_db_key;
 	dr->sq_db_mmap_key = q->sq_db_key; dr->llq_desc_mmap_key = q->llq_key;
 	dr->send_sub_cq_idx = q->send_sub_cq; dr->recv_sub_cq_idx = q->recv_sub_cq;
+	setup_cmd(c, "CREATE_QP", sizeof(*core), sizeof(*r), core->qp_type);
 	shim_log("  CREATE_QP type %u caps %u/%u/%u/%u/%u rq_ring %u sq_ring %u driver_type %u -> qpn 0x%x\n", core->qp_type,
 		 core->max_send_wr, core->max_recv_wr, core->max_send_sge, core->max_recv_sge, core->max_inline_data,
 		 d->rq_ring_size, d->sq_ring_size, d->driver_qp_type, q->qpn);
@@ -131,6 +164,7 @@ static ssize_t handle(const void *buf, size_t len)
 		d->sub_cqs_per_cq = S.sub_cqs_per_cq; d->inline_buf_size = 32; d->max_llq_size = 1 << 16;
 		d->max_tx_batch = 0; d->min_sq_wr = 0;
 		shim_log("  GET_CONTEXT comp_mask 0x%x\n", dc->comp_mask);
+		setup_cmd(&c, "GET_CONTEXT", sizeof(struct ib_uverbs_get_context), sizeof(*r), 0);
 		break; }
 	case IB_USER_VERBS_CMD_QUERY_DEVICE:
 	case 0x100 | IB_USER_VERBS_EX_CMD_QUERY_DEVICE:
@@ -143,6 +177,7 @@ static ssize_t handle(const void *buf, size_t len)
 	case IB_USER_VERBS_CMD_ALLOC_PD: {
 		((struct ib_uverbs_alloc_pd_resp *)c.out)->pd_handle = next_handle++;
 		((struct efa_ibv_alloc_pd_resp *)(c.out + sizeof(struct ib_uverbs_alloc_pd_resp)))->pdn = 3;
+		setup_cmd(&c, "ALLOC_PD", sizeof(struct ib_uverbs_alloc_pd), sizeof(struct ib_uverbs_alloc_pd_resp), 0);
 		break; }
 	case IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL:
 		((struct ib_uverbs_create_comp_channel_resp *)c.out)->fd = eventfd(0, EFD_CLOEXEC); break;
@@ -152,6 +187,7 @@ static ssize_t handle(const void *buf, size_t len)
 	case IB_USER_VERBS_CMD_CREATE_AH: {
 		((struct ib_uverbs_create_ah_resp *)c.out)->ah_handle = next_handle++;
 		((struct efa_ibv_create_ah_resp *)(c.out + sizeof(struct ib_uverbs_create_ah_resp)))->efa_address_handle = 0x0abc;
+		setup_cmd(&c, "CREATE_AH", sizeof(struct ib_uverbs_create_ah), sizeof(struct ib_uverbs_create_ah_resp), 0);
 		break; }
 	case IB_USER_VERBS_CMD_DESTROY_AH: return len;
 	default:

@@ -61,7 +61,7 @@ impl PortSpace {
     /// The port space librdmacm picks for a QP type over IP (`rdma_getaddrinfo`).
     pub fn for_qp_type(t: QpType) -> PortSpace {
         match t {
-            QpType::Ud => PortSpace::Udp,
+            QpType::Ud | QpType::Srd => PortSpace::Udp,
             // DC never goes through rdma_cm (perftest refuses it); TCP is the connected space.
             QpType::Rc | QpType::Uc | QpType::Dci | QpType::Dct | QpType::XrcIni | QpType::XrcTgt => PortSpace::Tcp,
         }

@@ -87,14 +87,19 @@ pub fn query_device(c: &Cmd<'_>) -> Result<sys::QueryDeviceResp> {
 /// EX_QUERY_DEVICE. Older kernels fill less than the full struct; `response_length` says how
 /// much (the rest stays zero).
 pub fn query_device_ex(c: &Cmd<'_>) -> Result<sys::ExQueryDeviceResp> {
-    let (r, _): (sys::ExQueryDeviceResp, _) = legacy_typed(
+    query_device_ex_drv(c, 0).map(|(r, _)| r)
+}
+
+/// EX_QUERY_DEVICE with room for `drv_resp_len` bytes of driver response after the core one
+/// (EFA answers its caps there, what efadv_query_device reports).
+pub fn query_device_ex_drv(c: &Cmd<'_>, drv_resp_len: usize) -> Result<(sys::ExQueryDeviceResp, Vec<u8>)> {
+    legacy_typed(
         c,
         "EX_QUERY_DEVICE",
         sys::IB_USER_VERBS_CMD_FLAG_EXTENDED | sys::CMD_EX_QUERY_DEVICE,
         &sys::ExQueryDevice::default(),
-        &Udata::none(),
-    )?;
-    Ok(r)
+        &Udata { req: Vec::new(), resp_len: drv_resp_len },
+    )
 }
 
 /// The ioctl QUERY_PORT buffer.

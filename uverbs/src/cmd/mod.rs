@@ -49,7 +49,7 @@ pub use cq::{
 pub use device::{
     ContextCreated, async_event_alloc, encode_async_event_alloc, encode_get_context_ioctl,
     encode_query_gid_entry, encode_query_gid_table, encode_query_port_ioctl, get_context,
-    query_device, query_device_ex, query_gid_entry, query_gid_table, query_port,
+    query_device, query_device_ex, query_device_ex_drv, query_gid_entry, query_gid_table, query_port,
 };
 pub use devx::{DriverMethod, DriverReply, driver_method, encode_driver_method};
 pub use doorbell::{encode_post_send_doorbell, post_send_doorbell};

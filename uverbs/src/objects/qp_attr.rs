@@ -241,7 +241,8 @@ pub fn init_attr(qp_type: QpType, port: u8, pkey_index: u16, access: AccessFlags
     let mut a = QpAttr { qp_state: QpState::Init, port_num: port, pkey_index, ..Default::default() };
     let mut mask = QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT;
     match qp_type {
-        QpType::Ud => {
+        // EFA's kernel checks an SRD QP's modifies as UD's.
+        QpType::Ud | QpType::Srd => {
             a.qkey = qkey;
             mask |= QpAttrMask::QKEY;
         }
@@ -298,7 +299,7 @@ pub fn rtr_attr(qp_type: QpType, p: &RtrParams) -> (QpAttr, QpAttrMask) {
         }
         return (a, mask);
     }
-    if qp_type != QpType::Ud {
+    if !qp_type.is_datagram() {
         a.ah_attr = p.ah;
         a.path_mtu = p.path_mtu;
         a.dest_qp_num = p.dest_qpn;

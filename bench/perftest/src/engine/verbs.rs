@@ -591,7 +591,7 @@ impl<P: Provider> VerbsEndpoint<P> {
         Ok(())
     }
 
-    /// INIT → RTR [→ RTS] for QP `q`; UD: also the address handle towards the peer.
+    /// INIT → RTR [→ RTS] for QP `q`; UD and SRD: also the address handle towards the peer.
     pub fn connect(&mut self, q: usize, c: &ConnectParams) -> Result<(), EngineError> {
         let port = self.ports[q];
         let mut ah = match c.sgid_index {
@@ -618,7 +618,7 @@ impl<P: Provider> VerbsEndpoint<P> {
             // A DCT only receives: RTR is its last state.
             return Ok(());
         }
-        if c.to_rts || qp_type == QpType::Ud {
+        if c.to_rts || qp_type.is_datagram() {
             let rts = RtsParams {
                 sq_psn: c.own_psn,
                 timeout: c.timeout,
@@ -628,12 +628,13 @@ impl<P: Provider> VerbsEndpoint<P> {
             };
             self.qps[q].to_rts(&rts).map_err(|e| verr("Failed to modify QP to RTS", e))?;
         }
-        if qp_type == QpType::Ud || qp_type == QpType::Dci {
+        if qp_type.is_datagram() || qp_type == QpType::Dci {
             // DC: each send names the remote DCT (its number is the peer's QPN; see
             // `set_dc_target` for the refreshed value after the peer's RTR).
             let attr = AhAttr { port_num: port, ..ah };
             let a = Ah::new(&self.pd, &attr).map_err(|e| verr("Failed to create AH", e))?;
-            let qkey = if qp_type == QpType::Ud { DEFAULT_QKEY } else { 0 };
+            // SRD is addressed as UD: an AH, the remote QPN and perftest's QKEY on every send.
+            let qkey = if qp_type.is_datagram() { DEFAULT_QKEY } else { 0 };
             self.ud_dest[q] = Some(UdDest { ah: a.number(), remote_qpn: c.remote_qpn, remote_qkey: qkey });
             self.ahs[q] = Some(a);
         }

@@ -2,7 +2,7 @@
 //! prints on the way, and the combinations it refuses.
 
 use super::state::State;
-use super::{aes, conflict, cqe, dc, narrow, not_multiple, rate, xrc, ParamError, Params};
+use super::{aes, conflict, cqe, dc, narrow, not_multiple, rate, srd, xrc, ParamError, Params};
 use super::{Connection, Output, RateLimitType, Role, TestKind, TestMethod, TestType, Verb};
 use super::{MAX_SIZE, MSG_SIZE_CQ_MOD_LIMIT, RESULT_LINE};
 
@@ -42,6 +42,7 @@ pub(super) fn derive(p: &mut Params, st: &State) -> Result<(), ParamError> {
 
     cqe::polling(p);
     dc::dependencies(p, st.dci_active_given)?;
+    srd::dependencies(p)?;
     aes::dependencies(p)?;
     super::gpu::dependencies(p)?;
     if p.buf.numa_node.is_some() && p.buf.pin_cores.is_some() {

@@ -21,7 +21,7 @@
 //!   "6.06" a 6.29 peer skips its NEGOTIATE message (6.29 sends it only to ≥6.28 peers); with
 //!   "6.29" both sides exchange it, as two 6.29s do.
 //! * Features rperftest does not implement are parsed (so they are never "unknown") and then
-//!   refused with a one-line [`ErrorKind::Unsupported`] error: SRD connections,
+//!   refused with a one-line [`ErrorKind::Unsupported`] error:
 //!   GPU memory, the PP rate limiter, data validation and vendor-specific options.
 //! * Raw-Ethernet options (`-B -E -J -j -K -k -Y -Z -P -v`, `--tcp`, `--remote_mac`, …) are
 //!   accepted and ignored, as perftest's ib_* tools do.
@@ -48,6 +48,7 @@ pub mod knobs;
 mod parse;
 pub mod persona;
 pub mod rate;
+mod srd;
 mod state;
 mod types;
 mod usage;

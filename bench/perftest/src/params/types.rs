@@ -30,8 +30,8 @@ pub enum TestKind {
     Bw,
 }
 
-/// Transport (wire values RC=0, UC=1, UD=2, RawEth=3, XRC=4, DC=5, SRD=6). Only RC, UC and UD
-/// ever appear in a successfully parsed [`Params`](super::Params).
+/// Transport (wire values RC=0, UC=1, UD=2, RawEth=3, XRC=4, DC=5, SRD=6). SRD runs only on an
+/// EFA device (`tool::setup::srd_refusal`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Connection {
     Rc,

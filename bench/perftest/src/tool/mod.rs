@@ -329,7 +329,9 @@ fn run_side(p: &Params, out: Out, listener: Option<Listener>) -> Result<(), Tool
         ToolError::new(device_fail_code(p.tool), msg)
     })?;
     if p.connection == params::Connection::Srd {
-        return Err(ToolError::new(1, setup::srd_refusal(&dev.ibdev, dev.driver_id)));
+        if let Some(line) = setup::srd_refusal(&dev.ibdev, dev.driver_id, p) {
+            return Err(ToolError::new(1, line));
+        }
     }
     let user = SideUser { p, out, listener, cm: None };
     open_side(p, &dev.desc(), user)

@@ -32,17 +32,25 @@ pub(super) struct DevFacts {
     pub(super) port2: Option<(u16, Option<u8>, [u8; 16])>,
 }
 
-/// `-c SRD`, once the device is known: the one line a run ends with (exit 1). SRD is the
-/// transport of AWS EFA devices; any other device has none, and on an EFA device rperftest's
-/// provider has its descriptor formats but no data path yet.
-pub(super) fn srd_refusal(dev: &str, driver_id: u32) -> String {
+/// `-c SRD`, once the device is known: `None` where the run goes on (an EFA device, ib_send_bw
+/// or ib_send_lat with one size), else the one line it ends with (exit 1). SRD is the transport
+/// of AWS EFA devices; any other device has none, and on an EFA device rperftest runs SRD for the
+/// send tools only so far.
+pub(super) fn srd_refusal(dev: &str, driver_id: u32, p: &Params) -> Option<String> {
     if driver_id == providers::efa::RDMA_DRIVER_EFA {
-        return format!(
-            " -c SRD: {dev} is an EFA device, but rperftest's EFA provider has no SRD data path yet (only its descriptor formats): run SRD with rdma-core's perftest for now"
-        );
+        if !matches!(p.verb, params::Verb::Send | params::Verb::SendImm) {
+            return Some(format!(
+                " -c SRD: {} over SRD is not built in rperftest yet (ib_send_bw and ib_send_lat are): run it with rdma-core's perftest for now",
+                p.tool.name()
+            ));
+        }
+        if p.test_method == TestMethod::All {
+            return Some(" -c SRD: -a over SRD is not built in rperftest yet: give one size with -s".to_string());
+        }
+        return None;
     }
     let driver = providers::provider_name(driver_id).map_or_else(|| format!("driver id {driver_id}"), |n| format!("the {n} driver"));
-    format!(" -c SRD: device {dev} has no SRD (SRD is the transport of AWS EFA devices; {dev} is served by {driver}): use -c UD or -c RC")
+    Some(format!(" -c SRD: device {dev} has no SRD (SRD is the transport of AWS EFA devices; {dev} is served by {driver}): use -c UD or -c RC"))
 }
 
 pub(super) fn port_state_name(s: u32) -> &'static str {
@@ -190,7 +198,9 @@ pub(super) fn query_port<P: Provider>(
         Some(params::LinkType::Ib) => false,
         None => port.is_ethernet(),
     };
-    let want_gid = p.dev.gid_index.is_some() || ethernet;
+    // SRD (EFA) addresses its peer by GID: the one at -x, else index 0 (EFA ports have one).
+    let srd = p.connection == params::Connection::Srd;
+    let want_gid = p.dev.gid_index.is_some() || ethernet || srd;
     let (gid_index, gid) = if want_gid {
         let table = ctx
             .gid_table(u32::from(port_num), port.gid_tbl_len)
@@ -205,6 +215,7 @@ pub(super) fn query_port<P: Provider>(
             .map_err(|e| ToolError::new(1, format!(" Couldn't read the GID table of {name} port {}: {e}", port_num)))?;
         let ix = match p.dev.gid_index {
             Some(ix) => u32::from(ix),
+            None if srd && !ethernet => 0,
             None => {
                 let c = select_gid(&table, p.dev.ipv6, GidRule::Walk606).ok_or_else(|| {
                     ToolError::new(1, format!(" No valid GID on {name} port {} (is the netdev up with an IP address?)", port_num))
@@ -307,16 +318,24 @@ mod tests {
 
     #[test]
     fn srd_refused_in_one_line_naming_the_device() {
-        let rxe = srd_refusal("rxe0", uverbs::sys::RDMA_DRIVER_RXE);
+        let send = crate::params::parsed(Tool::SendBw, &["-c", "SRD"]);
+        let rxe = srd_refusal("rxe0", uverbs::sys::RDMA_DRIVER_RXE, &send).unwrap();
         assert_eq!(
             rxe,
             " -c SRD: device rxe0 has no SRD (SRD is the transport of AWS EFA devices; rxe0 is served by the rxe driver): use -c UD or -c RC"
         );
-        assert!(srd_refusal("bnxt_re0", 6).contains("bnxt_re0 is served by the bnxt_re driver"), "{}", srd_refusal("bnxt_re0", 6));
-        assert!(srd_refusal("x0", 99).contains("served by driver id 99"));
-        let efa = srd_refusal("rdmap0s6", providers::efa::RDMA_DRIVER_EFA);
-        assert!(efa.starts_with(" -c SRD: rdmap0s6 is an EFA device"), "{efa}");
-        for l in [rxe, efa] {
+        let bnxt = srd_refusal("bnxt_re0", 6, &send).unwrap();
+        assert!(bnxt.contains("bnxt_re0 is served by the bnxt_re driver"), "{bnxt}");
+        assert!(srd_refusal("x0", 99, &send).unwrap().contains("served by driver id 99"));
+        // EFA: the send tools run SRD with one size; the rest is refused in one line.
+        let efa = providers::efa::RDMA_DRIVER_EFA;
+        assert_eq!(srd_refusal("rdmap0s6", efa, &send), None);
+        assert_eq!(srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::SendLat, &["-c", "SRD"])), None);
+        let read = srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::ReadBw, &["-c", "SRD"])).unwrap();
+        assert!(read.starts_with(" -c SRD: ib_read_bw over SRD is not built"), "{read}");
+        let all = srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::SendBw, &["-c", "SRD", "-a"])).unwrap();
+        assert!(all.contains("-a over SRD"), "{all}");
+        for l in [rxe, read, all] {
             assert!(!l.contains('\n'));
         }
     }

@@ -474,6 +474,7 @@ fn verbs_setup(conf: &SideConf, shape: &Shape) -> VerbsSetup {
         qp_type: match p.connection {
             Connection::Uc => QpType::Uc,
             Connection::Ud => QpType::Ud,
+            Connection::Srd => QpType::Srd,
             _ => QpType::Rc,
         },
         num_qps: nq,

@@ -21,7 +21,8 @@ pub(super) struct Shape {
 
 impl Shape {
     /// `-c UD`: no message above the MTU (a sweep drops those sizes, one size is cut to the MTU
-    /// with perftest's note unless `-s` asked for it). Idempotent.
+    /// with perftest's note unless `-s` asked for it); `-c SRD`: none above the port's largest
+    /// message, the same way. Idempotent.
     pub(super) fn clamp_ud_sizes(&mut self, conf: &SideConf) -> Result<(), ToolError> {
         let p = conf.p;
         let mtu_bytes = u64::from(msg::mtu_bytes(self.mtu).unwrap_or(1024));
@@ -35,6 +36,16 @@ impl Shape {
                 conf.out.err(&format!(" Max msg size in UD is MTU {mtu_bytes}\n Changing to this MTU\n"));
                 self.sizes[0] = mtu_bytes;
             }
+        }
+        // -c SRD (one size: `-a` is refused before this): perftest 6.29's check against the
+        // port's largest message.
+        let max_msg = u64::from(conf.dev.port.max_msg_sz);
+        if p.connection == Connection::Srd && self.sizes[0] > max_msg {
+            if p.size_requested {
+                return Err(ToolError::new(1, format!(" Max message size in SRD cannot be greater than {max_msg} ")));
+            }
+            conf.out.err(&format!(" Max msg size is {max_msg}\n Changing to this size\n"));
+            self.sizes[0] = max_msg;
         }
         Ok(())
     }
