@@ -61,6 +61,9 @@ mark "static-build" "$t"
 # The plots of the static binary: XML parse of every SVG, and with chromium installed a
 # headless render of SVGs and an HTML overlay (tests/plot-render.sh; docs/plots.md).
 tests/plot-render.sh --bin "$BIN"
+# The matrix report at 64 nodes (fake-ssh, no network): text switched to the pairs not OK, the
+# heatmap's 64 labels, the notes folded, rendered headless (about 25 s).
+tests/matrix-fake/report-render.sh "$BIN"
 
 step "3/3 VM suite: cargo test -p vmtest --test vm"
 t=$(date +%s)

@@ -45,6 +45,9 @@ pub fn heatmap_of(nodes: &[String], test: &str, rail: &str, records: &[&Record])
     }
 }
 
+/// How many of the notes the page shows before folding the rest into a `<details>`.
+const NOTES_SHOWN: usize = 8;
+
 /// The whole page. `notes`: the preflight's and the re-runs' lines; `diagnosis`: the judge's.
 pub fn page(nodes: &[String], records: &[Record], notes: &[String], diagnosis: &[String], summary: &str) -> Result<String, String> {
     let mut groups: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
@@ -56,11 +59,21 @@ pub fn page(nodes: &[String], records: &[Record], notes: &[String], diagnosis: &
     h.push_str("<style>body{font-family:sans-serif;margin:16px}table{border-collapse:collapse;margin:8px 0 24px}td,th{border:1px solid #bbb;padding:2px 8px;text-align:left}th{background:#eee}.bad{color:#960000}</style>\n</head>\n<body>\n");
     h.push_str(&format!("<h1>rperftest matrix: {} nodes</h1>\n<p>{}</p>\n", nodes.len(), html_escape(summary)));
     if !diagnosis.is_empty() || !notes.is_empty() {
+        // At scale the notes (a re-run line per LOW pair) would push the heatmaps off the first
+        // screen: the judge's lines and the first notes stay in view, the rest folds away.
+        let (shown, folded) = notes.split_at(notes.len().min(NOTES_SHOWN));
         h.push_str("<h2>Diagnosis</h2>\n<ul>\n");
-        for l in diagnosis.iter().chain(notes) {
+        for l in diagnosis.iter().chain(shown) {
             h.push_str(&format!("<li>{}</li>\n", html_escape(l)));
         }
         h.push_str("</ul>\n");
+        if !folded.is_empty() {
+            h.push_str(&format!("<details><summary>{} more line(s): re-runs and notes</summary>\n<ul>\n", folded.len()));
+            for l in folded {
+                h.push_str(&format!("<li>{}</li>\n", html_escape(l)));
+            }
+            h.push_str("</ul>\n</details>\n");
+        }
     }
     h.push_str(&grid_table(nodes, records));
     for ((test, rail), rs) in &groups {
@@ -148,6 +161,20 @@ mod tests {
         assert!(page.contains("median &lt;5&gt;"), "reasons are escaped");
         assert!(page.contains("<li>2 of 2 bad pairs include node3</li>"));
         assert!(!page.contains("<script") && !page.contains("http://") || page.matches("http://").count() == page.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(), "nothing fetched");
+        plot::render::check_xml(&page.replace("<!DOCTYPE html>", "").replace("<meta charset=\"utf-8\"/>", "")).expect("well-formed");
+    }
+
+    #[test]
+    fn many_notes_fold_after_the_first_ones() {
+        let nodes: Vec<String> = ["node1", "node2"].iter().map(|s| s.to_string()).collect();
+        let rs = vec![sample("ib_write_bw", "rxe0", "node1", "node2", Status::Low, Some(1.0))];
+        let notes: Vec<String> = (0..20).map(|i| format!("re-run {i}")).collect();
+        let page = page(&nodes, &rs, &notes, &["node2 is slow".into()], "1 pair").expect("page");
+        let (head, tail) = page.split_at(page.find("<details>").expect("the rest folded"));
+        assert!(head.contains("<li>node2 is slow</li>") && head.contains("<li>re-run 7</li>") && !head.contains("re-run 8<"));
+        assert!(tail.contains("<summary>12 more line(s): re-runs and notes</summary>") && tail.contains("<li>re-run 19</li>"));
+        let short = super::page(&nodes, &rs, &notes[..3], &[], "1 pair").expect("page");
+        assert!(!short.contains("<details>"), "a few notes are all shown");
         plot::render::check_xml(&page.replace("<!DOCTYPE html>", "").replace("<meta charset=\"utf-8\"/>", "")).expect("well-formed");
     }
 }
