@@ -42,6 +42,8 @@ pub struct Config {
     pub options: Vec<String>,
     pub floors: Floors,
     pub preflight: Duration,
+    /// `--fanout`: nodes the preflight, the wire check and the counters reach at once.
+    pub fanout: usize,
     pub rules: super::judge::Rules,
     /// The load patterns, in order (`--pattern`; `pairs` alone by default).
     pub patterns: Vec<super::pattern::Pattern>,
@@ -92,6 +94,7 @@ fn base_command() -> Command {
         .arg(f64_arg("floor-rate", "slowest working link for deadlines, MB/s").default_value("1"))
         .arg(f64_arg("floor-lat", "slowest working round trip for deadlines, ms").default_value("20"))
         .arg(Arg::new("setup-time").long("setup-time").value_parser(value_parser!(u64).range(1..=3600)).default_value("60").help("seconds a pair may spend starting, connecting and ending"))
+        .arg(Arg::new("fanout").long("fanout").value_parser(value_parser!(u64).range(1..=1024)).default_value("32").help("nodes logged in to at once by the preflight, the wire check and the counters (a sliding window, like pdsh -f)"))
         .arg(Arg::new("preflight-timeout").long("preflight-timeout").value_parser(value_parser!(u64).range(1..=600)).default_value("30").help("seconds for each node's preflight"))
         .arg(Arg::new("pattern").long("pattern").value_name("LIST").default_value("pairs").help("load patterns, in order: pairs (one pair per node, one rail at a time), all-rails (a pair's rails at once), incast (k senders into one receiver, every node once), alltoall (everyone to everyone, --max-flows per node at a time), bisection (random halves, --draws times); the fabric patterns load every rail at once and read the port counters before and after each step"))
         .arg(Arg::new("concurrent-rails").long("concurrent-rails").action(ArgAction::SetTrue).conflicts_with("pattern").help("the same as --pattern pairs,all-rails: each pair on each rail alone, then on all its rails at once"))
@@ -290,6 +293,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         options,
         floors,
         preflight,
+        fanout: usize::try_from(*m.get_one::<u64>("fanout").unwrap_or(&32)).unwrap_or(32),
         rules,
         gpu,
         plan: super::planopts::opts(&m).map_err(bad)?,

@@ -66,52 +66,37 @@ enum NodeState {
     Down(String),
 }
 
-/// `rperftest matrix-probe` on every node at once (at most 64 at a time), each bounded.
+/// `rperftest matrix-probe` on every node, `--fanout` at a time, each bounded.
 fn preflight(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Vec<NodeState> {
-    let argv_of = |node: &str| cfg.launcher.argv(node, &[bin.to_string(), "matrix-probe".into()]);
-    let mut states: Vec<Option<NodeState>> = (0..cfg.hosts.len()).map(|_| None).collect();
-    for chunk in (0..cfg.hosts.len()).collect::<Vec<_>>().chunks(64) {
-        std::thread::scope(|s| {
-            let hs: Vec<_> = chunk
-                .iter()
-                .map(|&i| {
-                    let node = cfg.hosts[i].clone();
-                    let argv = argv_of(&node);
-                    let bound = cfg.preflight;
-                    let push_failed = pushed.and_then(|p| p.failed.get(i).cloned().flatten());
-                    s.spawn(move || -> NodeState {
-                        if let Some(why) = push_failed {
-                            return NodeState::Down(why);
-                        }
-                        let argv = match argv {
-                            Ok(a) => a,
-                            Err(e) => return NodeState::Down(e),
-                        };
-                        match launcher::run_bounded(&argv, bound) {
-                            Err(e) => NodeState::Down(format!("cannot start {}: {e}", argv[0])),
-                            Ok((None, _, err)) => NodeState::Down(format!(
-                                "no answer within the preflight bound of {} s{}",
-                                bound.as_secs(),
-                                err.last().map(|l| format!(": {l}")).unwrap_or_default()
-                            )),
-                            Ok((Some(code), out, err)) => match probe::find_in_output(&out) {
-                                Some((_, devs)) if code == 0 => NodeState::Up(devs),
-                                _ => NodeState::Down(format!(
-                                    "{} exited {code}: {}",
-                                    argv[0],
-                                    err.iter().chain(out.iter()).rev().find(|l| !l.trim().is_empty()).map(String::as_str).unwrap_or("no probe output (is rperftest on the node? --remote-bin)")
-                                )),
-                            },
-                        }
-                    })
-                })
-                .collect();
-            for (&i, h) in chunk.iter().zip(hs) {
-                states[i] = Some(h.join().unwrap_or_else(|_| NodeState::Down("preflight thread failed".into())));
-            }
-        });
+    fanout::each(cfg.hosts.len(), cfg.fanout, |i| {
+        if let Some(why) = pushed.and_then(|p| p.failed.get(i).cloned().flatten()) {
+            return NodeState::Down(why);
+        }
+        match cfg.launcher.argv(&cfg.hosts[i], &[bin.to_string(), "matrix-probe".into()]) {
+            Ok(argv) => probe_state(&argv, cfg.preflight),
+            Err(e) => NodeState::Down(e),
+        }
+    })
+}
+
+/// One node's preflight: its devices from the probe's line, or why it is down.
+fn probe_state(argv: &[String], bound: std::time::Duration) -> NodeState {
+    match launcher::run_bounded(argv, bound) {
+        Err(e) => NodeState::Down(format!("cannot start {}: {e}", argv[0])),
+        Ok((None, _, err)) => NodeState::Down(format!(
+            "no answer within the preflight bound of {} s{}",
+            bound.as_secs(),
+            err.last().map(|l| format!(": {l}")).unwrap_or_default()
+        )),
+        Ok((Some(code), out, err)) => match probe::find_in_output(&out) {
+            Some((_, devs)) if code == 0 => NodeState::Up(devs),
+            _ => NodeState::Down(format!(
+                "{} exited {code}: {}",
+                argv[0],
+                err.iter().chain(out.iter()).rev().find(|l| !l.trim().is_empty()).map(String::as_str).unwrap_or("no probe output (is rperftest on the node? --remote-bin)")
+            )),
+        },
     }
-    states.into_iter().map(|s| s.unwrap_or_else(|| NodeState::Down("not probed".into()))).collect()
 }
 
 /// A rail: its label, and per node the device on it (None: the node lacks it, with why).
@@ -198,6 +183,7 @@ fn wire_check(cfg: &Config, bin: &str, rails: &mut [Rail], notes: &mut Vec<Strin
             &remote,
             wire::PREFIX,
             cfg.preflight + wire::LISTEN,
+            cfg.fanout,
         );
         let (found, warn) = wire::judge(&views, &cfg.hosts, &answers);
         eprintln!(
@@ -534,7 +520,7 @@ fn preflight_noted(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> (V
         launcher::Kind::Ssh => "ssh",
         launcher::Kind::Srun => "srun",
     };
-    eprintln!("preflight: {} node(s) over {launcher_name}, bound {} s", cfg.hosts.len(), cfg.preflight.as_secs());
+    eprintln!("preflight: {} node(s) over {launcher_name}, {} at a time, bound {} s each", cfg.hosts.len(), cfg.fanout.min(cfg.hosts.len()), cfg.preflight.as_secs());
     let t_pre = Instant::now();
     let states = preflight(cfg, bin, pushed);
     let mut notes = Vec::new();

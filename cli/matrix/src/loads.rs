@@ -122,6 +122,7 @@ impl PatternOn<'_> {
             &remote,
             counters::PREFIX,
             cfg.preflight,
+            cfg.fanout,
         )
         .into_iter()
         .enumerate()
