@@ -7,6 +7,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-$HERE/../../target/gpu-double}
 mkdir -p "$OUT"
 CFLAGS="-O2 -Wall -Wextra -fPIC -shared -I$HERE"
-${CC:-cc} $CFLAGS -Wl,-soname,libcuda.so.1 -o "$OUT/libcuda.so.1" "$HERE/libcuda.c"
+${CC:-cc} $CFLAGS -Wl,-soname,libcuda.so.1 -o "$OUT/libcuda.so.1" "$HERE/libcuda.c" -pthread
 ${CC:-cc} $CFLAGS -Wl,-soname,libhsa-runtime64.so.1 -o "$OUT/libhsa-runtime64.so.1" "$HERE/libhsa.c"
 cd "$OUT" && pwd

@@ -37,6 +37,10 @@ fn hsa_double() -> Option<PathBuf> {
     doubles().map(|d| d.join("libhsa-runtime64.so.1"))
 }
 
+/// The double runs one touch kernel at a time (as one process has one GPU here): the tests
+/// that launch one take turns.
+static ONE_KERNEL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn req(device: GpuDevice, dmabuf: bool) -> GpuRequest {
     GpuRequest {
         runtime: GpuRuntime::Cuda,
@@ -49,6 +53,7 @@ fn req(device: GpuDevice, dmabuf: bool) -> GpuRequest {
 #[test]
 fn loader_against_the_double() {
     let Some(lib) = double() else { return };
+    let _turn = ONE_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     let lib = lib.to_str().unwrap();
     let mut log = String::new();
     let mem = CudaMemory::open_library(lib, &req(GpuDevice::Index(0), false), &mut log).unwrap();
@@ -77,7 +82,8 @@ fn loader_against_the_double() {
         log.ends_with(" for type CUDA_MEM_DEVICE\nStarting GPU touching process\n"),
         "{log}"
     );
-    // The double's memory is host memory: the touch (cuMemsetD8) wrote zeros there.
+    // The double ran the kernel's launch on its host memory: the page starts are zero (they were
+    // zero already; the infinite-mode test below sees the kernel write).
     // SAFETY: the double maps the allocation in this process, 128 KiB (rounded to 64 KiB).
     let first = unsafe { *(a.addr() as *const u8) };
     assert_eq!(first, 0);
@@ -85,6 +91,52 @@ fn loader_against_the_double() {
     let addr = a.addr();
     a.release(&mut log);
     // 6.29 stops its touch kernel (and says so) whether it was once or infinite.
+    assert_eq!(
+        log,
+        format!("stopping CUDA gpu touch running kernel\ndeallocating GPU buffer {addr:016x}\n")
+    );
+}
+
+/// `--gpu_touch=infinite`: our PTX kernel is loaded at init (the double checks its entry and four
+/// parameters), launched at allocation, keeps writing a zero byte every 4 KiB until release sets
+/// the stop flag, and release waits for it (the double bounds a kernel that never stops).
+#[test]
+fn gpu_touch_infinite_writes_page_starts_until_stopped() {
+    let Some(lib) = double() else { return };
+    let _turn = ONE_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let lib = lib.to_str().unwrap();
+    let mut r = req(GpuDevice::Index(0), false);
+    r.touch = Some(GpuTouch::Infinite);
+    let mut log = String::new();
+    let mem = CudaMemory::open_library(lib, &r, &mut log).unwrap();
+    log.clear();
+    let a = mem.alloc(3 * 4096, false, r.touch, &mut log).unwrap();
+    assert!(
+        log.ends_with(" for type CUDA_MEM_DEVICE\nStarting GPU touching process\n"),
+        "{log}"
+    );
+    let page = (a.addr() + 4096) as *mut u8;
+    // SAFETY: the double's allocation is host memory mapped here (64 KiB); the kernel's thread
+    // writes only page starts, and these writes race with it on purpose (volatile, bytes).
+    unsafe {
+        std::ptr::write_volatile(page, 0xab);
+        std::ptr::write_volatile(page.add(1), 0xab);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // SAFETY: as above.
+    while unsafe { std::ptr::read_volatile(page) } != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the touch kernel never rewrote the page start"
+        );
+        std::thread::yield_now();
+    }
+    // SAFETY: as above.
+    let next = unsafe { std::ptr::read_volatile(page.add(1)) };
+    assert_eq!(next, 0xab, "the kernel wrote past the page start");
+    log.clear();
+    let addr = a.addr();
+    a.release(&mut log);
     assert_eq!(
         log,
         format!("stopping CUDA gpu touch running kernel\ndeallocating GPU buffer {addr:016x}\n")
@@ -238,7 +290,9 @@ fn rocm_dmabuf_against_the_double() {
                     && e.ends_with(" / 8192"),
                 "{e}"
             );
-            eprintln!("SKIPPED the exported fd: no /dev/udmabuf here (VM case 35 covers the memfd stand-in)");
+            eprintln!(
+                "SKIPPED the exported fd: no /dev/udmabuf here (VM case 35 covers the memfd stand-in)"
+            );
         }
     }
 }
@@ -249,7 +303,8 @@ fn rocm_dmabuf_against_the_double() {
 #[ignore = "needs an NVIDIA GPU and driver: tests/hw/gpu-check.sh"]
 fn real_libcuda() {
     let mut log = String::new();
-    let r = req(GpuDevice::Index(0), true);
+    let mut r = req(GpuDevice::Index(0), true);
+    r.touch = Some(GpuTouch::Once);
     let mem = CudaMemory::open(&r, &mut log).unwrap_or_else(|e| panic!("{log}{e}"));
     let a = mem
         .alloc(1 << 20, true, Some(GpuTouch::Once), &mut log)

@@ -237,7 +237,9 @@ pub mod lines {
     /// `rocm_memory.c`'s `init_rocm`: `Using ROCm Device with ID: %d, Name: %s, PCI Bus ID: 0x%x,
     /// GCN Arch: %s`.
     pub fn rocm_device(id: u32, name: &str, bus: u32, arch: &str) -> String {
-        format!("Using ROCm Device with ID: {id}, Name: {name}, PCI Bus ID: 0x{bus:x}, GCN Arch: {arch}\n")
+        format!(
+            "Using ROCm Device with ID: {id}, Name: {name}, PCI Bus ID: 0x{bus:x}, GCN Arch: {arch}\n"
+        )
     }
     /// `using DMA-BUF for GPU buffer address at %p aligned at %p with aligned size %zu` (ROCm
     /// prints pointers with `%p`, CUDA with `%#llx`).

@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use super::{device_alloc_size, dmabuf_range, lines, GpuDevice, GpuRequest};
+use super::{GpuDevice, GpuRequest, device_alloc_size, dmabuf_range, lines};
 
 /// `hsa_status_t` (a C enum: int sized).
 type Status = c_int;
@@ -112,11 +112,7 @@ impl Api {
         let mut v = zero;
         // SAFETY: `v` is a live local of the attribute's C type (the callers pick it per attribute).
         let r = unsafe { (self.agent_get_info)(agent, attr, (&mut v as *mut T).cast()) };
-        if r == SUCCESS {
-            Ok(v)
-        } else {
-            Err(r)
-        }
+        if r == SUCCESS { Ok(v) } else { Err(r) }
     }
 
     /// A `char[64]` attribute (name, product name) as text.
@@ -136,11 +132,7 @@ impl Api {
         let mut v = zero;
         // SAFETY: `v` is a live local of the attribute's C type.
         let r = unsafe { (self.pool_get_info)(pool, attr, (&mut v as *mut T).cast()) };
-        if r == SUCCESS {
-            v
-        } else {
-            zero
-        }
+        if r == SUCCESS { v } else { zero }
     }
 }
 
@@ -216,7 +208,9 @@ impl RocmMemory {
         // SAFETY: hsa_init takes no arguments; it is reference counted, undone in Drop.
         let r = unsafe { (api.init)() };
         if r != SUCCESS {
-            return Err(format!("hsa_init() returned {r:#x}; is the amdgpu driver loaded (/dev/kfd)? Couldn't initialize ROCm device"));
+            return Err(format!(
+                "hsa_init() returned {r:#x}; is the amdgpu driver loaded (/dev/kfd)? Couldn't initialize ROCm device"
+            ));
         }
         // From here Drop shuts the runtime down again on every error path.
         let mut mem = RocmMemory {
@@ -362,7 +356,10 @@ fn kernel_takes_dmabuf() -> Result<(), String> {
         return Ok(());
     }
     let mut m = String::from("could not verify dmabuf support from kernel config");
-    let _ = write!(m, " (CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y in {config}, or their symbols in /proc/kallsyms); leave out --use_rocm_dmabuf to register the device pointer (peer memory)");
+    let _ = write!(
+        m,
+        " (CONFIG_DMABUF_MOVE_NOTIFY=y and CONFIG_PCI_P2PDMA=y in {config}, or their symbols in /proc/kallsyms); leave out --use_rocm_dmabuf to register the device pointer (peer memory)"
+    );
     Err(m)
 }
 
