@@ -12,6 +12,8 @@
 #    ours -> C perftest, and --use_rocm_dmabuf: 6.29's kernel config check (one line where this
 #    kernel fails it; then the case writes a /boot/config-<release> that passes it, the VM's root
 #    is a throwaway initramfs) ending in rxe's one-line dma-buf MR refusal.
+#  * doctor --gpu PEER: without a GPU the GPU peer WRITE is one n/a line; with the double forced
+#    (--gpu-mem) doctor --serve --gpu <-> doctor --gpu 127.0.0.1 run the GPU WRITE both ways, ok.
 # BIN_DIR must hold rperftest-gpu and the doubles' libcuda.so.1, libhsa-runtime64.so.1 (tests/run-all.sh builds both
 # into target/gpu-flavour/; tests/vmtest links them into its BIN_DIR).
 # mode: full
@@ -101,3 +103,18 @@ expect_contains "dmabuf export addr 0x"
 expect_contains "Couldn't allocate MR with error=95: the device does not take dma-buf MRs"
 [ "$(grep -c "Couldn't allocate MR" "$LAST_OUT")" = 1 ] || fail "expected one refusal line"
 wait_server 30
+
+log "== doctor --gpu PEER: no GPU here, so the GPU peer WRITE is n/a with the reason"
+run with_timeout 20 rperftest doctor --gpu -p 1 127.0.0.1
+expect_contains "n/a   GPU peer WRITE: no GPU ("
+expect_not_contains "ok    GPU"
+
+log "== doctor --serve --gpu <-> doctor --gpu 127.0.0.1 with the CUDA double forced (--gpu-mem): the GPU WRITE both ways"
+D=(-d "$RXE_DEV" -x "$RXE_GID_IDX" -p 18620 --gpu --gpu-mem=--use_cuda=0)
+start_server -p 18620 "${GPU[@]}" doctor --serve --listen-timeout 30 "${D[@]}"
+run with_timeout 150 "${GPU[@]}" doctor "${D[@]}" 127.0.0.1
+expect_contains "ok    GPU peer WRITE to 127.0.0.1: --use_cuda=0: 200 x 65536 B at "
+expect_contains "ok    GPU peer WRITE from 127.0.0.1: --use_cuda=0: 200 x 65536 B at "
+wait_server 60
+grep -q "^ok    GPU peer WRITE from the client: --use_cuda=0: 200 x 65536 B at " "$SERVER_LOG" || fail "server: no ok GPU WRITE from the client"
+grep -q "^ok    GPU peer WRITE to the client: --use_cuda=0: " "$SERVER_LOG" || fail "server: no ok GPU WRITE to the client"

@@ -11,12 +11,12 @@
 //! Every `unsafe` here is a call into the loaded library through a pointer whose C signature is
 //! the CUDA driver API's (`cuda.h`); the arguments are plain values or pointers to locals.
 
-use std::ffi::{CString, c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 use std::fmt::Write as _;
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 
-use super::{GpuDevice, GpuRequest, GpuTouch, device_alloc_size, dmabuf_range, lines};
+use super::{device_alloc_size, dmabuf_range, lines, GpuDevice, GpuRequest, GpuTouch};
 
 mod touch;
 use touch::{CuFunction, CuModule, TouchKernel};
@@ -122,7 +122,11 @@ impl Api {
         let mut v: c_int = 0;
         // SAFETY: `v` is a live c_int the call writes.
         let r = unsafe { (self.device_get_attribute)(&mut v, attr, dev) };
-        if r == CUDA_SUCCESS { Ok(v) } else { Err(r) }
+        if r == CUDA_SUCCESS {
+            Ok(v)
+        } else {
+            Err(r)
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use super::{GpuDevice, GpuRequest, device_alloc_size, dmabuf_range, lines};
+use super::{device_alloc_size, dmabuf_range, lines, GpuDevice, GpuRequest};
 
 /// `hsa_status_t` (a C enum: int sized).
 type Status = c_int;
@@ -112,7 +112,11 @@ impl Api {
         let mut v = zero;
         // SAFETY: `v` is a live local of the attribute's C type (the callers pick it per attribute).
         let r = unsafe { (self.agent_get_info)(agent, attr, (&mut v as *mut T).cast()) };
-        if r == SUCCESS { Ok(v) } else { Err(r) }
+        if r == SUCCESS {
+            Ok(v)
+        } else {
+            Err(r)
+        }
     }
 
     /// A `char[64]` attribute (name, product name) as text.
@@ -132,7 +136,11 @@ impl Api {
         let mut v = zero;
         // SAFETY: `v` is a live local of the attribute's C type.
         let r = unsafe { (self.pool_get_info)(pool, attr, (&mut v as *mut T).cast()) };
-        if r == SUCCESS { v } else { zero }
+        if r == SUCCESS {
+            v
+        } else {
+            zero
+        }
     }
 }
 

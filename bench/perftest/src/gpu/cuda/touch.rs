@@ -10,7 +10,7 @@
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::Arc;
 
-use super::{Api, CUDA_SUCCESS, CuContext, CuDevicePtr};
+use super::{Api, CuContext, CuDevicePtr, CUDA_SUCCESS};
 
 pub(super) type CuModule = *mut c_void;
 pub(super) type CuFunction = *mut c_void;
