@@ -37,6 +37,7 @@ gpu_lines() {
     grep -q "device name = \[rperftest GPU test double 0 (host memory, not a GPU)\]" "$1" || fail "$2: the double's name is missing"
     grep -qE "^allocated GPU buffer of a [0-9]+ address at 0x[0-9a-f]+ for type CUDA_MEM_DEVICE$" "$1" || fail "$2: no allocation line"
     grep -qE "^deallocating GPU buffer [0-9a-f]{16}$" "$1" || fail "$2: no deallocation line"
+    ! grep -q "Use ROCm memory" "$1" || fail "$2: a ROCm header line without ROCm memory"
 }
 
 log "== ib_write_bw ours(--use_cuda=0) <-> ours(--use_cuda=0), peer-memory path (REG_MR of the pointer)"
@@ -69,6 +70,7 @@ rocm_lines() {
     grep -q "^Using ROCm Device with ID: 0, Name: rperftest GPU test double 0 (host memory, not a GPU), PCI Bus ID: 0xd0, GCN Arch: gfx000$" "$1" || fail "$2: no 'Using ROCm Device' line"
     grep -qE "^allocated [0-9]+ bytes of GPU buffer at 0x[0-9a-f]+$" "$1" || fail "$2: no allocation line"
     grep -qE "^deallocating GPU buffer 0x[0-9a-f]+$" "$1" || fail "$2: no deallocation line"
+    grep -q "^ Use ROCm memory : ON$" "$1" || fail "$2: no 'Use ROCm memory : ON' header line"
 }
 R=(-n 100 -s 65536)
 
