@@ -67,7 +67,7 @@ tests/matrix-fake/report-render.sh "$BIN"
 
 step "3/3 VM suite: cargo test -p vmtest --test vm"
 t=$(date +%s)
-# The glibc GPU flavour (debug) and the CUDA test double for cases/35-gpu-double.sh.
+# The glibc GPU flavour (debug) and the CUDA and HSA test doubles for cases/35-gpu-double.sh.
 GPU_DIR=$(tests/gpu-double/flavour.sh)
 RPERFTEST_BIN=$BIN RPERFTEST_GPU_DIR=$GPU_DIR cargo test -p vmtest --test vm
 mark "vm-suite" "$t"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The GPU flavour for the VM case tests/vm/cases/35-gpu-double.sh: a glibc debug build of
-# rperftest with --features gpu, copied as OUT/rperftest-gpu, beside the CUDA test double
-# (NOT A GPU) as OUT/libcuda.so.1. OUT defaults to target/gpu-flavour; prints OUT.
+# rperftest with --features gpu, copied as OUT/rperftest-gpu, beside the CUDA and HSA test
+# doubles (NOT A GPU) as OUT/libcuda.so.1 and OUT/libhsa-runtime64.so.1. OUT defaults to
+# target/gpu-flavour; prints OUT.
 # A debug build suffices (the case checks plumbing, not speed) and reuses target/debug.
 set -e
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -6,6 +6,7 @@
  * ordinary host memory (a memfd mapped shared), so an RDMA device registers it like any host
  * buffer; nothing here measures or proves anything about a GPU, GPUDirect RDMA or a GPU driver.
  *
+ * The host memory and the dma-buf export are hostmem.h's, shared with the HSA double (libhsa.c).
  * dma-buf: cuMemGetHandleForAddressRange exports the range through /dev/udmabuf where the
  * kernel has it (CONFIG_UDMABUF), which is a real dma-buf of host pages. Without udmabuf the
  * device reports no dma-buf support, unless GPU_DOUBLE_DMABUF=memfd: then it hands out a dup of
@@ -17,14 +18,15 @@
  * Own code, written from the CUDA driver API's documented signatures and <linux/udmabuf.h>. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <unistd.h>
+
+#include "hostmem.h"
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -38,34 +40,9 @@ typedef unsigned long long CUdeviceptr;
 #define CUDA_ERROR_INVALID_DEVICE 101
 #define CUDA_ERROR_NOT_SUPPORTED 801
 
-/* <linux/udmabuf.h> */
-struct double_udmabuf_create { uint32_t memfd, flags; uint64_t offset, size; };
-#define DOUBLE_UDMABUF_FLAGS_CLOEXEC 0x01
-#define DOUBLE_UDMABUF_CREATE _IOW('u', 0x42, struct double_udmabuf_create)
-
-#define MAX_ALLOCS 64
-static struct alloc { uintptr_t base; size_t len; int memfd; } allocs[MAX_ALLOCS];
 static int initialized;
 static int contexts[16];
-
-static int ndev(void)
-{
-	const char *e = getenv("GPU_DOUBLE_DEVICES");
-	int n = e ? atoi(e) : 1;
-	return n < 0 ? 0 : n > 16 ? 16 : n;
-}
-static int udmabuf_ok(void)
-{
-	int fd = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
-	if (fd < 0) return 0;
-	close(fd);
-	return 1;
-}
-static int memfd_mode(void)
-{
-	const char *e = getenv("GPU_DOUBLE_DMABUF");
-	return e && strcmp(e, "memfd") == 0;
-}
+#define ndev double_ndev
 
 CUresult cuInit(unsigned flags) { (void)flags; initialized = 1; return CUDA_SUCCESS; }
 CUresult cuDeviceGetCount(int *n) { if (!initialized) return CUDA_ERROR_NOT_INITIALIZED; *n = ndev(); return CUDA_SUCCESS; }
@@ -80,7 +57,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 	case 33: *v = 0xd0 + d; break; /* a made-up bus: there is no PCI device behind it */
 	case 34: *v = 0; break;
 	case 50: *v = 0; break;
-	case 124: *v = udmabuf_ok() || memfd_mode(); break;
+	case 124: *v = double_udmabuf_ok() || double_memfd_mode(); break;
 	default: *v = 0;
 	}
 	return CUDA_SUCCESS;
@@ -112,65 +89,122 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 }
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { if (d >= 0 && d < 16 && contexts[d]) contexts[d]--; return CUDA_SUCCESS; }
 CUresult cuCtxSetCurrent(CUcontext c) { (void)c; return CUDA_SUCCESS; }
-CUresult cuCtxSynchronize(void) { return CUDA_SUCCESS; }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t len)
 {
-	int slot = -1;
-	for (int i = 0; i < MAX_ALLOCS; i++) if (!allocs[i].base) { slot = i; break; }
-	if (slot < 0 || len == 0) return CUDA_ERROR_OUT_OF_MEMORY;
-	long page = sysconf(_SC_PAGESIZE);
-	size_t n = (len + page - 1) & ~(size_t)(page - 1);
-	int fd = memfd_create("rperftest-gpu-double", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
-	/* udmabuf wants a memfd that cannot shrink */
-	if (ftruncate(fd, n) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK)) { close(fd); return CUDA_ERROR_OUT_OF_MEMORY; }
-	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) { close(fd); return CUDA_ERROR_OUT_OF_MEMORY; }
-	allocs[slot] = (struct alloc){ (uintptr_t)m, n, fd };
-	*p = (CUdeviceptr)(uintptr_t)m;
+	uintptr_t base = double_alloc(len);
+	if (!base) return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = (CUdeviceptr)base;
 	return CUDA_SUCCESS;
 }
-static struct alloc *find(CUdeviceptr p, size_t len)
-{
-	for (int i = 0; i < MAX_ALLOCS; i++)
-		if (allocs[i].base && p >= allocs[i].base && p + len <= allocs[i].base + allocs[i].len) return &allocs[i];
-	return NULL;
-}
-CUresult cuMemFree_v2(CUdeviceptr p)
-{
-	for (int i = 0; i < MAX_ALLOCS; i++)
-		if (allocs[i].base == p && p) {
-			munmap((void *)allocs[i].base, allocs[i].len);
-			close(allocs[i].memfd);
-			allocs[i] = (struct alloc){ 0, 0, -1 };
-			return CUDA_SUCCESS;
-		}
-	return CUDA_ERROR_INVALID_VALUE;
-}
-CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n)
-{
-	if (!find(p, n)) return CUDA_ERROR_INVALID_VALUE;
-	memset((void *)(uintptr_t)p, v, n);
-	return CUDA_SUCCESS;
-}
+CUresult cuMemFree_v2(CUdeviceptr p) { return double_free((uintptr_t)p) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
 /* handleType 1 = CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD: writes an int fd */
 CUresult cuMemGetHandleForAddressRange(void *handle, CUdeviceptr p, size_t len, int type, unsigned long long flags)
 {
-	struct alloc *a = find(p, len);
+	const struct double_alloc *a = double_find(p, len);
 	if (!a || type != 1 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-	int fd = -1;
-	int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
-	if (dev >= 0) {
-		struct double_udmabuf_create c = { (uint32_t)a->memfd, DOUBLE_UDMABUF_FLAGS_CLOEXEC, p - a->base, len };
-		fd = ioctl(dev, DOUBLE_UDMABUF_CREATE, &c);
-		close(dev);
-		if (fd < 0) return CUDA_ERROR_NOT_SUPPORTED;
-	} else if (memfd_mode()) {
-		fd = fcntl(a->memfd, F_DUPFD_CLOEXEC, 0); /* NOT a dma-buf: see the top of this file */
-	} else {
-		return CUDA_ERROR_NOT_SUPPORTED;
-	}
+	int fd = double_export(a, p - a->base, len);
+	if (fd < 0) return CUDA_ERROR_NOT_SUPPORTED;
 	*(int *)handle = fd;
 	return CUDA_SUCCESS;
+}
+
+/* cudaMallocManaged's driver call: flags 1 = CU_MEM_ATTACH_GLOBAL. Host memory like the rest. */
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t len, unsigned flags)
+{
+	if (flags != 1) return CUDA_ERROR_INVALID_VALUE;
+	return cuMemAlloc_v2(p, len);
+}
+
+/* --gpu_touch: the double takes rperftest's PTX image (it compiles nothing: it checks that the
+ * image declares the kernel with its four parameters) and a launch runs what that kernel is
+ * written to do on a host thread: a zero byte every 4096 bytes of the buffer, once, or until the
+ * int at the stop pointer is non-zero (bounded to 60 s, then cuCtxSynchronize fails, so a broken
+ * stop cannot hang a test). Kernel: (u8 *buf, int size, int *stop, int infinite), grid 1, block 1. */
+#define TOUCH_ENTRY "rperftest_touch_pages"
+#define CUDA_ERROR_INVALID_IMAGE 200
+#define CUDA_ERROR_NOT_FOUND 500
+#define CUDA_ERROR_UNKNOWN 999
+static struct module { int loaded, has_touch; } modules[4];
+struct touch_job { uintptr_t buf; int size; uintptr_t stop; int infinite, timed_out; };
+/* One kernel at a time; the lock keeps two threads from joining the same kernel. */
+static pthread_mutex_t touch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t touch_thread;
+static struct touch_job *touch_job;
+
+CUresult cuModuleLoadData(void **m, const void *image)
+{
+	const char *ptx = image, *e;
+	if (!m || !ptx || strncmp(ptx, ".version ", 9) || !strstr(ptx, "\n.target sm_")) return CUDA_ERROR_INVALID_IMAGE;
+	for (int i = 0; i < 4; i++)
+		if (!modules[i].loaded) {
+			modules[i].loaded = 1;
+			e = strstr(ptx, ".entry " TOUCH_ENTRY "(");
+			/* four parameters before the body */
+			int params = 0;
+			for (const char *q = e; e && (q = strstr(q, ".param ")) && q < strchr(e, '{'); q++) params++;
+			modules[i].has_touch = e && params == 4;
+			*m = &modules[i];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+CUresult cuModuleUnload(void *m)
+{
+	struct module *mod = m;
+	if (!mod || !mod->loaded) return CUDA_ERROR_INVALID_VALUE;
+	mod->loaded = 0;
+	return CUDA_SUCCESS;
+}
+CUresult cuModuleGetFunction(void **f, void *m, const char *name)
+{
+	struct module *mod = m;
+	if (!mod || !mod->loaded || !f || !name) return CUDA_ERROR_INVALID_VALUE;
+	if (strcmp(name, TOUCH_ENTRY) || !mod->has_touch) return CUDA_ERROR_NOT_FOUND;
+	*f = mod;
+	return CUDA_SUCCESS;
+}
+static void *touch_pages(void *arg)
+{
+	struct touch_job *j = arg;
+	time_t end = time(NULL) + 60;
+	do {
+		for (int i = 0; i < j->size; i += 4096) ((volatile uint8_t *)j->buf)[i] = 0;
+		if (time(NULL) > end) { j->timed_out = 1; break; }
+	} while (j->infinite && !*(volatile int *)j->stop);
+	return NULL;
+}
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+			unsigned shmem, void *stream, void **params, void **extra)
+{
+	struct module *mod = f;
+	if (!mod || !mod->loaded || !mod->has_touch || !params || extra || stream || shmem) return CUDA_ERROR_INVALID_VALUE;
+	if (gx != 1 || gy != 1 || gz != 1 || bx != 1 || by != 1 || bz != 1) return CUDA_ERROR_INVALID_VALUE;
+	struct touch_job j = { *(CUdeviceptr *)params[0], *(int *)params[1], *(CUdeviceptr *)params[2], *(int *)params[3], 0 };
+	if (j.size < 0 || !double_find(j.buf, (size_t)j.size) || !double_find(j.stop, sizeof(int))) return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&touch_lock);
+	if (touch_job) {
+		r = CUDA_ERROR_INVALID_VALUE; /* one kernel at a time in this double */
+	} else if (!(touch_job = malloc(sizeof j))) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		*touch_job = j;
+		if (pthread_create(&touch_thread, NULL, touch_pages, touch_job)) { free(touch_job); touch_job = NULL; r = CUDA_ERROR_UNKNOWN; }
+	}
+	pthread_mutex_unlock(&touch_lock);
+	return r;
+}
+CUresult cuCtxSynchronize(void)
+{
+	pthread_mutex_lock(&touch_lock);
+	struct touch_job *j = touch_job;
+	pthread_t t = touch_thread;
+	touch_job = NULL;
+	pthread_mutex_unlock(&touch_lock);
+	if (!j) return CUDA_SUCCESS;
+	pthread_join(t, NULL);
+	int timed_out = j->timed_out;
+	free(j);
+	return timed_out ? CUDA_ERROR_UNKNOWN : CUDA_SUCCESS;
 }

@@ -5,7 +5,7 @@
 #
 # BIN: rperftest's GPU flavour (default: target/release/rperftest built here with
 # `cargo build --release --features gpu`, or target/gpu-flavour/rperftest-gpu). Needs the NVIDIA
-# driver (libcuda.so.1). Steps, each reported ok / FAILED / could not run, then a summary:
+# driver (libcuda.so.1) for the CUDA steps; on an AMD GPU (/dev/kfd) it runs the ROCm steps. Steps, each reported ok / FAILED / could not run, then a summary:
 #   1. the runtime loads, device memory is allocated, exported as a dma-buf and touched, with the
 #      perftest lines, through a one-process run (`--loopback`) of ib_write_bw --use_cuda=0
 #      --use_cuda_dmabuf --odp --gpu_touch=once on the first RDMA device, or when there is none,
@@ -71,7 +71,27 @@ if command -v cargo >/dev/null; then
 else
     NOT_RUN+=("the loader test against the real libcuda (no cargo here)")
 fi
-NOT_RUN+=("ROCm (--use_rocm): not loaded by rperftest yet")
+# ROCm (an AMD GPU: /dev/kfd and the HSA runtime): the loader's ignored test, then with an RDMA
+# device write_bw in loopback on ROCm memory by both registration paths.
+if [ -e /dev/kfd ]; then
+    if command -v cargo >/dev/null; then
+        step "ROCm runtime: load, allocate, export dma-buf (real libhsa-runtime64)" 300 \
+            cargo test --manifest-path "$ROOT/Cargo.toml" -q -p perftest --features gpu --test gpu_double -- --ignored --nocapture real_hsa
+    else
+        NOT_RUN+=("the ROCm loader test against the real HSA runtime (no cargo here)")
+    fi
+    if [ -n "$DEV" ] && [ -e /dev/infiniband/uverbs0 ]; then
+        for EXTRA in "" --use_rocm_dmabuf; do
+            P=$((${P:-18650} + 1))
+            step "ib_write_bw loopback, ROCm memory both sides ${EXTRA:-peer path}" 120 \
+                "$BIN" ib_write_bw --loopback -p "$P" -d "$DEV" --use_rocm=0 $EXTRA -s 1048576 -n 2000 --report_gbits
+        done
+    else
+        NOT_RUN+=("loopback write_bw with ROCm memory (no /dev/infiniband device)")
+    fi
+else
+    NOT_RUN+=("ROCm (--use_rocm, --use_rocm_dmabuf): no AMD GPU here (/dev/kfd)")
+fi
 say "summary: failed: ${FAILED[*]:-none}"
 for n in "${NOT_RUN[@]}"; do say "could not run: $n"; done
 [ ${#FAILED[@]} = 0 ]

@@ -135,12 +135,12 @@ fn find_binary() -> Result<PathBuf, String> {
     })
 }
 
-/// The GPU flavour and the CUDA test double (tests/gpu-double/flavour.sh) for
+/// The GPU flavour and the CUDA and HSA test doubles (tests/gpu-double/flavour.sh) for
 /// cases/35-gpu-double.sh, from `$RPERFTEST_GPU_DIR` or target/gpu-flavour, when built; the
 /// case skips itself without them.
 fn link_gpu_flavour(root: &Path, bin_dir: &Path) {
     let dir = std::env::var_os("RPERFTEST_GPU_DIR").map_or_else(|| root.join("target/gpu-flavour"), PathBuf::from);
-    for f in ["rperftest-gpu", "libcuda.so.1"] {
+    for f in ["rperftest-gpu", "libcuda.so.1", "libhsa-runtime64.so.1"] {
         let p = dir.join(f);
         if p.is_file() {
             let _ = std::os::unix::fs::symlink(&p, bin_dir.join(f));

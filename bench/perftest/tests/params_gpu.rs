@@ -174,11 +174,10 @@ mod gpu_build {
                 Some(GpuTouch::Infinite)
             ))
         );
-        assert!(
-            p.notices
-                .iter()
-                .any(|n| n.text == "Got PCIe address of: 0000:3b:00.0\n" && !n.to_stderr)
-        );
+        assert!(p
+            .notices
+            .iter()
+            .any(|n| n.text == "Got PCIe address of: 0000:3b:00.0\n" && !n.to_stderr));
         // The same type twice is allowed; the later device wins.
         let p = ok(
             Tool::WriteBw,
@@ -208,13 +207,30 @@ mod gpu_build {
     }
 
     #[test]
-    fn rocm_is_not_loaded_yet_one_line() {
-        let e = err(Tool::WriteBw, &["--use_rocm=0"]);
-        assert_eq!(e.kind, ErrorKind::Unsupported);
+    fn rocm_requests_and_our_rules() {
+        let p = ok(Tool::WriteBw, &["--use_rocm=1", "--use_rocm_dmabuf"]);
+        let want = GpuRequest {
+            runtime: GpuRuntime::Rocm,
+            device: GpuDevice::Index(1),
+            dmabuf: true,
+            touch: None,
+        };
+        assert_eq!(p.buf.gpu, Some(want));
+        // 6.29 lets the CPU poll and inline from hipMalloc memory; ours is not CPU-mapped.
+        let e = err(Tool::WriteLat, &["--use_rocm=0"]);
+        assert_eq!(e.kind, ErrorKind::Conflict);
         assert!(
             e.message
-                .contains("ROCm memory is not loaded by rperftest yet"),
+                .starts_with("rperftest doesn't support a ROCm latency test with write"),
             "{e}"
         );
+        let e = err(Tool::SendBw, &["--use_rocm=0", "-s", "64", "-I", "64"]);
+        assert!(
+            e.message
+                .starts_with("rperftest doesn't support ROCm tests with inline messages"),
+            "{e}"
+        );
+        ok(Tool::WriteLat, &["--use_rocm=0", "--write_with_imm"]);
+        ok(Tool::ReadLat, &["--use_rocm=0"]);
     }
 }

@@ -47,6 +47,22 @@ fn header_options() {
     assert!(!s.contains("CQE"));
 }
 
+/// perftest built with ROCm (HAVE_ROCM in 6.06, rocm_memory_supported() in 6.29) prints
+/// ` Use ROCm memory : ON|OFF` between `rdma_cm QPs` and `Data ex. method`; without it no line.
+#[test]
+fn rocm_memory_line_as_a_rocm_build() {
+    let mut h = ReportHeader::new(Verb::Write, true, "rxe0");
+    for style in [Style::V606, Style::V629] {
+        assert!(!header(&h, style).contains("ROCm"));
+    }
+    h.rocm_memory = Some(true);
+    for style in [Style::V606, Style::V629] {
+        assert!(header(&h, style).contains(" rdma_cm QPs\t : OFF\n Use ROCm memory : ON\n Data ex. method : Ethernet"));
+    }
+    h.rocm_memory = Some(false);
+    assert!(header(&h, Style::V629).contains(" Use ROCm memory : OFF\n"));
+}
+
 #[test]
 fn address_variants() {
     let k = KeyMsg { lid: 5, out_reads: 16, qpn: 0, psn: 0xa, rkey: 0, vaddr: 0, srqn: 0x77, ..Default::default() };

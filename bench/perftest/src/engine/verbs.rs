@@ -267,11 +267,11 @@ fn device_mem_refusal(e: &uverbs::Error, dmabuf: bool) -> String {
     let errno = e.errno.unwrap_or(0);
     let why = match (dmabuf, errno) {
         (true, libc::EOPNOTSUPP) | (true, libc::EPROTONOSUPPORT) => {
-            "the device does not take dma-buf MRs (OFED stack does not support DMA-BUF); leave out --use_cuda_dmabuf to register the device pointer (peer memory)".to_string()
+            "the device does not take dma-buf MRs (OFED stack does not support DMA-BUF); leave out --use_cuda_dmabuf/--use_rocm_dmabuf to register the device pointer (peer memory)".to_string()
         }
         (true, _) => format!("dma-buf registration failed: {e}"),
         (false, libc::EFAULT) | (false, libc::EINVAL) => format!(
-            "the kernel could not resolve the GPU pointer ({e}): is nvidia-peermem (or amdgpu's peer memory) loaded? Or try --use_cuda_dmabuf"
+            "the kernel could not resolve the GPU pointer ({e}): is nvidia-peermem (or amdgpu's peer memory) loaded? Or try --use_cuda_dmabuf/--use_rocm_dmabuf"
         ),
         (false, _) => format!("{e}"),
     };

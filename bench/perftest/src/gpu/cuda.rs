@@ -5,19 +5,21 @@
 //!
 //! Differences, on purpose: the primary context is retained (`cuDevicePrimaryCtxRetain`) where
 //! 6.29 creates one (`cuCtxCreate`, whose ABI changed in CUDA 12/13); integrated (Tegra) GPUs
-//! are refused; `--gpu_touch` runs `cuMemsetD8` passes over the buffer (6.29 launches a kernel
-//! from its CUDA runtime plugin, which a driver-API-only loader does not have).
+//! are refused; `--gpu_touch` launches our own PTX kernel (`touch.rs`) where 6.29 launches one
+//! from its CUDA-runtime plugin.
 //!
 //! Every `unsafe` here is a call into the loaded library through a pointer whose C signature is
 //! the CUDA driver API's (`cuda.h`); the arguments are plain values or pointers to locals.
 
-use std::ffi::{CString, c_char, c_int, c_uint, c_void};
+use std::ffi::{c_char, c_int, c_uint, c_void, CString};
 use std::fmt::Write as _;
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{GpuDevice, GpuRequest, GpuTouch, device_alloc_size, dmabuf_range, lines};
+use super::{device_alloc_size, dmabuf_range, lines, GpuDevice, GpuRequest, GpuTouch};
+
+mod touch;
+use touch::{CuFunction, CuModule, TouchKernel};
 
 type CuResult = c_int;
 type CuDevice = c_int;
@@ -46,7 +48,24 @@ struct Api {
     ctx_synchronize: unsafe extern "C" fn() -> CuResult,
     mem_alloc: unsafe extern "C" fn(*mut CuDevicePtr, usize) -> CuResult,
     mem_free: unsafe extern "C" fn(CuDevicePtr) -> CuResult,
-    memset_d8: unsafe extern "C" fn(CuDevicePtr, u8, usize) -> CuResult,
+    mem_alloc_managed: unsafe extern "C" fn(*mut CuDevicePtr, usize, c_uint) -> CuResult,
+    module_load_data: unsafe extern "C" fn(*mut CuModule, *const c_void) -> CuResult,
+    module_unload: unsafe extern "C" fn(CuModule) -> CuResult,
+    module_get_function: unsafe extern "C" fn(*mut CuFunction, CuModule, *const c_char) -> CuResult,
+    #[allow(clippy::type_complexity)]
+    launch_kernel: unsafe extern "C" fn(
+        CuFunction,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        *mut c_void,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> CuResult,
     get_handle_for_address_range:
         unsafe extern "C" fn(*mut c_void, CuDevicePtr, usize, c_int, u64) -> CuResult,
     /// Kept last: the pointers above are valid while the library stays loaded.
@@ -89,7 +108,11 @@ impl Api {
             ctx_synchronize: sym!("cuCtxSynchronize"),
             mem_alloc: sym!("cuMemAlloc_v2"),
             mem_free: sym!("cuMemFree_v2"),
-            memset_d8: sym!("cuMemsetD8_v2"),
+            mem_alloc_managed: sym!("cuMemAllocManaged"),
+            module_load_data: sym!("cuModuleLoadData"),
+            module_unload: sym!("cuModuleUnload"),
+            module_get_function: sym!("cuModuleGetFunction"),
+            launch_kernel: sym!("cuLaunchKernel"),
             get_handle_for_address_range: sym!("cuMemGetHandleForAddressRange"),
             _lib: lib,
         })
@@ -99,7 +122,11 @@ impl Api {
         let mut v: c_int = 0;
         // SAFETY: `v` is a live c_int the call writes.
         let r = unsafe { (self.device_get_attribute)(&mut v, attr, dev) };
-        if r == CUDA_SUCCESS { Ok(v) } else { Err(r) }
+        if r == CUDA_SUCCESS {
+            Ok(v)
+        } else {
+            Err(r)
+        }
     }
 }
 
@@ -108,6 +135,8 @@ pub struct CudaMemory {
     api: Arc<Api>,
     dev: CuDevice,
     ctx: CuContext,
+    /// `--gpu_touch`: the kernel and its stop flag, loaded at init as 6.29 does.
+    touch: Option<Arc<TouchKernel>>,
 }
 
 // SAFETY: the context handle is an opaque token the driver accepts from any thread.
@@ -122,14 +151,26 @@ impl CudaMemory {
     }
 
     /// [`CudaMemory::open`] with the library named by path (the tests load the double this way).
-    pub fn open_library(library: &str, req: &GpuRequest, log: &mut String) -> Result<CudaMemory, String> {
+    pub fn open_library(
+        library: &str,
+        req: &GpuRequest,
+        log: &mut String,
+    ) -> Result<CudaMemory, String> {
         let api = Arc::new(Api::load(library)?);
         let index = match &req.device {
             GpuDevice::Index(i) => *i as c_int,
             GpuDevice::BusId(bus) => by_bus_id(&api, bus, log)?,
         };
         let (dev, ctx) = init_gpu(&api, index, log)?;
-        let mem = CudaMemory { api, dev, ctx };
+        let mut mem = CudaMemory {
+            api,
+            dev,
+            ctx,
+            touch: None,
+        };
+        if req.touch.is_some() {
+            mem.touch = Some(Arc::new(TouchKernel::load(&mem.api, ctx)?));
+        }
         if req.dmabuf && mem.api.attribute(ATTR_DMA_BUF_SUPPORTED, dev).unwrap_or(0) == 0 {
             return Err("DMA-BUF is not supported on this GPU".into());
         }
@@ -166,13 +207,19 @@ impl CudaMemory {
             dmabuf: None,
             touch: None,
         };
+        let kernel = match (touch, &self.touch) {
+            (None, _) => None,
+            (Some(_), Some(k)) => Some(k.clone()),
+            (Some(_), None) => Some(Arc::new(TouchKernel::load(&self.api, self.ctx)?)),
+        };
         if dmabuf {
             a.dmabuf = Some(self.export(ptr, size, log)?);
         }
         log.push_str(&lines::allocated(size, ptr));
-        if let Some(t) = touch {
+        if let (Some(t), Some(k)) = (touch, kernel) {
             log.push_str("Starting GPU touching process\n");
-            a.touch = Some(Toucher::start(&a, t)?);
+            k.launch(ptr, size, t == GpuTouch::Infinite)?;
+            a.touch = Some(k);
         }
         Ok(a)
     }
@@ -210,6 +257,8 @@ impl CudaMemory {
 
 impl Drop for CudaMemory {
     fn drop(&mut self) {
+        // The touch kernel's module and flag go while the context still exists.
+        self.touch = None;
         // SAFETY: releases the primary context retained in `open`; allocations (GpuAlloc) hold
         // their own reference to the API and are dropped first by their owner.
         unsafe { (self.api.primary_ctx_release)(self.dev) };
@@ -316,7 +365,8 @@ pub struct GpuAlloc {
     ptr: CuDevicePtr,
     size: u64,
     dmabuf: Option<(OwnedFd, u64)>,
-    touch: Option<Toucher>,
+    /// The running (or finished) touch kernel, stopped before the memory is freed.
+    touch: Option<Arc<TouchKernel>>,
 }
 
 // SAFETY: the device pointer and context are opaque values valid on any thread.
@@ -339,8 +389,8 @@ impl GpuAlloc {
     /// Stop the touching, free the memory, and say so as 6.29 does.
     pub fn release(mut self, log: &mut String) {
         if let Some(t) = self.touch.take() {
-            log.push_str("stopping CUDA gpu touch running kernel\n");
             t.stop();
+            log.push_str("stopping CUDA gpu touch running kernel\n");
         }
         log.push_str(&lines::deallocating(self.ptr));
     }
@@ -358,80 +408,5 @@ impl Drop for GpuAlloc {
             (self.api.ctx_set_current)(self.ctx);
             (self.api.mem_free)(self.ptr);
         }
-    }
-}
-
-/// `--gpu_touch`: a thread that writes the buffer on the GPU (`cuMemsetD8`), once or until
-/// stopped, so the device memory is busy beside the RDMA traffic.
-struct Toucher {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-/// What the touching thread needs: plain values, sent to it.
-struct TouchJob {
-    api: Arc<Api>,
-    ctx: usize,
-    ptr: CuDevicePtr,
-    len: usize,
-    once: bool,
-}
-
-impl Toucher {
-    fn start(a: &GpuAlloc, t: GpuTouch) -> Result<Toucher, String> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let job = TouchJob {
-            api: a.api.clone(),
-            ctx: a.ctx as usize,
-            ptr: a.ptr,
-            len: a.size as usize,
-            once: t == GpuTouch::Once,
-        };
-        if job.once {
-            touch_pass(&job)?;
-            return Ok(Toucher { stop, thread: None });
-        }
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("gpu-touch".into())
-            .spawn(move || {
-                // Relaxed: the flag only ends the loop; no data is published through it.
-                while !flag.load(Ordering::Relaxed) {
-                    if touch_pass(&job).is_err() {
-                        break;
-                    }
-                }
-            })
-            .map_err(|e| format!("cannot start the GPU touch thread: {e}"))?;
-        Ok(Toucher {
-            stop,
-            thread: Some(thread),
-        })
-    }
-
-    fn stop(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn touch_pass(j: &TouchJob) -> Result<(), String> {
-    // SAFETY: the context is the allocation's (retained while the GpuAlloc and thus this job
-    // live: the thread is joined before the memory is freed); the range is the allocation.
-    let r = unsafe {
-        (j.api.ctx_set_current)(j.ctx as CuContext);
-        let r = (j.api.memset_d8)(j.ptr, 0, j.len);
-        if r == CUDA_SUCCESS {
-            (j.api.ctx_synchronize)()
-        } else {
-            r
-        }
-    };
-    if r == CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("cuMemsetD8 error={r}"))
     }
 }

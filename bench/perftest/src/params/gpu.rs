@@ -3,8 +3,8 @@
 //! `--gpu_touch` see only what came before them (`--use_cuda=0 --use_cuda_dmabuf` works,
 //! the reverse is refused, as in 6.29). The messages are 6.29's.
 
-use super::getopt::{Found, invalid};
-use super::{ParamError, Params, conflict};
+use super::getopt::{invalid, Found};
+use super::{conflict, ParamError, Params};
 use crate::gpu::{GpuDevice, GpuRequest, GpuRuntime, GpuTouch};
 use bench_core::cparse::strtol0;
 
@@ -28,7 +28,11 @@ fn arg<O>(f: &Found<O>) -> &str {
 
 /// 6.29: `Can't use multiple memory types` when a second memory type follows the first (`--mmap`,
 /// `--use_cuda`, `--use_rocm` in any order; the same type twice is allowed).
-pub(super) fn check_single_memory_type<O>(p: &Params, o: GpuOpt, f: &Found<O>) -> Result<(), ParamError> {
+pub(super) fn check_single_memory_type<O>(
+    p: &Params,
+    o: GpuOpt,
+    f: &Found<O>,
+) -> Result<(), ParamError> {
     let wanted = match o {
         GpuOpt::UseCuda | GpuOpt::UseCudaBusId => Some(GpuRuntime::Cuda),
         GpuOpt::UseRocm => Some(GpuRuntime::Rocm),
@@ -126,33 +130,40 @@ fn apply_touch<O>(p: &mut Params, f: &Found<O>) -> Result<(), ParamError> {
 
 /// 6.29's `force_dependecies` for CUDA memory: no WRITE latency test
 /// (it polls the buffer from the CPU), no inline messages (the CPU would read device memory).
+/// ROCm memory gets the same two rules with our own lines: 6.29 lets the CPU poll and read
+/// `hipMalloc` memory (large-BAR machines map it), while our HSA allocation is never mapped for
+/// the CPU (docs/gpu.md).
 pub(super) fn dependencies(p: &Params) -> Result<(), ParamError> {
-    if p.buf
-        .gpu
-        .as_ref()
-        .is_none_or(|g| g.runtime != GpuRuntime::Cuda)
-    {
+    let Some(g) = p.buf.gpu.as_ref() else {
         return Ok(());
-    }
-    if p.kind == super::TestKind::Lat && p.verb == super::Verb::Write {
-        return Err(conflict(
+    };
+    let (option, lat, inline) = match g.runtime {
+        GpuRuntime::Cuda => (
             "--use_cuda",
             "Perftest doesn't support CUDA latency test with write (without immediate) verb",
-        ));
-    }
-    // The default inline size becomes 0 with 6.29's note where the device is known
-    // (tool::limits, as its ctx_set_max_inline); an explicit one must stay below the size.
-    match p.inline_size {
-        Some(i) if p.size <= u64::from(i) => Err(conflict(
-            "--use_cuda, -I/--inline_size",
             "Perftest doesn't support CUDA tests with inline messages",
-        )),
+        ),
+        GpuRuntime::Rocm => (
+            "--use_rocm",
+            "rperftest doesn't support a ROCm latency test with write (without immediate) verb: the CPU would poll GPU memory; use --write_with_imm or ib_read_lat",
+            "rperftest doesn't support ROCm tests with inline messages: the CPU would read GPU memory; leave out -I",
+        ),
+    };
+    if p.kind == super::TestKind::Lat && p.verb == super::Verb::Write {
+        return Err(conflict(option, lat));
+    }
+    // The default inline size becomes 0 where the device is known (tool::limits, as 6.29's
+    // ctx_set_max_inline, with its note for CUDA); an explicit one must stay below the size.
+    match p.inline_size {
+        Some(i) if p.size <= u64::from(i) => {
+            Err(conflict(&format!("{option}, -I/--inline_size"), inline))
+        }
         _ => Ok(()),
     }
 }
 
-/// What this binary cannot do with a GPU request: no runtime loader at all (the static musl
-/// binary), or ROCm (not yet loaded by the GPU build: docs/gpu.md).
+/// What this binary cannot do with a GPU request: without the GPU flavour there is no runtime
+/// loader at all (the static musl binary).
 pub(super) fn refusal(p: &Params) -> Option<ParamError> {
     let g = p.buf.gpu.as_ref()?;
     let opt = match (g.runtime, &g.device) {
@@ -160,17 +171,11 @@ pub(super) fn refusal(p: &Params) -> Option<ParamError> {
         (GpuRuntime::Cuda, GpuDevice::BusId(_)) => "--use_cuda_bus_id",
         (GpuRuntime::Cuda, GpuDevice::Index(_)) => "--use_cuda",
     };
-    if !crate::gpu::BUILT_IN {
-        return Some(super::error::unsupported(
-            opt,
-            crate::gpu::refusal(opt).trim_start(),
-        ));
+    if crate::gpu::BUILT_IN {
+        return None;
     }
-    if g.runtime == GpuRuntime::Rocm {
-        return Some(super::error::unsupported(
-            opt,
-            "Unsupported memory type: ROCm memory is not loaded by rperftest yet (CUDA only: --use_cuda; see docs/gpu.md)",
-        ));
-    }
-    None
+    Some(super::error::unsupported(
+        opt,
+        crate::gpu::refusal(opt).trim_start(),
+    ))
 }

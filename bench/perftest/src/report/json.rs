@@ -118,7 +118,8 @@ fn test_info(h: &ReportHeader, style: Style) -> String {
     s.push_str(&kv("rdma_cm_QPs", on_off(h.rdma_cm_qps), true));
     let method = if h.data_ex_rdma_cm { "rdma_cm" } else { "Ethernet" };
     if v629 {
-        s.push_str("\"Use_ROCm_memory\": \"OFF\",\n\"Use_MUSA_memory\": \"OFF\",\n");
+        let rocm = on_off(h.rocm_memory == Some(true));
+        s.push_str(&format!("\"Use_ROCm_memory\": \"{rocm}\",\n\"Use_MUSA_memory\": \"OFF\",\n"));
         s.push_str(&format!("\"Data_ex_method\": \"{method}\""));
         if h.rdma_cm_qps {
             if let Some(t) = h.tos {

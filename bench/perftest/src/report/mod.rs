@@ -132,6 +132,9 @@ pub struct ReportHeader {
     pub tos: Option<i32>,
     /// 6.29 `NUMA node` line (None: not printed).
     pub numa_node: Option<i32>,
+    /// ` Use ROCm memory : ON|OFF`, printed as perftest built with ROCm prints it (None: no
+    /// line, as a build without ROCm; the tool sets Some(true) for runs on ROCm memory).
+    pub rocm_memory: Option<bool>,
 }
 
 impl ReportHeader {
@@ -174,6 +177,7 @@ impl ReportHeader {
             data_ex_rdma_cm: false,
             tos: None,
             numa_node: None,
+            rocm_memory: None,
         }
     }
 
@@ -301,6 +305,9 @@ pub fn header(h: &ReportHeader, style: Style) -> String {
         s.push_str(&format!(" Max inline data : {}[B]\n", h.inline_size));
     }
     s.push_str(&format!(" rdma_cm QPs\t : {}\n", on_off(h.rdma_cm_qps)));
+    if let Some(on) = h.rocm_memory {
+        s.push_str(&format!(" Use ROCm memory : {}\n", on_off(on)));
+    }
     s.push_str(&format!(" Data ex. method : {}", if h.data_ex_rdma_cm { "rdma_cm" } else { "Ethernet" }));
     if h.rdma_cm_qps {
         if let Some(t) = h.tos {

@@ -61,6 +61,10 @@ pub fn report_header(p: &Params, f: &HeaderFacts) -> ReportHeader {
     h.out_reads = f.out_reads;
     h.rdma_cm_qps = p.conn.work_rdma_cm;
     h.data_ex_rdma_cm = p.conn.use_rdma_cm;
+    // perftest built with ROCm prints `Use ROCm memory : ON|OFF` in every header, one built
+    // without it never: we print it where only a ROCm build can run (ROCm memory), so a run
+    // without ROCm memory has the header of the usual (CUDA or host-only) build.
+    h.rocm_memory = p.buf.gpu.as_ref().is_some_and(|g| g.runtime == crate::gpu::GpuRuntime::Rocm).then_some(true);
     h.tos = p.conn.tos.map(i32::from);
     h.numa_node = f.numa_node;
     h

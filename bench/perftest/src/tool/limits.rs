@@ -64,6 +64,10 @@ pub(super) fn side_limits(p: &Params, dev: DevCaps, setup_timeout: Duration) -> 
     } else if p.inline_size.is_none() && p.buf.gpu.as_ref().is_some_and(|g| g.runtime == crate::gpu::GpuRuntime::Cuda) {
         caps.push(Cap::CudaInline);
         0
+    } else if p.inline_size.is_none() && p.buf.gpu.as_ref().is_some_and(|g| g.runtime == crate::gpu::GpuRuntime::Rocm) {
+        // ROCm memory is not mapped for the CPU here (params::gpu): no inline, and 6.29 has no
+        // note for ROCm to print.
+        0
     } else {
         p.inline_size.unwrap_or_else(|| p.default_inline(true))
     };

@@ -20,14 +20,14 @@ pub const NAMES: [&str; 7] = [
     "GPU distance",
     "GPU NUMA",
 ];
-const PEER_WRITE: &str = "GPU peer WRITE";
 
 /// The lowest NVIDIA driver whose open kernel modules export GPU memory as dma-buf for RDMA.
 pub const NVIDIA_DMABUF_MIN: u32 = 515;
 /// The first kernel with dma-buf memory regions in the RDMA core (ib_umem_dmabuf).
 pub const KERNEL_DMABUF_MR: (u32, u32) = (5, 12);
 
-pub fn checks(r: &Roots, with_peer: bool) -> Vec<Check> {
+/// The GPU checks of this host (with PEER, `gpu_write` adds the GPU-memory WRITE both ways).
+pub fn checks(r: &Roots) -> Vec<Check> {
     let gpus = pci::gpus(&r.sys);
     let mut out = Vec::new();
     if gpus.is_empty() {
@@ -51,12 +51,6 @@ pub fn checks(r: &Roots, with_peer: bool) -> Vec<Check> {
             out.extend(nics.iter().map(|n| distance(&gpus, n)));
         }
         out.push(numa(&gpus, &nics));
-    }
-    if with_peer {
-        out.push(Check::na(
-            PEER_WRITE,
-            "not done: this build has no GPU memory in the ib_* tools (--use_cuda/--use_rocm); the peer RC WRITE above used host memory",
-        ));
     }
     out
 }

@@ -77,7 +77,7 @@ fn no_gpu_every_check_is_na() {
     let f = FakeSys::new();
     f.rxe("rxe0", "eth0", false);
     f.dir("class/iommu/dmar0");
-    let cs = checks(&roots(&f), false);
+    let cs = checks(&roots(&f));
     assert_eq!(
         cs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
         NAMES
@@ -87,18 +87,12 @@ fn no_gpu_every_check_is_na() {
             .all(|c| c.level == Level::Na && c.detail.starts_with("no GPU (")),
         "{cs:#?}"
     );
-    let cs = checks(&roots(&f), true);
-    assert_eq!(
-        cs.last().map(|c| (c.name.as_str(), c.level)),
-        Some(("GPU peer WRITE", Level::Na))
-    );
-    assert!(cs.last().unwrap().detail.contains("not done"));
 }
 
 #[test]
 fn a_good_gdr_host() {
     let f = good();
-    let cs = checks(&roots(&f), false);
+    let cs = checks(&roots(&f));
     let bad: Vec<&Check> = cs.iter().filter(|c| c.level != Level::Ok).collect();
     // Only the distances of the NICs without a GPU behind their own switch warn.
     assert_eq!(
@@ -142,7 +136,7 @@ fn acs_redirect_on_a_switch_port_fails_with_setpci() {
         &format!("devices/{S0}/0000:04:00.0/config"),
         &FakeSys::acs_config(0x005f, 0x001d),
     );
-    let cs = checks(&roots(&f), false);
+    let cs = checks(&roots(&f));
     let c = get(&cs, "GPU ACS GPU0-mlx5_0");
     assert_eq!(
         c.line(),
@@ -153,7 +147,7 @@ fn acs_redirect_on_a_switch_port_fails_with_setpci() {
     assert_eq!(get(&cs, "GPU ACS GPU2-mlx5_2").level, Level::Ok);
     // Not root: 64 bytes of config space.
     f.bytes(&format!("devices/{S0}/0000:04:00.0/config"), &[0u8; 64]);
-    let c = get(&checks(&roots(&f), false), "GPU ACS GPU0-mlx5_0");
+    let c = get(&checks(&roots(&f)), "GPU ACS GPU0-mlx5_0");
     assert_eq!(c.level, Level::Na);
     assert!(
         c.detail
@@ -167,13 +161,13 @@ fn acs_redirect_on_a_switch_port_fails_with_setpci() {
 fn missing_driver_peermem_and_a_translating_iommu() {
     let f = good();
     std::fs::remove_dir(f.path("module/nvidia_peermem")).unwrap();
-    let cs = checks(&roots(&f), false);
+    let cs = checks(&roots(&f));
     let p = get(&cs, "GPU peer memory");
     assert_eq!(p.level, Level::Warn, "dma-buf still works: {p:?}");
     assert!(p.line().contains("'Couldn't allocate MR'; the dma-buf path works without it; fix: modprobe nvidia-peermem"), "{}", p.line());
     // The proprietary module: no dma-buf, so no peer memory is a FAIL.
     f.file("proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 01:15:15 UTC 2023\n");
-    let cs = checks(&roots(&f), false);
+    let cs = checks(&roots(&f));
     assert_eq!(get(&cs, "GPU peer memory").level, Level::Fail);
     assert_eq!(get(&cs, "GPU dma-buf").level, Level::Warn);
     assert!(get(&cs, "GPU dma-buf")
@@ -182,14 +176,14 @@ fn missing_driver_peermem_and_a_translating_iommu() {
     // No driver at all.
     std::fs::remove_file(f.path("proc/driver/nvidia/version")).unwrap();
     std::fs::remove_dir(f.path("module/nvidia")).unwrap();
-    let d = get(&checks(&roots(&f), false), "GPU driver");
+    let d = get(&checks(&roots(&f)), "GPU driver");
     assert_eq!(d.level, Level::Fail);
     assert!(d
         .detail
         .starts_with("3 NVIDIA GPU(s) but no nvidia kernel module"));
     // The IOMMU translating for the GPUs.
     f.file("kernel/iommu_groups/1/type", "DMA-FQ\n");
-    let i = get(&checks(&roots(&f), false), "GPU IOMMU");
+    let i = get(&checks(&roots(&f)), "GPU IOMMU");
     assert_eq!(i.level, Level::Warn);
     assert!(
         i.line()
@@ -200,7 +194,7 @@ fn missing_driver_peermem_and_a_translating_iommu() {
     assert!(i.line().contains("fix: boot with iommu=pt"));
     // No IOMMU unit: off.
     std::fs::remove_dir(f.path("class/iommu/dmar0")).unwrap();
-    assert!(get(&checks(&roots(&f), false), "GPU IOMMU")
+    assert!(get(&checks(&roots(&f)), "GPU IOMMU")
         .line()
         .starts_with("ok    GPU IOMMU: off (no unit in /sys/class/iommu;"));
 }
@@ -220,6 +214,7 @@ fn gpu_flag_adds_the_checks_to_doctor() {
         uid: 1000,
         active_mtu: Box::new(|_, _| Some(1024)),
         providers: Default::default(),
+        run_tool: Box::new(|_, _| panic!("no tool runs without PEER")),
     };
     let (mut o, mut err) = (Vec::new(), Vec::new());
     assert_eq!(super::main_with(&e, &["--gpu".into()], &mut o, &mut err), 0);
@@ -227,4 +222,43 @@ fn gpu_flag_adds_the_checks_to_doctor() {
     let gpu: Vec<&str> = text.lines().filter(|l| l.contains(" GPU ")).collect();
     assert_eq!(gpu.len(), NAMES.len(), "{text}");
     assert!(gpu.iter().all(|l| l.starts_with("n/a   GPU ")), "{text}");
+}
+
+/// With PEER and no GPU here the GPU-memory WRITE is one `n/a` line with the reason and runs
+/// nothing (the env's tool runner panics if called); `--gpu-mem` forces the runs.
+#[test]
+fn gpu_peer_write_without_a_gpu_is_na_and_forced_runs_both_ways() {
+    let f = FakeSys::new();
+    f.rxe("rxe0", "eth0", false);
+    f.doctor_host("rxe0", "eth0");
+    let mut e = super::Env {
+        sys: f.root(),
+        proc_root: f.path("proc"),
+        dev_root: f.path("dev"),
+        boot_root: f.path("boot"),
+        ifaddrs: vec![("eth0".into(), "10.99.0.1".parse().unwrap())],
+        open_rw: Box::new(|_| Ok(())),
+        uid: 1000,
+        active_mtu: Box::new(|_, _| Some(1024)),
+        providers: Default::default(),
+        run_tool: Box::new(|_, _| panic!("no GPU: nothing may run")),
+    };
+    // Port 1 on loopback: the TCP check fails at once; the GPU lines still come.
+    let args: Vec<String> = ["--gpu", "-p", "1", "127.0.0.1"].map(String::from).to_vec();
+    let (mut o, mut err) = (Vec::new(), Vec::new());
+    super::main_with(&e, &args, &mut o, &mut err);
+    let text = String::from_utf8(o).unwrap();
+    let line = text.lines().find(|l| l.contains("GPU peer WRITE")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.starts_with("n/a   GPU peer WRITE: no GPU ("), "{line}");
+    assert!(!text.lines().any(|l| l.starts_with("ok    GPU")), "{text}");
+    e.run_tool = Box::new(|a, _| (1, format!("couldn't connect to {}:2 (1 attempt): refused\n", a.last().unwrap())));
+    let args: Vec<String> = ["--gpu", "--gpu-mem=--use_cuda=0", "-p", "1", "127.0.0.1"].map(String::from).to_vec();
+    let mut o = Vec::new();
+    super::main_with(&e, &args, &mut o, &mut err);
+    let text = String::from_utf8(o).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("GPU peer WRITE")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].starts_with("FAIL  GPU peer WRITE to 127.0.0.1: --use_cuda=0: rc=1: couldn't connect"), "{}", lines[0]);
+    assert!(lines[1].starts_with("FAIL  GPU peer WRITE from 127.0.0.1:"), "{}", lines[1]);
+    assert!(lines[1].ends_with("fix: start 'rperftest doctor --serve --gpu -p 1' (the GPU flavour) on 127.0.0.1"), "{}", lines[1]);
 }

@@ -17,6 +17,9 @@ use crate::ibdev2netdev::find_netdev;
 pub type OpenRw = Box<dyn Fn(&Path) -> Result<(), String>>;
 /// The active MTU in bytes of (device, port).
 pub type ActiveMtu = Box<dyn Fn(&str, u32) -> Option<u32>>;
+/// Runs one of this binary's tools (`ib_write_bw …`) bounded in time: its exit code (-1 when it
+/// could not start or was killed) and its stdout and stderr.
+pub type RunTool = Box<dyn Fn(&[String], std::time::Duration) -> (i32, String)>;
 
 /// Where the checks read from, and the few facts that do not come from files.
 pub struct Env {
@@ -38,6 +41,8 @@ pub struct Env {
     pub active_mtu: ActiveMtu,
     /// How the peer test opens the device.
     pub providers: providers::ProviderSettings,
+    /// `--gpu PEER`'s GPU-memory WRITE runs (`gpu_write`).
+    pub run_tool: RunTool,
 }
 
 /// What the checks look at: `-d`, `-i`, `-x`.

@@ -3,7 +3,8 @@
 //! nothing FAILed. With PEER (where `rperftest doctor --serve` runs) it adds the TCP path, an
 //! RC SEND, WRITE and READ over the GIDs both sides would use, the comparison of both sides'
 //! ports, and the packet counters around the test. With `--gpu`, the GPUDirect RDMA checks
-//! (`gpu`). See docs/tools.md, "doctor".
+//! (`gpu`), and with PEER too an ib_write_bw with GPU memory both ways (`gpu_write`). See
+//! docs/tools.md, "doctor".
 //!
 //! `local` reads everything through [`Env`]'s roots, so its checks are tested over a fake
 //! sysfs, /proc and /dev; `peer` does the two-host part; `wire` is the peer message.
@@ -12,6 +13,8 @@
 pub mod local;
 #[forbid(unsafe_code)]
 pub mod gpu;
+#[forbid(unsafe_code)]
+pub mod gpu_write;
 pub mod peer;
 #[forbid(unsafe_code)]
 pub mod report;
@@ -43,6 +46,7 @@ fn cli() -> Command {
         .arg(Arg::new("ibport").short('i').long("ib-port").value_parser(value_parser!(u32).range(1..)).help("only this port (peer mode: default 1)"))
         .arg(Arg::new("gidx").short('x').long("gid-index").value_parser(value_parser!(u32)).help("the GID index the tools would be given (default: their own choice)"))
         .arg(Arg::new("gpu").long("gpu").action(ArgAction::SetTrue).help("also the GPUDirect RDMA checks: GPU driver, peer memory, dma-buf, IOMMU, ACS, GPU<->NIC distance and NUMA"))
+        .arg(Arg::new("gpu_mem").long("gpu-mem").value_name("OPTION").allow_hyphen_values(true).help("--gpu with PEER or --serve: the ib_write_bw GPU memory option of the GPU peer WRITE (default --use_cuda=0 with an NVIDIA GPU, --use_rocm=0 with an AMD one), e.g. '--use_cuda=1 --use_cuda_dmabuf'"))
         .arg(Arg::new("json").long("json").action(ArgAction::SetTrue).help("print JSON instead of lines"))
         .arg(
             Arg::new("listen_timeout")
@@ -133,6 +137,7 @@ impl Env {
             open_rw: Box::new(open_rw),
             active_mtu: Box::new(move |dev, port| system_active_mtu(dev, port, &s)),
             providers: settings.clone(),
+            run_tool: Box::new(run_own_tool),
         }
     }
 }
@@ -174,6 +179,11 @@ pub fn main_with(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn 
             worst = worst.max(report::exit_code(c));
             emit(c, json, &mut std::io::stdout());
         });
+        if r.is_ok() && m.get_flag("gpu") {
+            let c = gpu_peer_write(env, &m, &popts, |mem, o| gpu_write::serve(mem, o, &*env.run_tool));
+            worst = worst.max(report::exit_code(&c));
+            emit(&c, json, out);
+        }
         return match r {
             Ok(()) => worst,
             Err(e) => {
@@ -183,16 +193,81 @@ pub fn main_with(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn 
         };
     }
     let mut checks = local::run_all(env, &target);
-    let with_peer = peer_host.is_some();
-    if let Some(p) = peer_host {
-        checks.extend(peer::check(&p, &popts));
+    if let Some(p) = &peer_host {
+        checks.extend(peer::check(p, &popts));
     }
     if m.get_flag("gpu") {
         let roots = crate::gpu::host::Roots { sys: env.sys.clone(), proc_root: env.proc_root.clone(), boot: env.boot_root.clone() };
-        checks.extend(gpu::checks(&roots, with_peer));
+        checks.extend(gpu::checks(&roots));
+        if let Some(p) = peer_host.as_deref() {
+            checks.extend(gpu_peer_write(env, &m, &popts, |mem, o| gpu_write::client(p, mem, o, &*env.run_tool)));
+        }
     }
     emit(&checks, json, out);
     report::exit_code(&checks)
+}
+
+/// `--gpu` with PEER or `--serve`: the GPU-memory WRITE both ways (`run` makes the two runs of
+/// one side), or one `n/a` line where this host has no GPU memory option.
+fn gpu_peer_write(
+    env: &Env,
+    m: &clap::ArgMatches,
+    popts: &peer::PeerOpts,
+    run: impl FnOnce(&str, &gpu_write::GpuWrite) -> Vec<Check>,
+) -> Vec<Check> {
+    let o = gpu_write::GpuWrite {
+        mem: m.get_one::<String>("gpu_mem").cloned(),
+        port: popts.port.checked_add(1).unwrap_or(popts.port - 1),
+        dev: popts.target.dev.clone(),
+        gid_index: popts.target.gid_index,
+    };
+    let vendors: Vec<_> = crate::gpu::pci::gpus(&env.sys).iter().map(|g| g.vendor).collect();
+    match gpu_write::mem_option(&vendors, o.mem.as_deref()) {
+        Ok(mem) => run(&mem, &o),
+        Err(why) => vec![Check::na(gpu_write::NAME, why)],
+    }
+}
+
+/// This binary's own tool as a child process (the GPU WRITE's `ib_write_bw`), killed after
+/// `limit`; its stdout then stderr.
+fn run_own_tool(args: &[String], limit: Duration) -> (i32, String) {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return (-1, format!("cannot find this binary to run ib_write_bw: {e}")),
+    };
+    let child = std::process::Command::new(exe)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => return (-1, format!("cannot start ib_write_bw: {e}")),
+    };
+    let end = std::time::Instant::now() + limit;
+    let killed = loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break false,
+            Ok(None) if std::time::Instant::now() >= end => {
+                let _ = child.kill();
+                break true;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(_) => break false,
+        }
+    };
+    match child.wait_with_output() {
+        Ok(o) => {
+            let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&o.stderr));
+            if killed {
+                text.push_str(&format!("ib_write_bw did not finish within {} s (killed)\n", limit.as_secs()));
+            }
+            (if killed { -1 } else { o.status.code().unwrap_or(-1) }, text)
+        }
+        Err(e) => (-1, format!("ib_write_bw: {e}")),
+    }
 }
 
 pub fn run(args: &[String], settings: &ProviderSettings) -> u8 {

@@ -22,6 +22,7 @@ fn env(f: &FakeSys) -> Env {
         uid: 1000,
         active_mtu: Box::new(|_, _| Some(1024)),
         providers: Default::default(),
+        run_tool: Box::new(|_, _| panic!("the local checks run no tool")),
     }
 }
 
