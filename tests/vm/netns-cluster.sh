@@ -1,12 +1,13 @@
 #!/bin/bash
 # Many cluster nodes inside ONE VM of the bed: a network namespace per node.
 #
-#   netns-cluster.sh up N [--prefix P] [--subnet A.B.C]   (2 <= N <= 64)
+#   netns-cluster.sh up N [--prefix P] [--subnet A.B.C] [--rdma auto|yes|no]   (2 <= N <= 64)
 #   netns-cluster.sh exec NODE -- CMD [ARG...]   CMD in NODE's namespace, its exit code
 #   netns-cluster.sh fault NODE KIND [ARGS]      see FAULTS
 #   netns-cluster.sh ssh                         path of an ssh wrapper that reaches
 #                                                the nodes (for matrix --ssh)
 #   netns-cluster.sh status                      one line per node
+#   netns-cluster.sh rdma                        yes when the nodes have rxe devices
 #   netns-cluster.sh down                        remove everything; check nothing is left
 #
 # Runs in the guest, as root, on an image with the cluster overlay (sshd,
@@ -19,17 +20,16 @@
 # every nc-vK and a /32 route to each node, with forwarding on; a node
 # reaches A.B.C.0/24 through A.B.C.254 (one routed hop, TTL - 1).
 #
-# No RDMA device per node: on the bed's kernel (Debian 12, 6.1) rxe cannot
-# serve a namespace.  In exclusive netns mode `rdma link add` run inside a
-# namespace still registers the device in the initial one, where the node
-# cannot see it, and `rdma dev set DEV netns NS` answers EOPNOTSUPP (moving
-# a device needs the driver's disassociate_ucontext, which rxe lacks).  In
-# shared mode every node sees every device, the TCP exchange between two
-# nodes works, but the RDMA WRITE fails (LOC_QP_OP_ERR: rxe looks up its
-# routes and opens its UDP 4791 socket in the initial namespace only).
-# So this bed holds nodes for what is not RDMA: logins, names, the
-# preflight's fan-out, faults on the path.  A kernel whose rxe is netns
-# aware would let `up` add one rxe per node.
+# RDMA (`up --rdma auto|yes|no`, default auto): each node gets its own rxe
+# device on its eth0, named rxe-PK, seen by that node only.  That needs the
+# kernel's RDMA netns mode set to exclusive (done by up, undone by down) and an
+# rxe that opens its UDP 4791 socket and looks up routes in the device's
+# namespace: Debian 13's kernels have it (the bed's second image,
+# build-image.sh with RXE_VM_KERNEL_SUITE=trixie-backports), Debian 12's 6.1
+# does not.  There `rdma link add` inside a namespace still registers the
+# device in the initial one and `rdma dev set DEV netns NS` answers EOPNOTSUPP,
+# so auto brings the nodes up without RDMA (logins, names, the preflight's
+# fan-out, faults on the path) and says so; yes fails instead.
 # ssh: one client key and one host key per node, made by up, in the state
 # dir; each sshd takes that key as its AuthorizedKeysFile, and `ssh` (the
 # wrapper) uses the key and a known_hosts of every node, so logins need no
@@ -54,7 +54,7 @@
 # namespace, veth, route, sshd, the /etc/hosts lines and forwarding as it
 # was; it fails naming anything left.
 #
-# Not modelled (see docs/testbed.md): RDMA (above); one kernel (TCP and the qdiscs
+# Not modelled (see docs/testbed.md): one kernel (TCP and the qdiscs
 # are shared, a kernel fault hits every node), one set of CPUs (every node
 # competes for the VM's vCPUs), one filesystem (the same /tmp, binary and
 # /etc for every node), one clock.
@@ -152,18 +152,53 @@ node_up() {  # K: namespace, veth, address, routes, host key
     in_node "$ns" ip link set eth0 up || return 1
     in_node "$ns" ip route add "$(subnet).254/32" dev eth0 || return 1
     in_node "$ns" ip route add "$(subnet).0/24" via "$(subnet).254" dev eth0 || return 1
+    if [ "$(cat "$STATE/rdma")" = yes ]; then
+        in_node "$ns" rdma link add "rxe-$ns" type rxe netdev eth0 || return 1
+        rdma dev set "rxe-$ns" netns "$ns" || return 1
+    fi
     ssh-keygen -q -t ed25519 -N '' -C "$ns" -f "$d/host_ed25519" || return 1
     echo "$ns,$ip $(cut -d' ' -f1,2 "$d/host_ed25519.pub")" >>"$STATE/known_hosts"
     sshd_config "$k" >"$d/sshd_config"
     echo "$ip $ns" >>/etc/hosts
 }
 
+# RDMA per node: the netns mode goes to exclusive (the old one is kept for
+# down), then a throw-away namespace tells whether an rxe made in a namespace
+# can be moved into it (it cannot on 6.1: EOPNOTSUPP).  Prints yes or no.
+rdma_probe() {
+    local want=$1 ns=netns-cluster-probe why=""
+    [ "$want" = no ] && { echo no; return 0; }
+    rdma system show 2>/dev/null | awk '{print $2}' >"$STATE/rdma_mode"
+    if [ "$(cat "$STATE/rdma_mode")" != exclusive ] && ! rdma system set netns exclusive 2>"$STATE/rdma.err"; then
+        why="rdma system set netns exclusive: $(head -1 "$STATE/rdma.err")"
+    else
+        ip netns add "$ns" && ip link add nc-probe type veth peer name eth0 netns "$ns" \
+            && in_node "$ns" ip link set eth0 up \
+            && in_node "$ns" rdma link add rxe-probe type rxe netdev eth0 2>"$STATE/rdma.err" \
+            && rdma dev set rxe-probe netns "$ns" 2>>"$STATE/rdma.err" \
+            || why="an rxe cannot be moved into a namespace on $(uname -r): $(head -1 "$STATE/rdma.err")"
+        rdma link delete rxe-probe 2>/dev/null; in_node "$ns" rdma link delete rxe-probe 2>/dev/null
+        ip netns del "$ns" 2>/dev/null
+        for _ in $(seq 1 50); do ip link show nc-probe >/dev/null 2>&1 || break; sleep 0.1; done
+    fi
+    if [ -n "$why" ]; then   # no RDMA per node: the netns mode goes back at once
+        [ "$(cat "$STATE/rdma_mode")" = exclusive ] || rdma system set netns "$(cat "$STATE/rdma_mode")" 2>/dev/null
+        rm -f "$STATE/rdma_mode"
+        [ "$want" = yes ] && { say "up --rdma yes: $why"; return 1; }
+        say "up: no RDMA per node ($why); nodes for logins, names and faults only"
+        echo no
+    else
+        echo yes
+    fi
+}
+
 cmd_up() {
-    local n="" p=n sn=10.78.0
+    local n="" p=n sn=10.78.0 rd=auto
     while [ $# -gt 0 ]; do
         case "$1" in
             --prefix) p=$2; shift 2 ;;
             --subnet) sn=$2; shift 2 ;;
+            --rdma) rd=$2; shift 2 ;;
             -*) die "up: unknown option $1" ;;
             *) [ -z "$n" ] || die "up: one N only"; n=$1; shift ;;
         esac
@@ -171,6 +206,7 @@ cmd_up() {
     [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le $MAX ] || die "up: N must be 2..$MAX (got '${n}')"
     [[ $p =~ ^[a-z][a-z0-9-]*$ ]] || die "up: --prefix '$p': a lower-case letter, then letters, digits, '-'"
     [[ $sn =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "up: --subnet '$sn': three numbers, like 10.78.0"
+    [[ $rd =~ ^(auto|yes|no)$ ]] || die "up: --rdma '$rd': auto, yes or no"
     [ "$(id -u)" = 0 ] || die "up needs root"
     local t
     for t in ip tc ssh ssh-keygen /usr/sbin/sshd; do
@@ -180,6 +216,8 @@ cmd_up() {
     local t0=$SECONDS
     mkdir -p "$STATE"
     echo "$p" >"$STATE/prefix"; echo "$sn" >"$STATE/subnet"
+    rdma_probe "$rd" >"$STATE/rdma.new" || { rm -rf "$STATE"; exit 1; }
+    mv "$STATE/rdma.new" "$STATE/rdma"
     etc_setup
     ssh-keygen -q -t ed25519 -N '' -C netns-cluster -f "$STATE/id_ed25519" || die "ssh-keygen failed"
     : >"$STATE/known_hosts"
@@ -222,7 +260,8 @@ EOF
         sleep 1
     done
     [ "$left" = 0 ] || { say "up: $left node(s) not reachable over ssh"; cmd_down; exit 1; }
-    say "up: $n nodes (${p}1..$p$n, $sn.1-$sn.$n) in $((SECONDS - t0)) s"
+    local with=""; [ "$(cat "$STATE/rdma")" = yes ] && with=", each with its rxe-$p<K>"
+    say "up: $n nodes (${p}1..$p$n, $sn.1-$sn.$n$with) in $((SECONDS - t0)) s"
 }
 
 # ------------------------------------------------------------------ exec
@@ -285,7 +324,8 @@ cmd_status() {
     local k p; p=$(prefix)
     for k in $(seq 1 "$(size)"); do
         local s=down; [ -f "$STATE/node$k/sshd.pid" ] && kill -0 "$(cat "$STATE/node$k/sshd.pid")" 2>/dev/null && s=up
-        echo "$p$k $(subnet).$k sshd-$s"
+        local dev=""; [ "$(cat "$STATE/rdma")" = yes ] && dev=" rxe-$p$k"
+        echo "$p$k $(subnet).$k sshd-$s$dev"
     done
 }
 
@@ -306,6 +346,10 @@ cmd_down() {
     for _ in $(seq 1 100); do ip -o link show | grep -q ' nc-v[0-9]*@' || break; sleep 0.1; done
     [ -f "$STATE/ip_forward" ] && cat "$STATE/ip_forward" >/proc/sys/net/ipv4/ip_forward
     etc_restore
+    # a node's rxe goes with its eth0 (the namespace's end of the veth)
+    for _ in $(seq 1 100); do rdma link show 2>/dev/null | grep -q "link rxe-$p[0-9]" || break; sleep 0.1; done
+    local mode; mode=$(cat "$STATE/rdma_mode" 2>/dev/null)
+    [ -z "$mode" ] || [ "$mode" = exclusive ] || rdma system set netns "$mode" 2>/dev/null
     # What is left, if anything, is named.
     local left=()
     for k in $(seq 1 "$n"); do
@@ -313,7 +357,9 @@ cmd_down() {
         ip link show "nc-v$k" >/dev/null 2>&1 && left+=("link nc-v$k")
         ip route show "$(subnet).$k/32" 2>/dev/null | grep -q . && left+=("route to $(subnet).$k")
         grep -q " $p$k\$" /etc/hosts 2>/dev/null && left+=("/etc/hosts line of $p$k")
+        rdma link show 2>/dev/null | grep -q "link rxe-$p$k/" && left+=("rdma device rxe-$p$k")
     done
+    [ -z "$mode" ] || [ "$(rdma system show 2>/dev/null | awk '{print $2}')" = "$mode" ] || left+=("rdma netns mode (was $mode)")
     [ -f "$STATE/ip_forward" ] && [ "$(cat /proc/sys/net/ipv4/ip_forward)" != "$(cat "$STATE/ip_forward")" ] && left+=("ip_forward")
     local c
     for c in /proc/[0-9]*/cmdline; do
@@ -331,6 +377,7 @@ case "$cmd" in
     exec) cmd_exec "$@" ;;
     fault) cmd_fault "$@" ;;
     ssh) need_up; echo "$STATE/ssh" ;;
+    rdma) need_up; cat "$STATE/rdma" ;;
     status) cmd_status ;;
     down) cmd_down ;;
     -h|--help|help) usage ;;

@@ -18,6 +18,10 @@
 #                   the extended regex
 #   -v              print every case's output, not only failures
 #   --cases DIR     case dir (default tests/vm/cases)
+#   --kernel-suite S  boot the image whose kernel comes from Debian suite S
+#                   (build-image.sh with RXE_VM_KERNEL_SUITE=S) and run only
+#                   the cases with a "# kernel: S" header; without it, only
+#                   the cases with no such header run
 #
 # Output (stdout): one line per case
 #   VMTEST <name> ok|FAILED|skipped|xfail <seconds> [rc=N] [(note)]
@@ -37,12 +41,14 @@ VERBOSE=0
 CASES=$HERE/cases
 DEF_TIMEOUT=300
 BIN=""
+KSUITE=""
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --mode) MODE=$2; shift 2 ;;
         --filter) FILTER=$2; shift 2 ;;
         --cases) CASES=$2; shift 2 ;;
+        --kernel-suite) KSUITE=$2; shift 2 ;;
         -v) VERBOSE=1; shift ;;
         -h|--help) usage ;;
         -*) echo "run-suite: unknown option $1" >&2; usage ;;
@@ -82,6 +88,8 @@ for c in "$CASES"/*.sh; do
     name=${c##*/}; name=${name%.sh}
     [ "$name" = lib ] && continue
     if [ -n "$FILTER" ] && ! [[ $name =~ $FILTER ]]; then continue; fi
+    k=$(sed -n '1,40s/^# kernel:[[:space:]]*\([^[:space:]]*\).*/\1/p' "$c" | head -1)
+    [ "$k" = "$KSUITE" ] || continue
     cp "$c" "$WORK/suite/cases/"
     NAMES+=("$name")
     t=$(sed -n '1,40s/^# timeout:[[:space:]]*\([0-9]\+\).*/\1/p' "$c" | head -1)
@@ -90,13 +98,19 @@ for c in "$CASES"/*.sh; do
 done
 if [ ${#NAMES[@]} = 0 ]; then
     say "no cases selected (filter '${FILTER}')"
-    echo "VMSUITE mode=$MODE passed=0 failed=0 skipped=0 xfail=0 boot=- cases=- total=0.0"
+    echo "VMSUITE mode=$MODE${KSUITE:+ kernel=$KSUITE} passed=0 failed=0 skipped=0 xfail=0 boot=- cases=- total=0.0"
     exit 0
 fi
 say "mode=$MODE cases=${#NAMES[@]} bins=$(ls "$WORK/bin" | tr '\n' ' ')"
 
+IMAGE_ARGS=()
+if [ -n "$KSUITE" ]; then
+    img=$(RXE_VM_KERNEL_SUITE=$KSUITE "$HERE/build-image.sh") || { say "no image with the $KSUITE kernel"; exit 125; }
+    IMAGE_ARGS=(--image "$img")
+fi
+
 # ------------------------------------------------------------ run
-"$HERE/run-in-vm.sh" -q --mode "$MODE" "${OVERLAY_ARGS[@]}" --timeout "${RXE_VM_TIMEOUT:-$VM_TIMEOUT}" \
+"$HERE/run-in-vm.sh" -q --mode "$MODE" "${IMAGE_ARGS[@]}" "${OVERLAY_ARGS[@]}" --timeout "${RXE_VM_TIMEOUT:-$VM_TIMEOUT}" \
     --timing-file "$WORK/timing" \
     -e "VMTEST_VERBOSE=$VERBOSE" -e "VMTEST_DEFAULT_TIMEOUT=$DEF_TIMEOUT" \
     "$WORK/bin" "$WORK/suite" -- bash /mnt/host/suite/runner.sh | tee "$WORK/out"
@@ -126,7 +140,7 @@ if [ -f "$WORK/timing" ]; then
     read -r b c _ <"$WORK/timing"; boot=${b#boot=}; cmd=${c#cmd=}
 fi
 grep -q '^VMTEST-DONE' "$WORK/out" || { [ "$RC" = 0 ] && RC=125; say "the guest runner did not finish (rc=$RC)"; }
-echo "VMSUITE mode=$MODE passed=$passed failed=$failed skipped=$skipped xfail=$xfail boot=$boot cases=$cmd total=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$T0}")"
+echo "VMSUITE mode=$MODE${KSUITE:+ kernel=$KSUITE} passed=$passed failed=$failed skipped=$skipped xfail=$xfail boot=$boot cases=$cmd total=$(awk "BEGIN{printf \"%.1f\", $(date +%s.%N)-$T0}")"
 [ "$RC" != 0 ] && exit "$RC"
 [ "$failed" = 0 ] || exit 1
 exit 0

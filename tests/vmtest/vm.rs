@@ -10,7 +10,9 @@
 //!
 //! `tests/vm/build-static.sh` builds the right one (`tests/run-all.sh` runs it
 //! first). Then: `tests/vm/build-image.sh` (cached), and
-//! `tests/vm/run-suite.sh --mode full`, then `--mode bare`: one VM boot each.
+//! `tests/vm/run-suite.sh --mode full`, then `--mode bare`: one VM boot each; the cases with a
+//! `# kernel: trixie-backports` header run in a third boot, bare, on Debian 13's kernel
+//! (`vm::netns::…`).
 //! Every case × mode is one test, `vm::<mode>::<case>`; a case skipped for
 //! its mode or marked `# xfail:` counts as ignored. Then the cluster:
 //! `tests/vm/cluster-suite.sh` boots four VMs on one virtual Ethernet segment
@@ -27,7 +29,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Instant, SystemTime};
 
-const MODES: [&str; 4] = ["full", "bare", CLUSTER, CLUSTER5];
+const MODES: [&str; 5] = ["full", "bare", NETNS, CLUSTER, CLUSTER5];
+/// The cases with a `# kernel: trixie-backports` header: one bare VM booted with Debian 13's
+/// kernel, whose rxe serves network namespaces (the netns bed with an rxe per node).
+const NETNS: &str = "netns";
+const NETNS_KERNEL: &str = "trixie-backports";
 /// The multi-VM suite: its cases live in tests/vm/cluster-cases.
 const CLUSTER: &str = "cluster";
 /// The cluster cases with a `# nodes: 5` header, on a bed of their own of 5 nodes (the others
@@ -42,6 +48,12 @@ fn is_cluster(mode: &str) -> bool {
 fn case_nodes(root: &Path, case: &str) -> u32 {
     let text = std::fs::read_to_string(root.join("tests/vm/cluster-cases").join(format!("{case}.sh"))).unwrap_or_default();
     text.lines().take(40).find_map(|l| l.strip_prefix("# nodes:").and_then(|v| v.trim().parse().ok())).unwrap_or(4)
+}
+
+/// A suite case's `# kernel: SUITE` header (in its first 40 lines), if it has one.
+fn case_kernel(root: &Path, case: &str) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("tests/vm/cases").join(format!("{case}.sh"))).unwrap_or_default();
+    text.lines().take(40).find_map(|l| l.strip_prefix("# kernel:").map(|v| v.trim().to_string()))
 }
 
 #[derive(PartialEq)]
@@ -179,6 +191,10 @@ fn run_mode(
         let (nodes, rails) = if mode == CLUSTER5 { ("5", "1") } else { ("4", "2") };
         c.args(["--nodes", nodes, "--rails", rails, "--filter", &filter]);
         c
+    } else if mode == NETNS {
+        let mut c = Command::new(root.join("tests/vm/run-suite.sh"));
+        c.args(["--mode", "bare", "--kernel-suite", NETNS_KERNEL, "--filter", &filter]);
+        c
     } else {
         let mut c = Command::new(root.join("tests/vm/run-suite.sh"));
         c.args(["--mode", mode, "--filter", &filter]);
@@ -252,7 +268,8 @@ fn main() -> ExitCode {
     let t0 = Instant::now();
     let args = parse_args();
     let root = root();
-    let cases = case_names(&root, "tests/vm/cases");
+    let (netns_cases, cases): (Vec<String>, Vec<String>) =
+        case_names(&root, "tests/vm/cases").into_iter().partition(|c| case_kernel(&root, c).as_deref() == Some(NETNS_KERNEL));
     let (cluster5, cluster4): (Vec<String>, Vec<String>) =
         case_names(&root, "tests/vm/cluster-cases").into_iter().partition(|c| case_nodes(&root, c) == 5);
     let bed = |cs: Vec<String>| std::iter::once("up".to_string()).chain(cs).chain(std::iter::once("down".to_string())).collect::<Vec<_>>();
@@ -260,6 +277,7 @@ fn main() -> ExitCode {
     let cases_of = |m: &str| match m {
         CLUSTER => cluster_cases.clone(),
         CLUSTER5 => cluster5_cases.clone(),
+        NETNS => netns_cases.clone(),
         _ => cases.clone(),
     };
     let total = MODES.iter().map(|m| cases_of(m).len()).sum::<usize>();
