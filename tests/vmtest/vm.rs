@@ -18,7 +18,8 @@
 //! `tests/vm/cluster-suite.sh` boots four VMs on one virtual Ethernet segment
 //! and runs `tests/vm/cluster-cases/*.sh` against them, as
 //! `vm::cluster::up`, `vm::cluster::<case>` and `vm::cluster::down`; the cases with a
-//! `# nodes: 5` header run on a second bed of five VMs, as `vm::cluster5::…`.
+//! `# nodes: 5` header run on a second bed of five VMs, as `vm::cluster5::…` (booted only when
+//! such a case exists).
 //!
 //! Arguments (libtest-like): `FILTER...` (substring of the test name),
 //! `--exact`, `--list`, `--nocapture` (print every case's output).
@@ -272,7 +273,13 @@ fn main() -> ExitCode {
         case_names(&root, "tests/vm/cases").into_iter().partition(|c| case_kernel(&root, c).as_deref() == Some(NETNS_KERNEL));
     let (cluster5, cluster4): (Vec<String>, Vec<String>) =
         case_names(&root, "tests/vm/cluster-cases").into_iter().partition(|c| case_nodes(&root, c) == 5);
-    let bed = |cs: Vec<String>| std::iter::once("up".to_string()).chain(cs).chain(std::iter::once("down".to_string())).collect::<Vec<_>>();
+    // a bed boots only for its cases: none, no boot
+    let bed = |cs: Vec<String>| {
+        if cs.is_empty() {
+            return cs;
+        }
+        std::iter::once("up".to_string()).chain(cs).chain(std::iter::once("down".to_string())).collect::<Vec<_>>()
+    };
     let (cluster_cases, cluster5_cases) = (bed(cluster4), bed(cluster5));
     let cases_of = |m: &str| match m {
         CLUSTER => cluster_cases.clone(),
