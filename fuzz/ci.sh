@@ -2,7 +2,7 @@
 # Usage: fuzz/ci.sh
 #
 # The CI fuzz step (called by .ci/run after tests/run-all.sh): every target for
-# FUZZ_CI_SECONDS (default 6) through fuzz/run.sh, which fails on a finding. Skipped, with
+# FUZZ_CI_SECONDS (default 4) through fuzz/run.sh, which fails on a finding. Skipped, with
 # one line saying why, when there is no nightly toolchain, when cargo-fuzz is missing and
 # cannot be installed within FUZZ_CI_INSTALL_TIMEOUT seconds (default 300), or when
 # RPERFTEST_SKIP_FUZZ=1. A target that does not build or a finding fails the step.
@@ -24,6 +24,6 @@ rc=0
 # The instrumented build (about 5 min from cold on 2 cores) is cached beside the VM image
 # cache, outside the fresh clone CI runs in; only what changed is rebuilt.
 export FUZZ_TARGET_DIR=${FUZZ_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rperftest/fuzz-target}
-fuzz/run.sh "${FUZZ_CI_SECONDS:-6}" || rc=$?
+fuzz/run.sh "${FUZZ_CI_SECONDS:-4}" || rc=$?
 echo "=== fuzz/ci.sh: fuzz step took $(( $(date +%s) - T0 ))s, exit $rc"
 exit "$rc"
