@@ -11,46 +11,18 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::Command;
+use support::oracle;
 
 const LIB: &str = "/usr/lib/x86_64-linux-gnu/libibverbs/libbnxt_re-rdmav34.so";
 const SEEDS: &str = "1 2 3 4 5 6 7 8";
 
-fn oracle_missing() -> Option<String> {
-    let gcc = Command::new("gcc")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    let missing: Vec<&str> = [
-        (!gcc).then_some("gcc"),
-        (!Path::new("/usr/include/infiniband/verbs.h").exists()).then_some("libibverbs-dev"),
-        (!Path::new(LIB).exists()).then_some("ibverbs-providers (libbnxt_re)"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    (!missing.is_empty()).then(|| missing.join(", "))
-}
-
 #[test]
 fn random_sequences_match_libbnxt_re() {
-    if let Some(m) = oracle_missing() {
+    if let Some(m) = oracle::missing("/usr/include/infiniband/verbs.h", LIB, "libbnxt_re") {
         eprintln!("SKIPPED bnxt_re differential test: needs {m} (apt-get install gcc libibverbs-dev ibverbs-providers)");
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("bnxt-differential");
-    let _ = std::fs::remove_dir_all(&out);
-    let st = Command::new("sh")
-        .arg(root.join("tests/bnxt-oracle/run.sh"))
-        .arg(&out)
-        .env("BNXT_ORACLE_SEEDS", SEEDS)
-        .env("BNXT_ORACLE_BUILD", out.join("build"))
-        .status()
-        .expect("run tests/bnxt-oracle/run.sh");
-    assert!(st.success(), "the oracle failed: {st}");
+    let out = oracle::run("bnxt-oracle", "BNXT_ORACLE", "bnxt-differential", SEEDS);
     let mut runs = 0;
     for seed in SEEDS.split(' ') {
         for mode in ["static", "variable"] {
@@ -69,10 +41,5 @@ fn random_sequences_match_libbnxt_re() {
     }
     assert_eq!(runs, 2 * SEEDS.split(" ").count());
     // The fixed cases come out as committed: the golden files are what this libbnxt_re writes.
-    for f in ["static.jsonl", "variable.jsonl"] {
-        let fresh = std::fs::read_to_string(out.join(f)).unwrap();
-        let golden =
-            std::fs::read_to_string(root.join("providers/tests/fixtures/bnxt_re").join(f)).unwrap();
-        assert!(fresh == golden, "{f}: the oracle no longer writes the committed golden file (regenerate with tests/bnxt-oracle/run.sh)");
-    }
+    oracle::assert_fixtures_fresh(&out, "bnxt_re", &["static.jsonl", "variable.jsonl"], "bnxt-oracle");
 }

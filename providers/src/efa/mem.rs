@@ -235,17 +235,6 @@ pub fn checked_db(off: u32, page: usize, what: &str) -> Result<usize> {
     Ok(o)
 }
 
-/// The system page size (what libefa maps doorbell pages with).
-pub fn page_size() -> usize {
-    // SAFETY: sysconf has no memory effects.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -207,7 +207,8 @@ impl<M: Region> Provider for Efa<M> {
             fd,
             uctx,
             caps,
-            page_size: mem::page_size(),
+            // what libefa maps doorbell pages with
+            page_size: uverbs::objects::page_size(),
             registry: Arc::default(),
             _mem: std::marker::PhantomData,
         })
