@@ -62,7 +62,7 @@ fn usage() -> String {
          rping              rdma-core's rping over rdma_cm (-s | -c -a ADDR), wire compatible\n  \
          doctor             why RDMA does not work here, and with PEER on the path to it (--serve there)\n\
          \n\
-         run by matrix on the nodes: matrix-exec, matrix-probe, matrix-wire, matrix-counters\n\
+         run by matrix on the nodes: matrix-agent, matrix-exec, matrix-probe, matrix-wire, matrix-counters\n\
          \n\
          rperftest COMMAND --help describes each; rperftest --version prints the version.\n",
         TOOLS.join("\n  ")
@@ -121,6 +121,7 @@ fn run(cmd: &str, rest: &[String], settings: &Settings) -> u8 {
         "rping" => diag::rping::run(rest, open),
         "doctor" => diag::doctor::run(rest, open),
         // The two halves of `matrix` that run on the nodes.
+        "matrix-agent" => matrix::agent::run(rest),
         "matrix-exec" => matrix::exec::run(rest, &env_settings::matrix_env()),
         "matrix-probe" => matrix::probe::run(rest),
         "matrix-wire" => matrix::wire::run(rest),

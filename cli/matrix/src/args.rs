@@ -83,6 +83,7 @@ fn base_command() -> Command {
         .arg(Arg::new("port-base").long("port-base").value_parser(value_parser!(u16).range(1024..=65000)).default_value("18600").help("pair k of a round uses PORT+k"))
         .arg(Arg::new("serial").long("serial").action(ArgAction::SetTrue).help("one pair at a time"))
         .arg(Arg::new("both-directions").long("both-directions").action(ArgAction::SetTrue).help("run each pair both ways (each node once as the server)"))
+        .arg(Arg::new("no-agent").long("no-agent").action(ArgAction::SetTrue).help("ssh: a session of its own for each pair side (default: one rperftest matrix-agent per node starts them, so a pair costs no login or ssh session)"))
         .arg(Arg::new("no-retry").long("no-retry").action(ArgAction::SetTrue).help("report suspect pairs as they are (default: each LOW, FAIL or TIMEOUT pair runs once more, after its test and rail's rounds)"))
         .arg(Arg::new("push").long("push").action(ArgAction::SetTrue).conflicts_with("remote-bin").help("copy this binary to a private directory on every node (scp, or sbcast inside an allocation) and remove it at the end"))
         .arg(Arg::new("resume").long("resume").action(ArgAction::SetTrue).help("keep OUT/results.jsonl and run only the pairs it lacks"))
@@ -209,6 +210,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         connect_timeout: preflight.as_secs().clamp(1, 30),
         in_allocation,
         control_dir: (kind == Kind::Ssh).then(|| std::env::temp_dir().join(format!("rperftest-matrix-{}", std::process::id()))),
+        agents: (kind == Kind::Ssh && !m.get_flag("no-agent")).then(|| std::sync::Arc::new(super::agents::Agents::default()) as _),
     };
     let f = |k: &str| m.get_one::<f64>(k).copied();
     let positive = |k: &str, v: Option<f64>| -> Result<Option<f64>, clap::Error> {

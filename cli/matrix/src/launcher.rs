@@ -29,6 +29,26 @@ pub struct Launcher {
     /// starts two remote commands; without sharing each pays a full login (key exchange and
     /// authentication), which on a slow login node costs seconds of its CPU per command.
     pub control_dir: Option<std::path::PathBuf>,
+    /// ssh only: one `matrix-agent` per node starts the pair sides ([`super::agents`]), so a
+    /// pair costs no ssh session of its own. `None`: a session per side (`--no-agent`).
+    pub agents: Option<std::sync::Arc<dyn SideStarter>>,
+}
+
+/// What starts pair sides other than as commands of their own (the node agents,
+/// `super::agents`).
+pub trait SideStarter: std::fmt::Debug + Send + Sync {
+    /// Starts `bin matrix-exec ARGS` on `node`.
+    fn start(&self, l: &Launcher, node: &str, bin: &str, args: &[String]) -> Result<Proc, String>;
+    /// Ends whatever it keeps running; nothing of it stays behind.
+    fn close(&self);
+}
+
+/// A side that a [`SideStarter`] runs, as a [`Proc`] holds it.
+pub trait RemoteSide: Send {
+    /// Close the side's stdin on the node (matrix-exec stops its tool).
+    fn stop(&mut self);
+    /// Kill the side on the node.
+    fn kill(&mut self);
 }
 
 impl Launcher {
@@ -75,6 +95,18 @@ impl Launcher {
 }
 
 impl Launcher {
+    /// Starts `remote` on `node`: through the node's agent when it is `matrix-exec` and the
+    /// launcher has agents, else as a command of its own. `Err` says why it could not start.
+    pub fn start(&self, node: &str, remote: &[String]) -> Result<Proc, String> {
+        if let (Some(a), [bin, sub, args @ ..]) = (&self.agents, remote) {
+            if sub == "matrix-exec" {
+                return a.start(self, node, bin, args);
+            }
+        }
+        let argv = self.argv(node, remote)?;
+        Proc::spawn(&argv).map_err(|e| format!("cannot start {}: {e}", self.program))
+    }
+
     /// ssh options shared by ssh and scp: no prompts, the connect bound, the shared connection.
     fn ssh_options(&self) -> Vec<String> {
         let mut v = Vec::new();
@@ -121,6 +153,9 @@ impl Launcher {
     /// Ends the shared ssh connections to `nodes` (`ssh -O exit`, bounded) and removes the
     /// directory; no ssh process of ours stays behind.
     pub fn close_shared(&self, nodes: &[String]) {
+        if let Some(a) = &self.agents {
+            a.close();
+        }
         let Some(d) = &self.control_dir else { return };
         if self.kind != Kind::Ssh {
             return;
@@ -140,12 +175,20 @@ impl Launcher {
 pub enum Line {
     Out(String),
     Err(String),
+    /// A side run by an agent ended with this code (a local command's end is its exit status).
+    Exit(i32),
+}
+
+/// What runs a [`Proc`]: a local command (ssh or srun with the remote command), or a side that
+/// a node's agent runs.
+enum Runner {
+    Local { child: Child, stdin: Option<ChildStdin> },
+    Agent(Box<dyn RemoteSide>),
 }
 
 /// A launched command: its output arrives line by line; stdin stays open until [`Proc::close_stdin`].
 pub struct Proc {
-    child: Child,
-    stdin: Option<ChildStdin>,
+    runner: Runner,
     rx: Receiver<Line>,
     pub out: Vec<String>,
     pub err: Vec<String>,
@@ -178,7 +221,12 @@ impl Proc {
             reader(e, tx, true);
         }
         let stdin = child.stdin.take();
-        Ok(Proc { child, stdin, rx, out: Vec::new(), err: Vec::new(), exit: None })
+        Ok(Proc { runner: Runner::Local { child, stdin }, rx, out: Vec::new(), err: Vec::new(), exit: None })
+    }
+
+    /// A side an agent runs; its lines and its end arrive on `rx`.
+    pub fn remote_side(side: Box<dyn RemoteSide>, rx: Receiver<Line>) -> Proc {
+        Proc { runner: Runner::Agent(side), rx, out: Vec::new(), err: Vec::new(), exit: None }
     }
 
     fn take(&mut self, l: Line) -> Option<String> {
@@ -193,6 +241,10 @@ impl Proc {
                 if self.err.len() < MAX_LINES {
                     self.err.push(s);
                 }
+                None
+            }
+            Line::Exit(code) => {
+                self.exit.get_or_insert(code);
                 None
             }
         }
@@ -219,8 +271,8 @@ impl Proc {
         while let Ok(l) = self.rx.try_recv() {
             self.take(l);
         }
-        if self.exit.is_none() {
-            if let Ok(Some(s)) = self.child.try_wait() {
+        if let (None, Runner::Local { child, .. }) = (self.exit, &mut self.runner) {
+            if let Ok(Some(s)) = child.try_wait() {
                 // A launcher killed by a signal: 128 + signal, as a shell says it.
                 self.exit = Some(s.code().unwrap_or(128));
             }
@@ -238,7 +290,10 @@ impl Proc {
     }
 
     pub fn close_stdin(&mut self) {
-        self.stdin = None;
+        match &mut self.runner {
+            Runner::Local { stdin, .. } => *stdin = None,
+            Runner::Agent(side) => side.stop(),
+        }
     }
 
     /// Wait until the command ends or `until`; true if it ended.
@@ -261,16 +316,27 @@ impl Proc {
         if self.wait_until(Instant::now() + Duration::from_secs(5)) {
             return;
         }
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            // SAFETY: kill(2) on our own child, not yet reaped (exit is None).
-            unsafe { libc::kill(pid, libc::SIGTERM) };
+        match &mut self.runner {
+            Runner::Local { child, .. } => {
+                if let Ok(pid) = i32::try_from(child.id()) {
+                    // SAFETY: kill(2) on our own child, not yet reaped (exit is None).
+                    unsafe { libc::kill(pid, libc::SIGTERM) };
+                }
+            }
+            Runner::Agent(side) => side.kill(),
         }
         if self.wait_until(Instant::now() + Duration::from_secs(3)) {
             return;
         }
-        let _ = self.child.kill();
-        if let Ok(s) = self.child.wait() {
-            self.exit = Some(s.code().unwrap_or(128));
+        match &mut self.runner {
+            Runner::Local { child, .. } => {
+                let _ = child.kill();
+                if let Ok(s) = child.wait() {
+                    self.exit = Some(s.code().unwrap_or(128));
+                }
+            }
+            // The agent did not answer a kill: its connection is as good as gone.
+            Runner::Agent(_) => self.exit = Some(137),
         }
     }
 
@@ -314,7 +380,7 @@ mod tests {
 
     #[test]
     fn ssh_quotes_every_remote_argument() {
-        let l = Launcher { kind: Kind::Ssh, program: "ssh".into(), connect_timeout: 7, in_allocation: false, control_dir: None };
+        let l = Launcher { kind: Kind::Ssh, program: "ssh".into(), connect_timeout: 7, in_allocation: false, control_dir: None, agents: None };
         let v = l.argv("node3", &s(&["/opt/r perf/rperftest", "matrix-exec", "--", "ib_write_bw", "x;rm -rf /", "$(id)", "it's"])).expect("argv");
         assert_eq!(
             v[..12],
@@ -327,7 +393,7 @@ mod tests {
 
     #[test]
     fn srun_passes_the_argv_unquoted_with_the_node_as_a_value() {
-        let mut l = Launcher { kind: Kind::Srun, program: "srun".into(), connect_timeout: 7, in_allocation: true, control_dir: None };
+        let mut l = Launcher { kind: Kind::Srun, program: "srun".into(), connect_timeout: 7, in_allocation: true, control_dir: None, agents: None };
         let v = l.argv("node2", &s(&["rperftest", "a b"])).expect("argv");
         assert_eq!(v, s(&["srun", "-N1", "-n1", "--quiet", "--unbuffered", "--chdir=/tmp", "--job-name=rperftest-matrix", "--overlap", "-w", "node2", "--", "rperftest", "a b"]));
         l.in_allocation = false;

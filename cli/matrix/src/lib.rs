@@ -5,6 +5,10 @@
 //! Flow: options → preflight of every node at once (reachable? which rails, addresses, GIDs)
 //! → per test and rail, rounds of pairs run at the same time → judgement → files and text.
 
+// unsafe: kill(2) on the process groups of the sides it started.
+pub mod agent;
+#[forbid(unsafe_code)]
+mod agents;
 #[forbid(unsafe_code)]
 pub mod args;
 pub mod arp;

@@ -193,13 +193,9 @@ impl PairRun<'_> {
     /// 1. The server listens (or ends, or the set-up time is up).
     fn listening_server(&self) -> Step {
         let (l, job) = (self.l, self.job);
-        let argv = match l.argv(&job.server.node, &remote_argv(self.bin, job, &job.server, true)) {
-            Ok(a) => a,
-            Err(e) => return ControlFlow::Break(Some(self.finish(None, None, Status::Fail, e))),
-        };
-        let mut server = match Proc::spawn(&argv) {
+        let mut server = match l.start(&job.server.node, &remote_argv(self.bin, job, &job.server, true)) {
             Ok(p) => p,
-            Err(e) => return ControlFlow::Break(Some(self.finish(None, None, Status::Fail, format!("cannot start {}: {e}", l.program)))),
+            Err(e) => return ControlFlow::Break(Some(self.finish(None, None, Status::Fail, e))),
         };
         let ready_by = (self.t0 + job.setup).min(self.hard);
         let mut ready = false;
@@ -229,15 +225,11 @@ impl PairRun<'_> {
     /// 2. The client, against the server's rail address.
     fn started_client(&self, server: &mut Proc) -> Step {
         let (l, job) = (self.l, self.job);
-        let argv = match l.argv(&job.client.node, &remote_argv(self.bin, job, &job.client, false)) {
-            Ok(a) => a,
-            Err(e) => return ControlFlow::Break(Some(self.finish(Some(server), None, Status::Fail, e))),
-        };
-        match Proc::spawn(&argv) {
+        match l.start(&job.client.node, &remote_argv(self.bin, job, &job.client, false)) {
             Ok(p) => ControlFlow::Continue(p),
             Err(e) => {
                 server.terminate();
-                ControlFlow::Break(Some(self.finish(Some(server), None, Status::Fail, format!("cannot start {}: {e}", l.program))))
+                ControlFlow::Break(Some(self.finish(Some(server), None, Status::Fail, e)))
             }
         }
     }

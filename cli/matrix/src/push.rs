@@ -122,17 +122,17 @@ mod tests {
 
     #[test]
     fn copies_go_over_scp_or_sbcast() {
-        let ssh = Launcher { kind: Kind::Ssh, program: "/usr/bin/ssh".into(), connect_timeout: 5, in_allocation: false, control_dir: None };
+        let ssh = Launcher { kind: Kind::Ssh, program: "/usr/bin/ssh".into(), connect_timeout: 5, in_allocation: false, control_dir: None, agents: None };
         let v = ssh.copy_argv("node2", "/opt/rperftest", "/tmp/rperftest-push-00/rperftest");
         assert_eq!(v.join(" "), "/usr/bin/scp -q -p -o BatchMode=yes -o ConnectTimeout=5 -- /opt/rperftest node2:/tmp/rperftest-push-00/rperftest");
-        let srun = Launcher { kind: Kind::Srun, program: "srun".into(), connect_timeout: 5, in_allocation: true, control_dir: None };
+        let srun = Launcher { kind: Kind::Srun, program: "srun".into(), connect_timeout: 5, in_allocation: true, control_dir: None, agents: None };
         assert_eq!(srun.copy_argv("x", "/a", "/b").join(" "), "sbcast --force --preserve /a /b");
     }
 
     #[test]
     fn a_host_that_cannot_be_reached_is_named() {
         // `false` as the ssh program: every step fails, each host gets its reason.
-        let l = Launcher { kind: Kind::Ssh, program: "false".into(), connect_timeout: 1, in_allocation: false, control_dir: None };
+        let l = Launcher { kind: Kind::Ssh, program: "false".into(), connect_timeout: 1, in_allocation: false, control_dir: None, agents: None };
         let hosts = vec!["n1".to_string(), "n2".to_string()];
         let p = push(&l, &hosts, Duration::from_secs(5)).expect("push runs");
         assert!(p.failed.iter().all(|f| f.as_deref().is_some_and(|e| e.contains("push: mkdir") && e.contains("exited 1"))), "{:?}", p.failed);

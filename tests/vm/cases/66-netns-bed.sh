@@ -70,6 +70,8 @@ for _ in $(seq 1 20); do
     sleep 0.5
 done
 [ "$left" = 0 ] || fail "$left ib_write_bw process(es) left running after SIGINT"
+agents=$(for c in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$c" 2>/dev/null; echo; done | grep -c '[r]perftest matrix-agent')
+[ "$agents" = 0 ] || fail "$agents matrix-agent process(es) left after the stopped run"
 grep -q "preflight: $((N - 1)) of $N node(s) up" "$VMTEST_TMP/run1.out" || fail "preflight did not find $((N - 1)) of $N up"
 grep -q "$LAST unreachable: .*Connection refused" "$VMTEST_TMP/run1.out" || fail "$LAST not named unreachable"
 
