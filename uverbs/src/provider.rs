@@ -74,6 +74,15 @@ pub enum QpType {
     Srd = 0xf2,
 }
 
+/// The one-sided operations an SRD QP may carry, as the device reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrdCaps {
+    pub rdma_read: bool,
+    pub rdma_write: bool,
+    /// The largest RDMA read or write request, in bytes.
+    pub max_rdma_size: u32,
+}
+
 /// `IB_UVERBS_QPT_DRIVER`: the QP type a driver-specific QP (mlx5 DCI/DCT) is created with.
 pub const QPT_DRIVER: u8 = 0xff;
 
@@ -331,6 +340,12 @@ pub trait Provider: Sized + Send + Sync + 'static {
     /// device has none (libibverbs then fails with EOPNOTSUPP): rxe, and mlx5 when the kernel
     /// reports no dump-fill mkey.
     fn null_mr_lkey(&self) -> Option<u32> {
+        None
+    }
+
+    /// What the device's SRD QPs can do beyond sends (EFA's `efadv_query_device` caps); `None`
+    /// where the provider has no SRD.
+    fn srd_caps(&self) -> Option<SrdCaps> {
         None
     }
 

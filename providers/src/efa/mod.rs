@@ -50,7 +50,7 @@ use uverbs::cmd::{Cmd, Transport};
 use uverbs::error::{Error, Result};
 use uverbs::provider::{
     AhAttr, AhCreated, CqCreated, DeviceDesc, PostError, Provider, QpCreated, QpInitAttr, QpState,
-    SharedFd, SrqCreated, Udata,
+    SharedFd, SrdCaps, SrqCreated, Udata,
 };
 use uverbs::wr::{RecvWr, SendWr, WorkCompletion};
 
@@ -284,6 +284,15 @@ impl<M: Region> Provider for Efa<M> {
 
     fn ah_number(&self, ah: &EfaAh) -> u32 {
         u32::from(ah.efa_ah)
+    }
+
+    fn srd_caps(&self) -> Option<SrdCaps> {
+        Some(SrdCaps {
+            rdma_read: self.caps.rdma_read(),
+            // libefa 44's descriptors have no RDMA write (docs/efa.md).
+            rdma_write: false,
+            max_rdma_size: self.caps.max_rdma_size,
+        })
     }
 
     fn qp_state_changed(&self, qp: &mut EfaQp<M>, state: QpState) {

@@ -11,8 +11,11 @@
 //! descriptors up to the RQ doorbell (none: the sender gets RNR), scatters the payload into
 //! them and writes a receive completion (length, source QP, AH, immediate); an RDMA READ copies
 //! the remote buffer into the local one. Each request gets its send completion, written with the
-//! sub-CQ's phase (1 on the first pass, flipping each wrap). Keys are not checked (the model has
-//! no memory registrations).
+//! sub-CQ's phase (1 on the first pass, flipping each wrap). An RDMA READ is addressed as a
+//! SEND (AH, destination QPN, QKEY) and, where the destination QP exposes memory
+//! ([`Fabric::expose`], what the peer's rkey and address stand for in perftest's exchange), must
+//! fall inside one exposed window under its rkey (else a bad-address status); local keys are not
+//! checked.
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -33,6 +36,7 @@ const RECV_SUB: u16 = 1;
 /// Completion statuses the model gives (`enum efa_io_comp_status`).
 pub const ST_OK: u8 = 0;
 pub const ST_INVALID_AH: u8 = 4;
+pub const ST_BAD_ADDRESS: u8 = 7;
 pub const ST_BAD_DEST_QPN: u8 = 9;
 pub const ST_RNR: u8 = 10;
 
@@ -45,6 +49,8 @@ struct DevQp {
     sq_cc: u16,
     /// RX descriptors consumed.
     rq_cc: u16,
+    /// Memory a remote READ may fetch: (rkey, address, length).
+    windows: Vec<(u32, u64, usize)>,
 }
 
 pub struct Fabric {
@@ -67,7 +73,8 @@ fn le64(b: &[u8], o: usize) -> u64 {
     u64::from(le32(b, o)) | u64::from(le32(b, o + 4)) << 32
 }
 
-fn caps() -> DeviceCaps {
+/// The model device's caps (efadv's): RDMA read, 1 GiB requests.
+pub fn caps() -> DeviceCaps {
     DeviceCaps {
         max_sq_wr: 4096,
         max_rq_wr: 4096,
@@ -96,6 +103,17 @@ fn qp_resp(qpn: u32, rq_size: u32) -> Vec<u8> {
 impl Fabric {
     /// A context with `nqp` QPs of type `t`, each with its own CQ of `cq_entries` per sub-CQ.
     pub fn new(t: QpType, nqp: usize, qcaps: QpCaps, cq_entries: u32) -> Fabric {
+        Fabric::with_caps(caps(), t, nqp, qcaps, cq_entries)
+    }
+
+    /// As [`Fabric::new`], on a device with the caps `dcaps`.
+    pub fn with_caps(
+        dcaps: DeviceCaps,
+        t: QpType,
+        nqp: usize,
+        qcaps: QpCaps,
+        cq_entries: u32,
+    ) -> Fabric {
         let fd: OwnedFd = std::fs::File::open("/dev/null").unwrap().into();
         let desc = DeviceDesc {
             ibdev: "efa_model".into(),
@@ -106,7 +124,7 @@ impl Fabric {
         let mut u = vec![0u8; abi::ALLOC_UCONTEXT_RESP_LEN];
         u[8] = 2; // sub-CQs per CQ
         u[10] = 32; // inline bytes
-        let config = EfaConfig { caps: Some(caps()) };
+        let config = EfaConfig { caps: Some(dcaps) };
         let ctx = Efa::<HeapRegion>::new_context(Arc::new(fd), &desc, &u, &config).unwrap();
         let mut f = Fabric {
             ctx,
@@ -159,6 +177,7 @@ impl Fabric {
                 cq: i,
                 sq_cc: 0,
                 rq_cc: 0,
+                windows: vec![],
             });
         }
         let (prep, _) = f.ctx.prepare_ah(&AhAttr::default()).unwrap();
@@ -177,6 +196,14 @@ impl Fabric {
 
     pub fn qpn(&self, i: usize) -> u32 {
         self.qps[i].qpn
+    }
+
+    /// Let remote READs through QP `q` fetch `buf` under `rkey` (a registration the peer
+    /// learnt in the exchange). The buffer must outlive the reads.
+    pub fn expose(&mut self, q: usize, rkey: u32, buf: &[u8]) {
+        self.dev[q]
+            .windows
+            .push((rkey, buf.as_ptr() as u64, buf.len()));
     }
 
     /// Write a completion into sub-CQ `sub` of CQ `c` with the sub-CQ's current phase.
@@ -228,12 +255,31 @@ impl Fabric {
     fn execute(&mut self, q: usize, w: &[u8]) {
         let req_id = le16(w, 0);
         let (op, has_imm, inline) = (w[2] & 0xf, w[2] & 0x10 != 0, w[2] & 0x20 != 0);
+        let (dest, ah, qkey) = (le16(w, 4), u32::from(le16(w, 12)), le32(w, 16));
+        if ah != self.ah {
+            return self.send_cqe(q, req_id, ST_INVALID_AH);
+        }
+        let Some(d) = self
+            .dev
+            .iter()
+            .position(|x| x.qpn == dest && x.qkey == qkey)
+        else {
+            return self.send_cqe(q, req_id, ST_BAD_DEST_QPN);
+        };
         if op == 1 {
             // RDMA READ: the remote buffer into the local one.
-            let (len, raddr) = (le32(w, 32) as usize, le64(w, 40));
+            let (len, raddr, rkey) = (le32(w, 32) as usize, le64(w, 40), le32(w, 36));
             let laddr = le64(w, 56);
             assert_eq!(le32(w, 48) as usize, len, "READ: remote and local lengths");
-            // SAFETY: the test names buffers of its own, alive and at least `len` bytes long.
+            let inside = |&(k, a, n): &(u32, u64, usize)| {
+                k == rkey && raddr >= a && raddr + len as u64 <= a + n as u64
+            };
+            let windows = &self.dev[d].windows;
+            if !windows.is_empty() && !windows.iter().any(inside) {
+                return self.send_cqe(q, req_id, ST_BAD_ADDRESS);
+            }
+            // SAFETY: the test names buffers of its own, alive and at least `len` bytes long
+            // (inside an exposed window where the destination has any).
             unsafe { std::ptr::copy(raddr as *const u8, laddr as *mut u8, len) };
             return self.send_cqe(q, req_id, ST_OK);
         }
@@ -248,17 +294,6 @@ impl Fabric {
                     unsafe { std::slice::from_raw_parts(addr as *const u8, len) }.to_vec()
                 })
                 .collect()
-        };
-        let (dest, ah, qkey) = (le16(w, 4), u32::from(le16(w, 12)), le32(w, 16));
-        if ah != self.ah {
-            return self.send_cqe(q, req_id, ST_INVALID_AH);
-        }
-        let Some(d) = self
-            .dev
-            .iter()
-            .position(|x| x.qpn == dest && x.qkey == qkey)
-        else {
-            return self.send_cqe(q, req_id, ST_BAD_DEST_QPN);
         };
         let rq_db = le32(&self.qps[d].rq_doorbell().unwrap().snapshot(), RQ_DB_OFF) as u16;
         if self.dev[d].rq_cc == rq_db {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use uverbs::attr::{DeviceAttr, PortAttr};
 use uverbs::discovery::gid::{select_gid, GidRule};
 use uverbs::objects::Context;
-use uverbs::provider::Provider;
+use uverbs::provider::{Provider, SrdCaps};
 use uverbs::queries::DeviceQueries;
 
 use bench_core::clock;
@@ -30,17 +30,19 @@ pub(super) struct DevFacts {
     pub(super) known: bool,
     /// `-O`: the second port's LID, GID index and GID.
     pub(super) port2: Option<(u16, Option<u8>, [u8; 16])>,
+    /// What the device's SRD QPs can do beyond sends (EFA); `None` without SRD.
+    pub(super) srd: Option<SrdCaps>,
 }
 
-/// `-c SRD`, once the device is known: `None` where the run goes on (an EFA device, ib_send_bw
-/// or ib_send_lat with one size), else the one line it ends with (exit 1). SRD is the transport
-/// of AWS EFA devices; any other device has none, and on an EFA device rperftest runs SRD for the
-/// send tools only so far.
+/// `-c SRD`, once the device is known: `None` where the run goes on (an EFA device, the send
+/// and read tools with one size), else the one line it ends with (exit 1). SRD is the transport
+/// of AWS EFA devices; any other device has none. Whether the EFA device can read is
+/// [`srd_rdma_refusal`]'s question, once it is open.
 pub(super) fn srd_refusal(dev: &str, driver_id: u32, p: &Params) -> Option<String> {
     if driver_id == providers::efa::RDMA_DRIVER_EFA {
-        if !matches!(p.verb, params::Verb::Send | params::Verb::SendImm) {
+        if !matches!(p.verb, params::Verb::Send | params::Verb::SendImm | params::Verb::Read) {
             return Some(format!(
-                " -c SRD: {} over SRD is not built in rperftest yet (ib_send_bw and ib_send_lat are): run it with rdma-core's perftest for now",
+                " -c SRD: {} over SRD is not built in rperftest yet (ib_send_*, ib_read_* are): run it with rdma-core's perftest for now",
                 p.tool.name()
             ));
         }
@@ -51,6 +53,23 @@ pub(super) fn srd_refusal(dev: &str, driver_id: u32, p: &Params) -> Option<Strin
     }
     let driver = providers::provider_name(driver_id).map_or_else(|| format!("driver id {driver_id}"), |n| format!("the {n} driver"));
     Some(format!(" -c SRD: device {dev} has no SRD (SRD is the transport of AWS EFA devices; {dev} is served by {driver}): use -c UD or -c RC"))
+}
+
+/// `-c SRD` with RDMA read or write, once the device is open: perftest 6.29's line (exit 1)
+/// where its caps (efadv's) lack the operation. perftest asks after the MTU exchange; we ask
+/// before connecting, so the peer is not left waiting on an exchange.
+pub(super) fn srd_rdma_refusal(p: &Params, caps: Option<SrdCaps>) -> Option<String> {
+    if p.connection != Connection::Srd {
+        return None;
+    }
+    let caps = caps.unwrap_or_default();
+    match p.verb {
+        params::Verb::Read if !caps.rdma_read => Some("Read verb is not supported with this EFA device".to_string()),
+        params::Verb::Write | params::Verb::WriteImm if !caps.rdma_write => {
+            Some("Write verb is not supported with this EFA device".to_string())
+        }
+        _ => None,
+    }
 }
 
 pub(super) fn port_state_name(s: u32) -> &'static str {
@@ -167,9 +186,13 @@ pub(super) fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Re
     if let Some(msg) = limits_problem(&name, p, &limits) {
         return Err(ToolError::new(1, msg));
     }
+    let srd = ctx.provider().srd_caps();
+    if let Some(line) = srd_rdma_refusal(p, srd) {
+        return Err(ToolError::new(1, line));
+    }
     // Mellanox (0x02c9) is in perftest's known-device table; rxe (vendor 0) is not.
     let known = attr.vendor_id == 0x02c9;
-    Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known, port2 })
+    Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known, port2, srd })
 }
 
 /// One port's attributes (must be ACTIVE), link layer and GID (index given with -x, else
@@ -331,12 +354,32 @@ mod tests {
         let efa = providers::efa::RDMA_DRIVER_EFA;
         assert_eq!(srd_refusal("rdmap0s6", efa, &send), None);
         assert_eq!(srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::SendLat, &["-c", "SRD"])), None);
-        let read = srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::ReadBw, &["-c", "SRD"])).unwrap();
-        assert!(read.starts_with(" -c SRD: ib_read_bw over SRD is not built"), "{read}");
+        assert_eq!(srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::ReadBw, &["-c", "SRD"])), None);
+        assert_eq!(srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::ReadLat, &["-c", "SRD"])), None);
+        let read = srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::WriteBw, &["-c", "SRD"])).unwrap();
+        assert!(read.starts_with(" -c SRD: ib_write_bw over SRD is not built"), "{read}");
         let all = srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::SendBw, &["-c", "SRD", "-a"])).unwrap();
         assert!(all.contains("-a over SRD"), "{all}");
         for l in [rxe, read, all] {
             assert!(!l.contains('\n'));
         }
+    }
+
+    #[test]
+    fn srd_rdma_needs_the_devices_cap_as_perftest_checks_it() {
+        let read = crate::params::parsed(Tool::ReadBw, &["-c", "SRD"]);
+        let lat = crate::params::parsed(Tool::ReadLat, &["-c", "SRD"]);
+        let can = SrdCaps { rdma_read: true, rdma_write: false, max_rdma_size: 1 << 30 };
+        assert_eq!(srd_rdma_refusal(&read, Some(can)), None);
+        assert_eq!(srd_rdma_refusal(&lat, Some(can)), None);
+        let cannot = SrdCaps { rdma_read: false, ..can };
+        // perftest 6.29's line, word for word (check_mtu).
+        assert_eq!(srd_rdma_refusal(&read, Some(cannot)).unwrap(), "Read verb is not supported with this EFA device");
+        assert_eq!(srd_rdma_refusal(&lat, None).unwrap(), "Read verb is not supported with this EFA device");
+        // Sends need no cap; other transports are not asked.
+        assert_eq!(srd_rdma_refusal(&crate::params::parsed(Tool::SendBw, &["-c", "SRD"]), None), None);
+        assert_eq!(srd_rdma_refusal(&crate::params::parsed(Tool::ReadBw, &[]), None), None);
+        let write = crate::params::parsed(Tool::WriteBw, &["-c", "SRD"]);
+        assert_eq!(srd_rdma_refusal(&write, Some(can)).unwrap(), "Write verb is not supported with this EFA device");
     }
 }
