@@ -392,12 +392,13 @@ fn without_the_read_cap_reads_are_refused_before_the_device() {
         device_caps: 0,
         ..caps()
     };
+    // (`caps()` has RDMA write as well; without any cap the CQ has libefa 44's 16-byte entries.)
     let mut f = Fabric::with_caps(no_read, QpType::Srd, 2, CAPS, 4);
     let sc = f.ctx.srd_caps().unwrap();
     assert!(!sc.rdma_read && !sc.rdma_write);
     let with = Fabric::new(QpType::Srd, 1, CAPS, 4);
     let sc = with.ctx.srd_caps().unwrap();
-    assert!(sc.rdma_read && sc.max_rdma_size == 1 << 30);
+    assert!(sc.rdma_read && sc.rdma_write && sc.max_rdma_size == 1 << 30);
     let remote = [1u8; 8];
     let mut local = [0u8; 8];
     let sg = [Sge {
@@ -411,4 +412,228 @@ fn without_the_read_cap_reads_are_refused_before_the_device() {
     assert_eq!(e.error.errno, Some(libc::EINVAL));
     assert!(e.to_string().contains("RDMA_READ on an EFA SRD QP"), "{e}");
     assert_eq!(f.qps[0].queues().sq.pc, 0);
+}
+
+/// A write request of `sg` to the peer's `raddr` under `rkey`, with `imm` for WRITE_WITH_IMM.
+fn write_wr(
+    wr_id: u64,
+    sg: &[Sge],
+    raddr: u64,
+    rkey: u32,
+    ud: UdDest,
+    imm: Option<u32>,
+) -> SendWr<'_> {
+    let op = if imm.is_some() {
+        WrOpcode::RdmaWriteWithImm
+    } else {
+        WrOpcode::RdmaWrite
+    };
+    let mut wr = SendWr::new(wr_id, op, sg);
+    wr.flags = SendFlags::SIGNALED;
+    wr.remote = RemoteAddr { addr: raddr, rkey };
+    wr.imm_data = imm.unwrap_or(0).to_be();
+    wr.ud = Some(ud);
+    wr
+}
+
+/// ib_write_bw with `-c SRD`: writes keep the SQ full, each naming AH, QPN, QKEY and the
+/// peer's rkey and address, walking its buffer; each completes as IBV_WC_RDMA_WRITE and its
+/// bytes are in the peer's buffer. No receive is consumed at the peer.
+#[test]
+fn srd_write_bw_lands_every_write_in_the_peers_buffer() {
+    const SIZE: usize = 40;
+    const SLOTS: usize = 8;
+    let mut f = Fabric::new(QpType::Srd, 2, CAPS, 4);
+    let remote = vec![0u8; SIZE * SLOTS];
+    f.expose(1, 0x99, &remote);
+    let mut local = vec![0u8; SIZE * SLOTS];
+    let (iters, mut posted, mut done) = (300u64, 0u64, 0u64);
+    let mut wc = [WorkCompletion::default(); 16];
+    while done < iters {
+        while posted < iters && posted - done < u64::from(CAPS.max_send_wr) {
+            let slot = (posted as usize % SLOTS) * SIZE;
+            for (k, b) in local[slot..slot + SIZE].iter_mut().enumerate() {
+                *b = (posted as u8).wrapping_mul(11).wrapping_add(k as u8);
+            }
+            let sg = [Sge {
+                addr: local[slot..].as_ptr() as u64,
+                length: SIZE as u32,
+                lkey: 1,
+            }];
+            let raddr = remote.as_ptr() as u64 + slot as u64;
+            let wr = write_wr(posted, &sg, raddr, 0x99, dest(&f, 1, QKEY), None);
+            // SAFETY: both buffers are alive; the slot is not rewritten before its write completes.
+            unsafe { f.ctx.post_send(&mut f.qps[0], &[wr]) }.unwrap();
+            posted += 1;
+        }
+        f.run();
+        let n = f.ctx.poll_cq(&mut f.cqs[0], &mut wc).unwrap();
+        for c in &wc[..n] {
+            assert_eq!(
+                (c.wr_id, c.status, c.opcode),
+                (done, WcStatus::Success, WcOpcode::RdmaWrite)
+            );
+            let slot = (c.wr_id as usize % SLOTS) * SIZE;
+            assert_eq!(
+                remote[slot..slot + SIZE],
+                local[slot..slot + SIZE],
+                "write {done}"
+            );
+            done += 1;
+        }
+    }
+    assert_eq!(
+        f.ctx.poll_cq(&mut f.cqs[1], &mut wc).unwrap(),
+        0,
+        "no receive completion"
+    );
+}
+
+/// ib_write_lat with `-c SRD`: the two sides write to each other in turn, each write's last
+/// byte being what the other side waits for in its own buffer (perftest polls memory).
+#[test]
+fn srd_write_lat_ping_pong_over_memory() {
+    let mut f = Fabric::new(QpType::Srd, 2, CAPS, 4);
+    let bufs = [vec![0u8; 64], vec![0u8; 64]];
+    let mut src = [vec![0u8; 64], vec![0u8; 64]];
+    f.expose(0, 0x10, &bufs[0]);
+    f.expose(1, 0x11, &bufs[1]);
+    for iter in 0..200u64 {
+        let (s, d) = ((iter % 2) as usize, 1 - (iter % 2) as usize);
+        src[s].fill(iter as u8);
+        let sg = [Sge {
+            addr: src[s].as_ptr() as u64,
+            length: 64,
+            lkey: 1,
+        }];
+        let wr = write_wr(
+            iter,
+            &sg,
+            bufs[d].as_ptr() as u64,
+            0x10 + d as u32,
+            dest(&f, d, QKEY),
+            None,
+        );
+        // SAFETY: all buffers are alive until the write completes.
+        unsafe { f.ctx.post_send(&mut f.qps[s], &[wr]) }.unwrap();
+        f.run();
+        assert_eq!(
+            bufs[d][63], iter as u8,
+            "the byte the peer polls, write {iter}"
+        );
+        assert_eq!(bufs[d], src[s]);
+        let wc = poll_one(&mut f, s);
+        assert_eq!(
+            (wc.wr_id, wc.status, wc.opcode),
+            (iter, WcStatus::Success, WcOpcode::RdmaWrite)
+        );
+    }
+}
+
+/// `--write_with_imm` with `-c SRD`: the write takes the peer's next receive, whose completion
+/// is IBV_WC_RECV_RDMA_WITH_IMM with the immediate, the source QP and the full length (past
+/// 64 KiB: its high bits come from the 32-byte entry); with no receive posted, RNR.
+#[test]
+fn srd_write_with_imm_completes_a_receive_with_the_whole_length() {
+    let mut f = Fabric::new(QpType::Srd, 2, CAPS, 4);
+    let len = 70_000usize;
+    let remote = vec![0u8; len];
+    f.expose(1, 0x5, &remote);
+    let local: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let sg = [Sge {
+        addr: local.as_ptr() as u64,
+        length: len as u32,
+        lkey: 1,
+    }];
+    let wr = write_wr(
+        1,
+        &sg,
+        remote.as_ptr() as u64,
+        0x5,
+        dest(&f, 1, QKEY),
+        Some(0xfeed_0001),
+    );
+    // SAFETY: both buffers are alive until the write completes.
+    unsafe { f.ctx.post_send(&mut f.qps[0], &[wr]) }.unwrap();
+    f.run();
+    let wc = poll_one(&mut f, 0);
+    assert_eq!(
+        (wc.wr_id, wc.status),
+        (1, WcStatus::RnrRetryExcErr),
+        "no receive posted"
+    );
+    let mut rbuf = [0u8; 8];
+    let rsg = [Sge {
+        addr: rbuf.as_mut_ptr() as u64,
+        length: 8,
+        lkey: 2,
+    }];
+    for round in 0..6u64 {
+        // SAFETY: the receive buffer stays alive and untouched (a write fills no receive buffer).
+        unsafe {
+            f.ctx.post_recv(
+                &mut f.qps[1],
+                &[RecvWr {
+                    wr_id: 700 + round,
+                    sgl: &rsg,
+                }],
+            )
+        }
+        .unwrap();
+        let wr = write_wr(
+            2 + round,
+            &sg,
+            remote.as_ptr() as u64,
+            0x5,
+            dest(&f, 1, QKEY),
+            Some(0xfeed_0000 | round as u32),
+        );
+        // SAFETY: as above.
+        unsafe { f.ctx.post_send(&mut f.qps[0], &[wr]) }.unwrap();
+        f.run();
+        let sent = poll_one(&mut f, 0);
+        assert_eq!(
+            (sent.wr_id, sent.status, sent.opcode),
+            (2 + round, WcStatus::Success, WcOpcode::RdmaWrite)
+        );
+        let got = poll_one(&mut f, 1);
+        assert_eq!(
+            (got.wr_id, got.status, got.opcode),
+            (700 + round, WcStatus::Success, WcOpcode::RecvRdmaWithImm)
+        );
+        assert_eq!((got.byte_len as usize, got.src_qp), (len, f.qpn(0)));
+        assert_eq!(got.wc_flags & wc_flags::WITH_IMM, wc_flags::WITH_IMM);
+        assert_eq!(u32::from_be(got.imm_data), 0xfeed_0000 | round as u32);
+        assert_eq!(remote, local);
+        assert_eq!(rbuf, [0u8; 8]);
+    }
+}
+
+/// Writes are refused before the device where they cannot go: a device without the write cap
+/// (SRD), and UD, which has no RDMA at all.
+#[test]
+fn without_the_write_cap_or_on_ud_writes_are_refused() {
+    let read_only = providers::efa::DeviceCaps {
+        device_caps: providers::efa::abi::CAPS_RDMA_READ,
+        ..caps()
+    };
+    let buf = [0u8; 8];
+    let sg = [Sge {
+        addr: buf.as_ptr() as u64,
+        length: 8,
+        lkey: 1,
+    }];
+    for (c, t) in [(read_only, QpType::Srd), (caps(), QpType::Ud)] {
+        let mut f = Fabric::with_caps(c, t, 2, CAPS, 4);
+        for imm in [None, Some(1)] {
+            let wr = write_wr(1, &sg, buf.as_ptr() as u64, 0, dest(&f, 1, QKEY), imm);
+            // SAFETY: nothing is posted: the request is refused.
+            let e = unsafe { f.ctx.post_send(&mut f.qps[0], &[wr]) }.unwrap_err();
+            assert_eq!(e.error.errno, Some(libc::EINVAL), "{t:?}");
+            assert!(e.to_string().contains("RDMA_WRITE"), "{e}");
+        }
+        assert_eq!(f.qps[0].queues().sq.pc, 0);
+    }
+    let f = Fabric::with_caps(read_only, QpType::Srd, 1, CAPS, 4);
+    assert!(!f.ctx.srd_caps().unwrap().rdma_write);
 }

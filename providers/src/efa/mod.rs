@@ -289,8 +289,7 @@ impl<M: Region> Provider for Efa<M> {
     fn srd_caps(&self) -> Option<SrdCaps> {
         Some(SrdCaps {
             rdma_read: self.caps.rdma_read(),
-            // libefa 44's descriptors have no RDMA write (docs/efa.md).
-            rdma_write: false,
+            rdma_write: self.caps.rdma_write(),
             max_rdma_size: self.caps.max_rdma_size,
         })
     }
