@@ -72,8 +72,23 @@ impl<M: Region> Efa<M> {
     }
 
     /// libefa's `create_cq`: the size rounded up to a power of two, [`Efa::cqe_size`] entries,
-    /// one sub-CQ per the context's count, no flags (no completion channel: see `arm`).
-    pub(super) fn cq_prepare(&self, entries: u32) -> Result<(EfaCqPrep, u32, Udata)> {
+    /// one sub-CQ per the context's count; with a completion channel, the flag that asks the
+    /// kernel for the CQ's notifications (and its doorbell), refused as libefa does
+    /// (EOPNOTSUPP) where the device's caps have no CQ notifications.
+    pub(super) fn cq_prepare(
+        &self,
+        entries: u32,
+        with_channel: bool,
+    ) -> Result<(EfaCqPrep, u32, Udata)> {
+        if with_channel && !self.caps.cq_notifications() {
+            let mut e = Error::msg(
+                "EFA create CQ",
+                "a completion channel on a device without CQ notifications (its EFA caps lack them)",
+            )
+            .with_hint("poll without events (leave out -e/--events)");
+            e.errno = Some(libc::EOPNOTSUPP);
+            return Err(e);
+        }
         let Some(cqe) = entries
             .max(1)
             .checked_next_power_of_two()
@@ -86,7 +101,13 @@ impl<M: Region> Efa<M> {
             e.errno = Some(libc::EINVAL);
             return Err(e);
         };
-        let req = abi::create_cq_cmd(self.cqe_size() as u32, self.uctx.sub_cqs_per_cq, 0).to_vec();
+        let flags = if with_channel {
+            abi::CREATE_CQ_WITH_COMPLETION_CHANNEL
+        } else {
+            0
+        };
+        let req =
+            abi::create_cq_cmd(self.cqe_size() as u32, self.uctx.sub_cqs_per_cq, flags).to_vec();
         Ok((
             EfaCqPrep,
             cqe,
@@ -168,10 +189,15 @@ impl<M: Region> Efa<M> {
         Ok(n)
     }
 
-    /// libefa's `efa_arm_cq`: the consumer counter with the arm bit. A CQ the kernel gave no
-    /// doorbell cannot be armed (EOPNOTSUPP, as libefa).
+    /// libefa's `efa_arm_cq`: the consumer counter, the command sequence number (completion
+    /// events seen, low two bits) and the arm bit. EFA has no solicited-only events, and a CQ
+    /// the kernel gave no doorbell cannot be armed (both EOPNOTSUPP, as libefa).
     pub(super) fn cq_arm(&self, cq: &mut EfaCq<M>, solicited_only: bool) -> Result<()> {
-        let _ = solicited_only;
+        if solicited_only {
+            let mut e = Error::msg("EFA arm CQ", "EFA has no solicited-only CQ events");
+            e.errno = Some(libc::EOPNOTSUPP);
+            return Err(e);
+        }
         let Some((db, off)) = &cq.db else {
             let mut e = Error::msg(
                 "EFA arm CQ",

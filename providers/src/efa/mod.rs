@@ -228,7 +228,15 @@ impl<M: Region> Provider for Efa<M> {
     }
 
     fn prepare_cq(&self, entries: u32) -> Result<(EfaCqPrep, u32, Udata)> {
-        self.cq_prepare(entries)
+        self.cq_prepare(entries, false)
+    }
+
+    fn prepare_cq_for(&self, entries: u32, with_channel: bool) -> Result<(EfaCqPrep, u32, Udata)> {
+        self.cq_prepare(entries, with_channel)
+    }
+
+    fn cq_events(&self) -> bool {
+        self.caps.cq_notifications()
     }
 
     fn finish_cq(&self, _prep: EfaCqPrep, core: &CqCreated, drv_resp: &[u8]) -> Result<EfaCq<M>> {

@@ -67,6 +67,14 @@ pub(super) fn srd_rdma_refusal(p: &Params, caps: Option<SrdCaps>) -> Option<Stri
     }
 }
 
+/// `-e` on a device whose CQs cannot report completion events (an EFA without CQ
+/// notifications in its caps): one line before connecting, where the first arm would fail.
+pub(super) fn events_refusal(p: &Params, dev: &str, cq_events: bool) -> Option<String> {
+    (p.use_event && !cq_events).then(|| {
+        format!(" -e: device {dev} cannot signal CQ events (its EFA caps have no CQ notifications): run without -e (the tools poll)")
+    })
+}
+
 pub(super) fn port_state_name(s: u32) -> &'static str {
     match s {
         0 => "Nop",
@@ -183,6 +191,9 @@ pub(super) fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Re
     }
     let srd = ctx.provider().srd_caps();
     if let Some(line) = srd_rdma_refusal(p, srd) {
+        return Err(ToolError::new(1, line));
+    }
+    if let Some(line) = events_refusal(p, &name, ctx.provider().cq_events()) {
         return Err(ToolError::new(1, line));
     }
     // Mellanox (0x02c9) is in perftest's known-device table; rxe (vendor 0) is not.
@@ -382,5 +393,18 @@ mod tests {
             assert_eq!(srd_rdma_refusal(w, Some(SrdCaps { rdma_write: true, ..can })), None);
         }
         assert_eq!(srd_rdma_refusal(&read, Some(SrdCaps { rdma_write: true, ..cannot })).unwrap(), "Read verb is not supported with this EFA device");
+    }
+
+    #[test]
+    fn events_need_a_device_that_signals_them() {
+        let e = crate::params::parsed(Tool::SendBw, &["-c", "SRD", "-e"]);
+        let line = events_refusal(&e, "rdmap0s6", false).unwrap();
+        assert_eq!(
+            line,
+            " -e: device rdmap0s6 cannot signal CQ events (its EFA caps have no CQ notifications): run without -e (the tools poll)"
+        );
+        assert!(!line.contains('\n'));
+        assert_eq!(events_refusal(&e, "rdmap0s6", true), None);
+        assert_eq!(events_refusal(&crate::params::parsed(Tool::SendBw, &["-c", "SRD"]), "rdmap0s6", false), None);
     }
 }
