@@ -842,8 +842,8 @@ pub fn mlx5_abi(data: &[u8]) {
 /// The input's first 4 bytes choose a geometry (sub-CQ count 1–4, entries 2^0–2^6, entry size
 /// 16 or 32, one sub-CQ without users); the rest is the CQ buffer as the device left it, then
 /// one byte per poll saying which entries to rewrite. Checks: `cqe::parse` accepts exactly the
-/// 16-byte-or-longer entries whose queue type is send or receive, ignores every byte after 16,
-/// and fills receive-only fields only for receives; `to_wc` keeps the status as `vendor_err`;
+/// 16-byte-or-longer entries whose queue type is send or receive, reads past byte 16 only the
+/// high length bits of a received RDMA write, and fills receive-only fields only for receives; `to_wc` keeps the status as `vendor_err`;
 /// the consumer never reads outside the buffer (a slice: ASan and bounds checks), takes an
 /// entry only when its phase matches, counts every taken entry in `cc`, skips sub-CQs without
 /// users, and gives back a request id only once (the pool refuses the rest).
@@ -859,7 +859,11 @@ pub fn efa_cqe(data: &[u8]) {
     );
     if let Ok(c) = r {
         if data.len() > hw::CDESC_SIZE {
-            assert_eq!(ecqe::parse(&data[..hw::CDESC_SIZE]), Ok(c));
+            let short = ecqe::parse(&data[..hw::CDESC_SIZE]);
+            assert_eq!(short, Ok(ecqe::Cdesc { length_hi: 0, ..c }));
+        }
+        if c.length_hi != 0 {
+            assert!(c.queue == hw::QUEUE_RECV && c.op_type == hw::OP_RDMA_WRITE, "{c:?}");
         }
         if c.queue == hw::QUEUE_SEND {
             assert_eq!((c.ah, c.src_qp_num, c.imm, c.has_imm), (0, 0, 0, false));

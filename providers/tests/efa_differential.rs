@@ -33,5 +33,16 @@ fn random_sequences_match_libefa() {
         );
     }
     // The committed captures are what this libefa writes.
-    oracle::assert_fixtures_fresh(&out, "efa", &["golden.jsonl", "random.jsonl", "setup.jsonl"], "efa-oracle");
+    oracle::assert_fixtures_fresh(
+        &out,
+        "efa",
+        &[
+            "golden.jsonl",
+            "random.jsonl",
+            "setup.jsonl",
+            "events.jsonl",
+            "setup-events.jsonl",
+        ],
+        "efa-oracle",
+    );
 }

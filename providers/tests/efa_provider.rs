@@ -42,6 +42,34 @@ fn the_provider_matches_libefa_on_a_random_sequence() {
     );
 }
 
+/// CQ events: libefa's CREATE_CQ with a completion channel, its arm doorbells (the consumer
+/// counter, the two-bit count of events seen, the arm bit), the poll doorbells between them,
+/// the count wrapping after four events, and its refusal of a solicited-only arm.
+#[test]
+fn cq_events_arm_and_count_as_libefa_does() {
+    let evs = events("events.jsonl");
+    let counts = replay(&evs);
+    assert_eq!(
+        (counts["arm"], counts["event"], counts["poll"]),
+        (7, 6, 6),
+        "{counts:?}"
+    );
+    // The set-up: the channel flag in CREATE_CQ's driver data, nothing else changed.
+    let setup = events("setup-events.jsonl");
+    let cq = setup.iter().find(|e| e["cmd"] == "CREATE_CQ").unwrap();
+    let ctx = context(&evs[0]);
+    let (_, _, ud) = ctx.prepare_cq_for(16, true).unwrap();
+    assert_eq!(ud.req, unhex(cq["drv_in"].as_str().unwrap()));
+    // Without CQ notifications in its caps, a channel is refused as libefa refuses it.
+    let ctx = context(&test_dev());
+    assert!(!ctx.cq_events());
+    assert_eq!(
+        errno(ctx.prepare_cq_for(16, true).map(|_| ())),
+        Some(libc::EOPNOTSUPP)
+    );
+    assert!(ctx.prepare_cq_for(16, false).is_ok());
+}
+
 fn test_dev() -> Value {
     events("golden.jsonl").swap_remove(0)
 }

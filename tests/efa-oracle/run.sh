@@ -20,9 +20,12 @@ SHIM_SETUP="$OUT/setup.jsonl" SHIM_LOG="$B/shim.log" SYSFS_PATH=$SYS LD_LIBRARY_
 # The differential run: a random sequence of requests and completions (seed and length fixed, so
 # the file is reproducible).
 SHIM_LOG="$B/shim-random.log" SYSFS_PATH=$SYS LD_LIBRARY_PATH="$B" LD_PRELOAD="$B/libefaoracle_shim.so" "$B/efaoracle" "$OUT/random.jsonl" 0x5eed 600
+# The events run: a CQ with a completion channel on a device with CQ notifications (caps: RDMA
+# read 1 | CQ notifications 4); its own set-up record.
+SHIM_CAPS=5 SHIM_SETUP="$OUT/setup-events.jsonl" SHIM_LOG="$B/shim-events.log" SYSFS_PATH=$SYS LD_LIBRARY_PATH="$B" LD_PRELOAD="$B/libefaoracle_shim.so" "$B/efaoracle" "$OUT/events.jsonl" events
 # EFA_ORACLE_SEEDS="1 2 ...": also a random run of 600 steps per seed, random-SEED.jsonl (the
 # differential test, providers/tests/efa_differential.rs).
 for SEED in ${EFA_ORACLE_SEEDS:-}; do
   SHIM_LOG="$B/shim-random.log" SYSFS_PATH=$SYS LD_LIBRARY_PATH="$B" LD_PRELOAD="$B/libefaoracle_shim.so" "$B/efaoracle" "$OUT/random-$SEED.jsonl" "$SEED" 600
 done
-echo "efa-oracle: $(wc -l < "$OUT/golden.jsonl") events in $OUT/golden.jsonl, $(wc -l < "$OUT/random.jsonl") in $OUT/random.jsonl, $(wc -l < "$OUT/setup.jsonl") in $OUT/setup.jsonl"
+echo "efa-oracle: $(wc -l < "$OUT/golden.jsonl") events in $OUT/golden.jsonl, $(wc -l < "$OUT/random.jsonl") in $OUT/random.jsonl, $(wc -l < "$OUT/setup.jsonl") in $OUT/setup.jsonl, $(wc -l < "$OUT/events.jsonl") in $OUT/events.jsonl"

@@ -136,7 +136,8 @@ step_selftest() {
 # ---- tool runs ------------------------------------------------------------------------------
 # The runs: "TRANSPORT TOOL" pairs; the UC/UD/SRD rows are the tools perftest has them for.
 RUNS_RC=(ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_atomic_bw ib_atomic_lat)
-RUNS_OTHER=("UC ib_write_bw" "UC ib_send_bw" "UD ib_send_bw" "UD ib_send_lat" "SRD ib_send_bw" "SRD ib_send_lat")
+RUNS_OTHER=("UC ib_write_bw" "UC ib_send_bw" "UD ib_send_bw" "UD ib_send_lat" "SRD ib_send_bw" "SRD ib_send_lat"
+    "SRD ib_read_bw" "SRD ib_read_lat" "SRD ib_write_bw" "SRD ib_write_lat")
 
 # tool_opts TOOL TRANSPORT: the options of one run (iterations, size, connection)
 tool_opts() {

@@ -74,6 +74,15 @@ pub enum QpType {
     Srd = 0xf2,
 }
 
+/// The one-sided operations an SRD QP may carry, as the device reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrdCaps {
+    pub rdma_read: bool,
+    pub rdma_write: bool,
+    /// The largest RDMA read or write request, in bytes.
+    pub max_rdma_size: u32,
+}
+
 /// `IB_UVERBS_QPT_DRIVER`: the QP type a driver-specific QP (mlx5 DCI/DCT) is created with.
 pub const QPT_DRIVER: u8 = 0xff;
 
@@ -283,6 +292,13 @@ pub trait Provider: Sized + Send + Sync + 'static {
     /// Prepare a CQ of at least `entries` completions. Returns the `cqe` value to ask the
     /// kernel for (providers round differently), the driver data, and state for `finish_cq`.
     fn prepare_cq(&self, entries: u32) -> Result<(Self::CqPrep, u32, Udata)>;
+    /// As [`Provider::prepare_cq`] for a CQ that will (`with_channel`) or will not report to a
+    /// completion channel: for providers whose driver data says so (EFA asks the kernel for
+    /// the CQ's notifications and doorbell this way). The default ignores it.
+    fn prepare_cq_for(&self, entries: u32, with_channel: bool) -> Result<(Self::CqPrep, u32, Udata)> {
+        let _ = with_channel;
+        self.prepare_cq(entries)
+    }
     fn finish_cq(&self, prep: Self::CqPrep, core: &CqCreated, drv_resp: &[u8]) -> Result<Self::Cq>;
 
     fn prepare_qp(&self, attr: &QpInitAttr) -> Result<(Self::QpPrep, Udata)>;
@@ -332,6 +348,18 @@ pub trait Provider: Sized + Send + Sync + 'static {
     /// reports no dump-fill mkey.
     fn null_mr_lkey(&self) -> Option<u32> {
         None
+    }
+
+    /// What the device's SRD QPs can do beyond sends (EFA's `efadv_query_device` caps); `None`
+    /// where the provider has no SRD.
+    fn srd_caps(&self) -> Option<SrdCaps> {
+        None
+    }
+
+    /// Whether this device's CQs can report to a completion channel (`ibv_req_notify_cq`
+    /// works). Only EFA says no, where its caps lack CQ notifications.
+    fn cq_events(&self) -> bool {
+        true
     }
 
     // ---- data path ------------------------------------------------------------------------

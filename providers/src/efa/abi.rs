@@ -24,6 +24,9 @@ pub const CAPS_RDMA_READ: u32 = 1 << 0;
 pub const CAPS_RNR_RETRY: u32 = 1 << 1;
 pub const CAPS_CQ_NOTIFICATIONS: u32 = 1 << 2;
 pub const CAPS_CQ_WITH_SGID: u32 = 1 << 3;
+/// `EFA_QUERY_DEVICE_CAPS_RDMA_WRITE`: not in this host's `efa-abi.h` (kernel 6.1); bit 5 in
+/// later kernels' and rdma-core 46's copy (bit 4 is `DATA_POLLING_128`).
+pub const CAPS_RDMA_WRITE: u32 = 1 << 5;
 
 /// `sizeof` of each struct.
 pub const ALLOC_UCONTEXT_CMD_LEN: usize = 8;
@@ -279,6 +282,9 @@ pub struct DeviceCaps {
 impl DeviceCaps {
     pub fn rdma_read(&self) -> bool {
         self.device_caps & CAPS_RDMA_READ != 0
+    }
+    pub fn rdma_write(&self) -> bool {
+        self.device_caps & CAPS_RDMA_WRITE != 0
     }
     pub fn cq_notifications(&self) -> bool {
         self.device_caps & CAPS_CQ_NOTIFICATIONS != 0

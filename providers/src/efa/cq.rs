@@ -43,10 +43,11 @@ impl<M: Region> CqMem for Mem<'_, M> {
             0
         }
     }
-    fn entry(&self, off: usize) -> [u8; hw::CDESC_SIZE] {
-        let mut e = [0u8; hw::CDESC_SIZE];
-        if off + hw::CDESC_SIZE <= self.0.len() {
-            self.0.read(off, &mut e);
+    fn entry(&self, off: usize, len: usize) -> [u8; hw::CDESC_EX_SIZE] {
+        let mut e = [0u8; hw::CDESC_EX_SIZE];
+        let len = len.min(hw::CDESC_EX_SIZE);
+        if off + len <= self.0.len() {
+            self.0.read(off, &mut e[..len]);
         }
         e
     }
@@ -59,9 +60,35 @@ fn bad_completion(detail: String) -> Error {
 }
 
 impl<M: Region> Efa<M> {
-    /// libefa 44's `create_cq`: the size rounded up to a power of two, 16-byte entries, one
-    /// sub-CQ per the context's count, no flags (no completion channel: see `arm`).
-    pub(super) fn cq_prepare(&self, entries: u32) -> Result<(EfaCqPrep, u32, Udata)> {
+    /// The CQ entry size: libefa 44's 16 bytes, or on a device that can RDMA write 32
+    /// (rdma-core 46 always asks for those): a received write's length has its high 16 bits in
+    /// the extension.
+    fn cqe_size(&self) -> usize {
+        if self.caps.rdma_write() {
+            hw::CDESC_EX_SIZE
+        } else {
+            hw::CDESC_SIZE
+        }
+    }
+
+    /// libefa's `create_cq`: the size rounded up to a power of two, [`Efa::cqe_size`] entries,
+    /// one sub-CQ per the context's count; with a completion channel, the flag that asks the
+    /// kernel for the CQ's notifications (and its doorbell), refused as libefa does
+    /// (EOPNOTSUPP) where the device's caps have no CQ notifications.
+    pub(super) fn cq_prepare(
+        &self,
+        entries: u32,
+        with_channel: bool,
+    ) -> Result<(EfaCqPrep, u32, Udata)> {
+        if with_channel && !self.caps.cq_notifications() {
+            let mut e = Error::msg(
+                "EFA create CQ",
+                "a completion channel on a device without CQ notifications (its EFA caps lack them)",
+            )
+            .with_hint("poll without events (leave out -e/--events)");
+            e.errno = Some(libc::EOPNOTSUPP);
+            return Err(e);
+        }
         let Some(cqe) = entries
             .max(1)
             .checked_next_power_of_two()
@@ -74,7 +101,13 @@ impl<M: Region> Efa<M> {
             e.errno = Some(libc::EINVAL);
             return Err(e);
         };
-        let req = abi::create_cq_cmd(hw::CDESC_SIZE as u32, self.uctx.sub_cqs_per_cq, 0).to_vec();
+        let flags = if with_channel {
+            abi::CREATE_CQ_WITH_COMPLETION_CHANNEL
+        } else {
+            0
+        };
+        let req =
+            abi::create_cq_cmd(self.cqe_size() as u32, self.uctx.sub_cqs_per_cq, flags).to_vec();
         Ok((
             EfaCqPrep,
             cqe,
@@ -92,7 +125,7 @@ impl<M: Region> Efa<M> {
         let subs = self.uctx.sub_cqs_per_cq;
         // Check the kernel's numbers before mapping anything.
         let geometry = |size| {
-            CqState::new(subs, core.cqe, hw::CDESC_SIZE, size).map_err(|e| {
+            CqState::new(subs, core.cqe, self.cqe_size(), size).map_err(|e| {
                 Error::msg(
                     "EFA create CQ",
                     format!("{e} (kernel: {} entries, {size} bytes)", core.cqe),
@@ -156,10 +189,15 @@ impl<M: Region> Efa<M> {
         Ok(n)
     }
 
-    /// libefa's `efa_arm_cq`: the consumer counter with the arm bit. A CQ the kernel gave no
-    /// doorbell cannot be armed (EOPNOTSUPP, as libefa).
+    /// libefa's `efa_arm_cq`: the consumer counter, the command sequence number (completion
+    /// events seen, low two bits) and the arm bit. EFA has no solicited-only events, and a CQ
+    /// the kernel gave no doorbell cannot be armed (both EOPNOTSUPP, as libefa).
     pub(super) fn cq_arm(&self, cq: &mut EfaCq<M>, solicited_only: bool) -> Result<()> {
-        let _ = solicited_only;
+        if solicited_only {
+            let mut e = Error::msg("EFA arm CQ", "EFA has no solicited-only CQ events");
+            e.errno = Some(libc::EOPNOTSUPP);
+            return Err(e);
+        }
         let Some((db, off)) = &cq.db else {
             let mut e = Error::msg(
                 "EFA arm CQ",

@@ -20,6 +20,10 @@ pub struct Cdesc {
     pub ah: u16,
     pub src_qp_num: u16,
     pub imm: u32,
+    /// `enum efa_io_send_op_type` of the completed request (rdma-core 46; 0 on older devices).
+    pub op_type: u8,
+    /// Bits 31:16 of a received RDMA write's length (extended entries only; else 0).
+    pub length_hi: u16,
 }
 
 /// A descriptor that cannot be a completion.
@@ -58,7 +62,8 @@ pub fn phase_of(b: &[u8]) -> Option<u8> {
     b.get(cdesc::FLAGS).map(|f| f & cflags::PHASE)
 }
 
-/// Decode the descriptor at the start of `b` (read only after its phase was seen to match).
+/// Decode the descriptor at the start of `b` (read only after its phase was seen to match);
+/// `b` holds the whole CQ entry (16 bytes, or 32 for the extended descriptor).
 pub fn parse(b: &[u8]) -> Result<Cdesc, CdescError> {
     if b.len() < hw::CDESC_SIZE {
         return Err(CdescError::Short { len: b.len() });
@@ -69,6 +74,11 @@ pub fn parse(b: &[u8]) -> Result<Cdesc, CdescError> {
         return Err(CdescError::QueueType(queue));
     }
     let recv = queue == hw::QUEUE_RECV;
+    let op_type = (flags & cflags::OP_TYPE_MASK) >> cflags::OP_TYPE_SHIFT;
+    let length_hi = match b.get(cdesc::LENGTH_HI..cdesc::LENGTH_HI + 2) {
+        Some(hi) if recv && op_type == hw::OP_RDMA_WRITE => u16::from_le_bytes([hi[0], hi[1]]),
+        _ => 0,
+    };
     Ok(Cdesc {
         req_id: get16(b, cdesc::REQ_ID),
         status: b[cdesc::STATUS],
@@ -84,6 +94,8 @@ pub fn parse(b: &[u8]) -> Result<Cdesc, CdescError> {
         } else {
             0
         },
+        op_type,
+        length_hi,
     })
 }
 
@@ -109,8 +121,10 @@ pub fn wc_status(s: u8) -> WcStatus {
 
 /// The work completion libefa's `efa_process_cqe` fills for `c`, with the `wr_id` the request
 /// id pool gave back. A send-queue completion reports `IBV_WC_SEND` (libefa 44 does so for an
-/// RDMA read too); a receive reports its length, source QP, the AH as `slid`, and the immediate
-/// in network order.
+/// RDMA read too) or, for an RDMA write, `IBV_WC_RDMA_WRITE` (rdma-core 46); a receive reports
+/// its length, source QP, the AH as `slid`, and the immediate in network order; a received
+/// RDMA write with immediate is `IBV_WC_RECV_RDMA_WITH_IMM` with the length's high bits from
+/// the extended entry (rdma-core 46).
 pub fn to_wc(c: &Cdesc, wr_id: u64) -> WorkCompletion {
     let mut wc = WorkCompletion {
         wr_id,
@@ -119,11 +133,20 @@ pub fn to_wc(c: &Cdesc, wr_id: u64) -> WorkCompletion {
         qp_num: u32::from(c.qp_num),
         ..Default::default()
     };
+    let write = c.op_type == hw::OP_RDMA_WRITE;
     if c.queue == hw::QUEUE_SEND {
-        wc.opcode = WcOpcode::Send;
+        wc.opcode = if write {
+            WcOpcode::RdmaWrite
+        } else {
+            WcOpcode::Send
+        };
     } else {
-        wc.opcode = WcOpcode::Recv;
-        wc.byte_len = u32::from(c.length);
+        wc.opcode = if write {
+            WcOpcode::RecvRdmaWithImm
+        } else {
+            WcOpcode::Recv
+        };
+        wc.byte_len = u32::from(c.length) | u32::from(c.length_hi) << 16;
         wc.src_qp = u32::from(c.src_qp_num);
         wc.slid = c.ah;
         if c.has_imm {
@@ -196,6 +219,28 @@ mod tests {
         assert_eq!((wc.byte_len, wc.src_qp, wc.slid), (4096, 0x0b, 0x0a));
         assert_eq!(wc.imm_data.to_ne_bytes(), [0x12, 0x34, 0x56, 0x78]);
         assert_eq!(wc.wc_flags, wc_flags::WITH_IMM);
+    }
+
+    #[test]
+    fn rdma_write_completions_as_rdma_core_46_reads_them() {
+        // Send side: op type 2 in flags bits 6:4 is IBV_WC_RDMA_WRITE.
+        let c = parse(&entry(4, 0, 0b010_0011, 0x22, 0, 0, 0, 0)).unwrap();
+        assert_eq!((c.op_type, to_wc(&c, 1).opcode), (2, WcOpcode::RdmaWrite));
+        // Receive side (a write with immediate), 32-byte entry: the length's high 16 bits.
+        let mut ex = [0u8; 32];
+        ex[..16].copy_from_slice(&entry(5, 0, 0b010_1100, 5, 0x0010, 0x0a, 0x0b, 0xabcd));
+        ex[16..18].copy_from_slice(&0x0002u16.to_le_bytes());
+        let c = parse(&ex).unwrap();
+        let wc = to_wc(&c, 1);
+        assert_eq!(wc.opcode, WcOpcode::RecvRdmaWithImm);
+        assert_eq!((wc.byte_len, wc.wc_flags), (0x2_0010, wc_flags::WITH_IMM));
+        // A 16-byte entry has no high bits; a SEND's receive ignores the extension.
+        assert_eq!(to_wc(&parse(&ex[..16]).unwrap(), 1).byte_len, 0x10);
+        ex[3] = 0b000_1100;
+        assert_eq!(to_wc(&parse(&ex).unwrap(), 1).byte_len, 0x10);
+        // Op types 3..=7 are not ours to name: a plain send or receive, as rdma-core 46.
+        let c = parse(&entry(4, 0, 0b111_0011, 0x22, 0, 0, 0, 0)).unwrap();
+        assert_eq!(to_wc(&c, 1).opcode, WcOpcode::Send);
     }
 
     #[test]

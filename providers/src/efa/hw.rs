@@ -21,8 +21,9 @@ pub const RX_DESC_SIZE: usize = 16;
 /// The completion descriptor libefa 44 asks for (`struct efa_io_rx_cdesc`; a send completion,
 /// `efa_io_tx_cdesc`, is its first 8 bytes in an entry of the same size).
 pub const CDESC_SIZE: usize = 16;
-/// The extended completion descriptor (`struct efa_io_rx_cdesc_ex`: the 16-byte source GID
-/// after it), used with `EFA_CREATE_CQ_WITH_SGID`.
+/// The extended completion descriptor (`struct efa_io_rx_cdesc_ex`: after the 16 bytes, the
+/// source GID with `EFA_CREATE_CQ_WITH_SGID`, or the high 16 bits of an RDMA write's length in
+/// a receive completion, rdma-core 46 and later). Our CQs use it where the device can write.
 pub const CDESC_EX_SIZE: usize = 32;
 
 /// Byte offsets in the TX meta descriptor.
@@ -55,9 +56,11 @@ pub mod ctrl2 {
     pub const COMP_REQ: u8 = 1 << 4;
 }
 
-/// `enum efa_io_send_op_type` (rdma-core 44: send 0, RDMA read 1).
+/// `enum efa_io_send_op_type` (rdma-core 44: send 0, RDMA read 1; rdma-core 46 added RDMA
+/// write 2, which libefa 44 never writes).
 pub const OP_SEND: u8 = 0;
 pub const OP_RDMA_READ: u8 = 1;
+pub const OP_RDMA_WRITE: u8 = 2;
 
 /// The lkey/rkey field of a buffer descriptor: bits 23:0.
 pub const LKEY_MASK: u32 = 0x00ff_ffff;
@@ -75,14 +78,20 @@ pub mod cdesc {
     pub const AH: usize = 8;
     pub const SRC_QP_NUM: usize = 10;
     pub const IMM: usize = 12;
+    /// `efa_io_rx_cdesc_ex.u.rdma_write.length_hi` (rdma-core 46): bits 31:16 of a received
+    /// RDMA write's length, in an extended entry only.
+    pub const LENGTH_HI: usize = 16;
 }
 
-/// `flags` of a completion descriptor: bit 0 phase, 2:1 queue type, 3 has_imm.
+/// `flags` of a completion descriptor: bit 0 phase, 2:1 queue type, 3 has_imm, 6:4 the
+/// operation (rdma-core 46; MBZ in rdma-core 44, so 0, a send, on older devices).
 pub mod cflags {
     pub const PHASE: u8 = 1 << 0;
     pub const Q_TYPE_SHIFT: u8 = 1;
     pub const Q_TYPE_MASK: u8 = 0b110;
     pub const HAS_IMM: u8 = 1 << 3;
+    pub const OP_TYPE_SHIFT: u8 = 4;
+    pub const OP_TYPE_MASK: u8 = 0b111_0000;
 }
 
 /// `enum efa_io_queue_type`.

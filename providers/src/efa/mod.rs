@@ -50,7 +50,7 @@ use uverbs::cmd::{Cmd, Transport};
 use uverbs::error::{Error, Result};
 use uverbs::provider::{
     AhAttr, AhCreated, CqCreated, DeviceDesc, PostError, Provider, QpCreated, QpInitAttr, QpState,
-    SharedFd, SrqCreated, Udata,
+    SharedFd, SrdCaps, SrqCreated, Udata,
 };
 use uverbs::wr::{RecvWr, SendWr, WorkCompletion};
 
@@ -228,7 +228,15 @@ impl<M: Region> Provider for Efa<M> {
     }
 
     fn prepare_cq(&self, entries: u32) -> Result<(EfaCqPrep, u32, Udata)> {
-        self.cq_prepare(entries)
+        self.cq_prepare(entries, false)
+    }
+
+    fn prepare_cq_for(&self, entries: u32, with_channel: bool) -> Result<(EfaCqPrep, u32, Udata)> {
+        self.cq_prepare(entries, with_channel)
+    }
+
+    fn cq_events(&self) -> bool {
+        self.caps.cq_notifications()
     }
 
     fn finish_cq(&self, _prep: EfaCqPrep, core: &CqCreated, drv_resp: &[u8]) -> Result<EfaCq<M>> {
@@ -284,6 +292,14 @@ impl<M: Region> Provider for Efa<M> {
 
     fn ah_number(&self, ah: &EfaAh) -> u32 {
         u32::from(ah.efa_ah)
+    }
+
+    fn srd_caps(&self) -> Option<SrdCaps> {
+        Some(SrdCaps {
+            rdma_read: self.caps.rdma_read(),
+            rdma_write: self.caps.rdma_write(),
+            max_rdma_size: self.caps.max_rdma_size,
+        })
     }
 
     fn qp_state_changed(&self, qp: &mut EfaQp<M>, state: QpState) {

@@ -10,7 +10,9 @@ use uverbs::wr::{RecvWr, SendFlags, SendWr, WrOpcode};
 
 use super::mem::{checked_db, Region};
 use super::ring::{max_batch_wr, qp_geometry, QpGeometry, RingError, WqState};
-use super::wqe::{encode_rdma_read, encode_recv, encode_send, TxDest, TxPayload, TxSlot};
+use super::wqe::{
+    encode_rdma_read, encode_rdma_write, encode_recv, encode_send, TxDest, TxPayload, TxSlot,
+};
 use super::{abi, hw, Efa};
 
 /// A QP's two work queues, shared with the CQs that complete into them (through the
@@ -65,6 +67,7 @@ pub struct EfaQp<M: Region> {
     max_inline: usize,
     max_batch: u32,
     rdma_read: bool,
+    rdma_write: bool,
     sq_sig_all: bool,
     registry: Arc<super::Registry>,
 }
@@ -259,6 +262,7 @@ impl<M: Region> Efa<M> {
             max_inline: attr.caps.max_inline_data as usize,
             max_batch: max_batch_wr(self.uctx.max_tx_batch, self.uctx.min_sq_wr, geo.sq_wqe_cnt),
             rdma_read: attr.qp_type == QpType::Srd && self.caps.rdma_read(),
+            rdma_write: attr.qp_type == QpType::Srd && self.caps.rdma_write(),
             sq_sig_all: attr.sq_sig_all,
             registry: self.registry.clone(),
         })
@@ -379,12 +383,13 @@ unsafe fn encode_one<M: Region>(
         remote_qpn: ud.remote_qpn as u16,
         qkey: ud.remote_qkey,
     };
-    let read = match wr.opcode {
-        WrOpcode::Send | WrOpcode::SendWithImm => false,
-        WrOpcode::RdmaRead if qp.rdma_read => true,
+    let (read, write) = match wr.opcode {
+        WrOpcode::Send | WrOpcode::SendWithImm => (false, false),
+        WrOpcode::RdmaRead if qp.rdma_read => (true, false),
+        WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm if qp.rdma_write => (false, true),
         op => {
             let d = format!(
-                "{} on an EFA {} QP (libefa 44's descriptors carry SEND, SEND_WITH_IMM, and RDMA_READ on SRD where the device can read)",
+                "{} on an EFA {} QP (EFA's descriptors carry SEND, SEND_WITH_IMM, and on SRD RDMA_READ and RDMA_WRITE[_WITH_IMM] where the device's caps have them)",
                 op.name(),
                 qp.qp_type.name()
             );
@@ -401,7 +406,7 @@ unsafe fn encode_one<M: Region>(
     }
     let mut inline = [0u8; hw::TX_INLINE_MAX];
     let mut inline_len = None;
-    if !read && wr.flags.contains(SendFlags::INLINE) {
+    if !read && !write && wr.flags.contains(SendFlags::INLINE) {
         let total = wr.total_len() as usize;
         if total > qp.max_inline.min(hw::TX_INLINE_MAX) {
             let d = format!(
@@ -428,6 +433,9 @@ unsafe fn encode_one<M: Region>(
     };
     let encoded = if read {
         encode_rdma_read(slot, dest, wr.remote.addr, wr.remote.rkey, wr.sgl)
+    } else if write {
+        let imm = (wr.opcode == WrOpcode::RdmaWriteWithImm).then(|| u32::from_be(wr.imm_data));
+        encode_rdma_write(slot, dest, wr.remote.addr, wr.remote.rkey, wr.sgl, imm)
     } else {
         let imm = (wr.opcode == WrOpcode::SendWithImm).then(|| u32::from_be(wr.imm_data));
         let payload = match inline_len {

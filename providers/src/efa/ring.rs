@@ -216,18 +216,20 @@ pub trait CqMem {
     /// before it flipped the phase is visible to reads after this one (libefa's
     /// `udma_from_device_barrier` after the phase check).
     fn flags(&self, off: usize) -> u8;
-    /// The whole entry at `off` (read after `flags` saw the entry's phase).
-    fn entry(&self, off: usize) -> [u8; hw::CDESC_SIZE];
+    /// The first `len` bytes (at most [`hw::CDESC_EX_SIZE`]) of the entry at `off` (read after
+    /// `flags` saw the entry's phase); the rest of the array is zero.
+    fn entry(&self, off: usize, len: usize) -> [u8; hw::CDESC_EX_SIZE];
 }
 
 impl CqMem for [u8] {
     fn flags(&self, off: usize) -> u8 {
         self.get(off + hw::cdesc::FLAGS).copied().unwrap_or(0)
     }
-    fn entry(&self, off: usize) -> [u8; hw::CDESC_SIZE] {
-        let mut e = [0u8; hw::CDESC_SIZE];
-        if let Some(s) = self.get(off..off + hw::CDESC_SIZE) {
-            e.copy_from_slice(s);
+    fn entry(&self, off: usize, len: usize) -> [u8; hw::CDESC_EX_SIZE] {
+        let mut e = [0u8; hw::CDESC_EX_SIZE];
+        let len = len.min(hw::CDESC_EX_SIZE);
+        if let Some(s) = self.get(off..off + len) {
+            e[..len].copy_from_slice(s);
         }
         e
     }
@@ -344,7 +346,9 @@ impl CqState {
                 s.phase ^= 1;
             }
             self.cc = self.cc.wrapping_add(1);
-            return Some(cqe::parse(&mem.entry(off)));
+            // The extended entry's tail (an RDMA write's length bits) where the CQ has one.
+            let len = s.cqe_size.min(hw::CDESC_EX_SIZE);
+            return Some(cqe::parse(&mem.entry(off, len)[..len]));
         }
         None
     }

@@ -41,7 +41,7 @@ pub enum WqeError {
         got: usize,
         max: usize,
     },
-    /// An RDMA read takes exactly one local buffer.
+    /// An RDMA read or write takes exactly one local buffer.
     ReadSges {
         got: usize,
     },
@@ -57,7 +57,7 @@ impl std::fmt::Display for WqeError {
                 write!(f, "{got} inline bytes, an EFA send takes at most {max}")
             }
             WqeError::ReadSges { got } => {
-                write!(f, "{got} SGEs, an EFA RDMA read takes exactly one")
+                write!(f, "{got} SGEs, an EFA RDMA read or write takes exactly one")
             }
         }
     }
@@ -142,11 +142,45 @@ pub fn encode_rdma_read(
     rkey: u32,
     local: &[Sge],
 ) -> Result<[u8; hw::TX_WQE_SIZE], WqeError> {
+    encode_rdma(slot, dest, hw::OP_RDMA_READ, remote_addr, rkey, local)
+}
+
+/// An RDMA WRITE of `local` to `remote_addr`/`rkey`, with the immediate `imm` (host order) for
+/// WRITE_WITH_IMM (SRD only, where the device's caps have RDMA write): what rdma-core 46's
+/// `ibv_wr_rdma_write[_imm]` + `ibv_wr_set_sge` + `ibv_wr_set_ud_addr` build: the READ's
+/// layout with op type 2, and the immediate and its flag as a SEND carries them. No libefa we
+/// can run writes it (44 has no RDMA write): its bytes have no oracle.
+pub fn encode_rdma_write(
+    slot: TxSlot,
+    dest: TxDest,
+    remote_addr: u64,
+    rkey: u32,
+    local: &[Sge],
+    imm: Option<u32>,
+) -> Result<[u8; hw::TX_WQE_SIZE], WqeError> {
+    let mut b = encode_rdma(slot, dest, hw::OP_RDMA_WRITE, remote_addr, rkey, local)?;
+    if let Some(v) = imm {
+        put32(&mut b, meta::IMMEDIATE_DATA, v);
+        b[meta::CTRL1] |= ctrl1::HAS_IMM;
+    }
+    Ok(b)
+}
+
+/// An RDMA request (`efa_io_rdma_req`): the remote descriptor (length of the one local buffer,
+/// rkey, address), then the local buffer.
+fn encode_rdma(
+    slot: TxSlot,
+    dest: TxDest,
+    op: u8,
+    remote_addr: u64,
+    rkey: u32,
+    local: &[Sge],
+) -> Result<[u8; hw::TX_WQE_SIZE], WqeError> {
     let [sge] = local else {
         return Err(WqeError::ReadSges { got: local.len() });
     };
     let mut b = [0u8; hw::TX_WQE_SIZE];
-    put_meta(&mut b, slot, hw::OP_RDMA_READ, dest);
+    put_meta(&mut b, slot, op, dest);
     put16(&mut b, meta::LENGTH, 1);
     let r = hw::TX_META_SIZE;
     put32(&mut b, r, sge.length);
@@ -322,6 +356,35 @@ mod tests {
         assert_eq!(&b[6..8], &1u16.to_le_bytes());
         assert_eq!(hex(&b[32..48]), "00100000550000000020000001000000");
         assert_eq!(hex(&b[48..64]), "0010000077000000ddddccccbbbbaaaa");
+    }
+
+    #[test]
+    fn rdma_write_is_the_reads_layout_with_op_type_2() {
+        // rdma-core 46's efa_send_wr_rdma_write[_imm]: no libefa here writes it, so the bytes
+        // are checked against the read's (which libefa 44's oracle fixed) and the send's imm.
+        let sge = Sge {
+            addr: 0xaaaa_bbbb_cccc_dddd,
+            length: 4096,
+            lkey: 0x77,
+        };
+        let slot = TxSlot {
+            req_id: 3,
+            phase: 1,
+        };
+        let read = encode_rdma_read(slot, DEST, 0x1_0000_2000, 0x55, &[sge]).unwrap();
+        let w = encode_rdma_write(slot, DEST, 0x1_0000_2000, 0x55, &[sge], None).unwrap();
+        assert_eq!(w[2], 0x82, "meta_desc and op type 2, no immediate");
+        assert_eq!(w[..2], read[..2]);
+        assert_eq!(w[3..], read[3..]);
+        let wi =
+            encode_rdma_write(slot, DEST, 0x1_0000_2000, 0x55, &[sge], Some(0xa1b2_c3d4)).unwrap();
+        assert_eq!(wi[2], 0x92, "has_imm");
+        assert_eq!(hex(&wi[8..12]), "d4c3b2a1");
+        assert_eq!(wi[12..], w[12..]);
+        assert_eq!(
+            encode_rdma_write(slot, DEST, 0, 0, &[sge, sge], None),
+            Err(WqeError::ReadSges { got: 2 })
+        );
     }
 
     #[test]

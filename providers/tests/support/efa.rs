@@ -95,7 +95,11 @@ pub fn context(dev: &Value) -> Ctx {
         max_sq_sge: n(dev, "max_sq_sge") as u16,
         max_rq_sge: n(dev, "max_rq_sge") as u16,
         max_rdma_size: n(dev, "max_rdma_size") as u32,
-        device_caps: n(dev, "device_caps") as u32,
+        // efadv's caps; the events run also gives the kernel's (CQ notifications has no
+        // efadv bit in rdma-core 44).
+        device_caps: dev
+            .get("kernel_caps")
+            .map_or(n(dev, "device_caps"), |_| n(dev, "kernel_caps")) as u32,
     };
     let resp = uctx_resp(n(dev, "sub_cqs") as u16, n(dev, "inline_buf_size") as u16);
     let config = EfaConfig { caps: Some(caps) };
@@ -122,10 +126,21 @@ pub fn cq_resp(size: u64, db_off: Option<u32>) -> Vec<u8> {
 
 pub fn create_cq(ctx: &Ctx, dev: &Value) -> EfaCq<HeapRegion> {
     let entries = n(dev, "cqe") as u32;
-    let (prep, cqe, ud) = ctx.prepare_cq(entries - 3).unwrap();
+    // The events run's CQ has a completion channel.
+    let channel = dev.get("channel").is_some();
+    let (prep, cqe, ud) = ctx.prepare_cq_for(entries - 3, channel).unwrap();
     assert_eq!(cqe, entries, "CQ size rounded up to a power of two");
     let subs = n(dev, "sub_cqs") as u16;
-    assert_eq!(ud.req, abi::create_cq_cmd(16, subs, 0), "create CQ udata");
+    let flags = if channel {
+        abi::CREATE_CQ_WITH_COMPLETION_CHANNEL
+    } else {
+        0
+    };
+    assert_eq!(
+        ud.req,
+        abi::create_cq_cmd(16, subs, flags),
+        "create CQ udata"
+    );
     let size = u64::from(subs) * u64::from(entries) * 16;
     let cq = ctx
         .finish_cq(
@@ -355,6 +370,25 @@ pub fn poll(rig: &mut Rig, ev: &Value, entries: u64) {
     assert_eq!(db, [(0x40, n(ev, "cq_db") as u32)], "{what}: CQ doorbell");
 }
 
+/// `ibv_req_notify_cq`: libefa's answer (0, or EOPNOTSUPP for solicited-only) and the CQ
+/// doorbell value it left (the consumer counter, the event count's low two bits, the arm bit).
+pub fn arm(rig: &mut Rig, ev: &Value) {
+    let solicited = n(ev, "solicited") != 0;
+    let r = rig.ctx.arm_cq(&mut rig.cq, solicited);
+    let errno = r.err().map_or(0, |e| e.errno.unwrap_or(-1));
+    assert_eq!(
+        i64::from(errno),
+        ev["ret"].as_i64().unwrap(),
+        "arm (solicited {solicited}): libefa's answer"
+    );
+    let db = rig.cq.doorbell().unwrap().take_doorbells();
+    if errno == 0 {
+        assert_eq!(db, [(0x40, n(ev, "cq_db") as u32)], "arm: CQ doorbell");
+    } else {
+        assert!(db.is_empty(), "a refused arm rings nothing");
+    }
+}
+
 /// Replay a capture (a `device` event, a `qps` event, then posts and completions) through the
 /// provider; returns how many events of each kind there were.
 pub fn replay(evs: &[Value]) -> HashMap<String, usize> {
@@ -397,6 +431,8 @@ pub fn replay(evs: &[Value]) -> HashMap<String, usize> {
             "send" => send(&mut rig, ev),
             "recv" => recv(&mut rig, ev),
             "poll" => poll(&mut rig, ev, n(dev, "cqe")),
+            "arm" => arm(&mut rig, ev),
+            "event" => rig.ctx.cq_event(&mut rig.cq),
             other => panic!("unknown event {other}"),
         }
     }

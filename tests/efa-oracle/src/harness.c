@@ -6,11 +6,16 @@
  * RDMA read cap); receives of one and two SGEs; every completion status.
  * Usage: harness OUT.jsonl [SEED STEPS]: with a seed, STEPS random posts and completions instead
  * (any request kind on either QP, completions of random outstanding requests in random order with
- * random statuses, lengths and immediates), then every outstanding request completed. Own code, written from verbs.h, efadv.h and efa-abi.h. */
+ * random statuses, lengths and immediates), then every outstanding request completed.
+ * harness OUT.jsonl events: the CQ has a completion channel (the fake device must report CQ
+ * notifications: SHIM_CAPS); rounds of arm (ibv_req_notify_cq), a send and its completion, a
+ * completion event read from the channel (ibv_get_cq_event: libefa counts it in cmd_sn) and its
+ * ack, recording each CQ doorbell value; and libefa's answer to a solicited-only arm. Own code, written from verbs.h, efadv.h and efa-abi.h. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 #include <infiniband/efadv.h>
 #include "shim.h"
@@ -33,6 +38,7 @@ static uint8_t *llq(struct q *q) { return (uint8_t *)shim_map_of(q->s->llq_key) 
 static uint32_t sq_db(struct q *q) { return *(volatile uint32_t *)((uint8_t *)shim_map_of(q->s->sq_db_key) + q->s->sq_db_off); }
 static uint32_t rq_db(struct q *q) { return *(volatile uint32_t *)((uint8_t *)shim_map_of(q->s->rq_db_key) + q->s->rq_db_off); }
 static uint32_t cq_db(void) { return *(volatile uint32_t *)((uint8_t *)shim_map_of(scq->db_key) + scq->db_off); }
+static struct ibv_comp_channel *chan;
 
 /* SGEs as [addr, length, lkey]; an inline send's addresses are process memory, so they are given
  * as 0 and its bytes follow as "inline_data" */
@@ -179,15 +185,38 @@ static void random_run(struct q *qs, uint32_t steps, char *data)
 	}
 }
 
+/* the events run: arm, a send completed and polled, an event read and acked, six times (the
+ * two-bit cmd_sn wraps); then a solicited-only arm, which libefa refuses */
+static void events_run(struct q *srd, struct ibv_sge *s)
+{
+	for (int round = 0; round < 6; round++) {
+		int ret = ibv_req_notify_cq(cq, 0);
+		fprintf(out, "{\"ev\":\"arm\",\"solicited\":0,\"ret\":%d,\"cq_db\":%u}\n", ret, cq_db());
+		post_send(srd, IBV_WR_SEND, 500 + round, s, 1, 0, 0);
+		complete(srd, 0, 0, 0, 0, 0, 0);
+		/* the kernel's event: the CQ's user handle on the channel (libibverbs set it to the CQ) */
+		uint64_t handle = (uintptr_t)cq;
+		if (write(chan->fd, &handle, sizeof(handle)) != sizeof(handle)) die("event write");
+		struct ibv_cq *ev_cq; void *ev_ctx;
+		if (ibv_get_cq_event(chan, &ev_cq, &ev_ctx) || ev_cq != cq) die("ibv_get_cq_event");
+		ibv_ack_cq_events(cq, 1);
+		fprintf(out, "{\"ev\":\"event\"}\n");
+	}
+	int ret = ibv_req_notify_cq(cq, 1);
+	fprintf(out, "{\"ev\":\"arm\",\"solicited\":1,\"ret\":%d,\"cq_db\":%u}\n", ret, cq_db());
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 2 && argc != 4) { fprintf(stderr, "usage: harness OUT.jsonl [SEED STEPS]\n"); return 2; }
+	int events = argc == 3 && !strcmp(argv[2], "events") && getenv("SHIM_CAPS");
+	if (argc != 2 && argc != 4 && !events) { fprintf(stderr, "usage: harness OUT.jsonl [SEED STEPS | events]\n"); return 2; }
 	out = fopen(argv[1], "w"); if (!out) die("fopen");
 	int n; struct ibv_device **list = ibv_get_device_list(&n);
 	if (!list || n < 1) die("ibv_get_device_list");
 	struct ibv_context *ctx = ibv_open_device(list[0]); if (!ctx) die("ibv_open_device");
 	struct ibv_pd *pd = ibv_alloc_pd(ctx); if (!pd) die("ibv_alloc_pd");
-	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0); if (!cq) die("ibv_create_cq");
+	if (events && !(chan = ibv_create_comp_channel(ctx))) die("ibv_create_comp_channel");
+	cq = ibv_create_cq(ctx, 16, NULL, chan, 0); if (!cq) die("ibv_create_cq");
 	scq = &shim_state()->cq[0];
 	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
 	aa.grh.dgid.raw[15] = 1;
@@ -195,8 +224,9 @@ int main(int argc, char **argv)
 	struct efadv_device_attr da; memset(&da, 0, sizeof(da));
 	if (efadv_query_device(ctx, &da, sizeof(da))) die("efadv_query_device");
 	fprintf(out, "{\"ev\":\"device\",\"max_sq_wr\":%u,\"max_rq_wr\":%u,\"max_sq_sge\":%u,\"max_rq_sge\":%u,\"inline_buf_size\":%u,"
-		"\"device_caps\":%u,\"max_rdma_size\":%u,\"sub_cqs\":%u,\"cqe\":%u,\"cq_entry_size\":%u}\n", da.max_sq_wr, da.max_rq_wr,
-		da.max_sq_sge, da.max_rq_sge, da.inline_buf_size, da.device_caps, da.max_rdma_size, scq->num_sub_cqs, scq->cqe, scq->entry_size);
+		"\"device_caps\":%u,\"max_rdma_size\":%u,\"sub_cqs\":%u,\"cqe\":%u,\"cq_entry_size\":%u%s%s}\n", da.max_sq_wr, da.max_rq_wr,
+		da.max_sq_sge, da.max_rq_sge, da.inline_buf_size, da.device_caps, da.max_rdma_size, scq->num_sub_cqs, scq->cqe, scq->entry_size,
+		events ? ",\"channel\":1,\"kernel_caps\":" : "", events ? getenv("SHIM_CAPS") : "");
 
 	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
 				       .cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 2, .max_recv_sge = 2, .max_inline_data = 32 } };
@@ -225,6 +255,11 @@ int main(int argc, char **argv)
 	}
 
 	struct ibv_sge s1[2] = { { 0x1122334455660000ULL, 4096, 0x00abcdef }, { 0x10000, 100, 0x42 } };
+	if (events) {
+		events_run(&srd, s1);
+		fclose(out);
+		return 0;
+	}
 	struct ibv_sge il[2] = { { (uintptr_t)data, 20, 1 }, { (uintptr_t)data + 40, 12, 1 } };
 	struct ibv_sge r2[2] = { { 0x7000000000ULL, 2048, 0x31 }, { 0x7000001000ULL, 64, 0x0100032 } };
 

@@ -61,7 +61,7 @@ pub struct Cq<P: Provider> {
 impl<P: Provider> Cq<P> {
     /// Create a CQ of at least `entries` completions, optionally reporting to `channel`.
     pub fn new(ctx: &Arc<Context<P>>, entries: u32, channel: Option<&CompChannel>, comp_vector: u32) -> Result<Self> {
-        let (prep, cqe, udata) = ctx.provider.prepare_cq(entries)?;
+        let (prep, cqe, udata) = ctx.provider.prepare_cq_for(entries, channel.is_some())?;
         let user_handle = next_user_handle();
         let args = CreateCqArgs {
             user_handle,

@@ -382,6 +382,8 @@ pub fn run_write_lat<E: Endpoint>(
         let wr = SendWr {
             flags,
             remote: target.remote,
+            // -c SRD: the write is addressed as a send is.
+            ud: target.ud,
             remote_srqn: target.remote_srqn,
             dci_stream: 0,
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
@@ -538,6 +540,8 @@ pub fn run_read_lat<E: Endpoint>(
             remote: RemoteAddr { addr: target.remote.addr, rkey: target.remote.rkey },
             compare_add: cfg.compare_add,
             swap: cfg.swap,
+            // -c SRD: a read is addressed as a send is (AH, remote QPN, QKEY).
+            ud: target.ud,
             remote_srqn: target.remote_srqn,
             dci_stream: 0,
             ..SendWr::new(make_wr_id(0, scnt as u32), cfg.opcode, std::slice::from_ref(&sge))
@@ -851,5 +855,27 @@ mod tests {
         let mut m = Model::new(ModelSide::Sender, 1);
         run_read_lat(&mut m, &cfg(WrOpcode::RdmaRead, 20), &t, &AtomicBool::new(false)).unwrap();
         assert_eq!(m.remote_srqns(0), vec![srqn; 20].as_slice());
+    }
+
+    #[test]
+    fn srd_reads_name_the_peers_address_and_buffer() {
+        // -c SRD: each read carries the AH, the peer's QPN and perftest's QKEY besides its rkey
+        // and address (perftest 6.29: `ibv_wr_rdma_read` then `ibv_wr_set_ud_addr`).
+        let ud = uverbs::wr::UdDest { ah: 3, remote_qpn: 0x42, remote_qkey: 0x1111_1111 };
+        let mut m = Model::new(ModelSide::Sender, 1);
+        let t = QpTarget { ud: Some(ud), ..target(&m) };
+        run_read_lat(&mut m, &cfg(WrOpcode::RdmaRead, 20), &t, &AtomicBool::new(false)).unwrap();
+        assert_eq!(m.ud_dests(0), vec![Some(ud); 20].as_slice());
+        assert_eq!(m.remote_addrs(0), vec![t.remote.addr; 20].as_slice());
+    }
+
+    #[test]
+    fn srd_writes_name_the_peers_address_and_buffer() {
+        let ud = uverbs::wr::UdDest { ah: 4, remote_qpn: 0x43, remote_qkey: 0x1111_1111 };
+        let mut m = Model::new(ModelSide::PingPong { server_first: true, role_is_server: false }, 1);
+        let t = QpTarget { ud: Some(ud), ..target(&m) };
+        run_write_lat(&mut m, &cfg(WrOpcode::RdmaWrite, 20), &t, Role::Client, &AtomicBool::new(false), &AtomicBool::new(false)).unwrap();
+        assert_eq!(m.ud_dests(0), vec![Some(ud); 20].as_slice());
+        assert_eq!(m.remote_addrs(0), vec![t.remote.addr; 20].as_slice());
     }
 }

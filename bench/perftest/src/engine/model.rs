@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use uverbs::wr::{RecvWr, SendFlags, SendWr, WcOpcode, WcStatus, WorkCompletion};
+use uverbs::wr::{RecvWr, SendFlags, SendWr, UdDest, WcOpcode, WcStatus, WorkCompletion};
 
 use super::{CqKind, Endpoint, EngineError};
 
@@ -29,6 +29,8 @@ struct QpModel {
     remote_addrs: Vec<u64>,
     /// The XRC SRQ number each posted send named.
     remote_srqns: Vec<u32>,
+    /// The datagram address (UD, SRD) each posted send named.
+    ud_dests: Vec<Option<UdDest>>,
     /// (wr_id, signaled) of posted, not yet completed sends.
     inflight: VecDeque<(u64, bool, WcOpcode)>,
     recvs_posted: u64,
@@ -109,6 +111,9 @@ impl Model {
     }
     pub fn remote_srqns(&self, q: usize) -> &[u32] {
         &self.qps[q].remote_srqns
+    }
+    pub fn ud_dests(&self, q: usize) -> &[Option<UdDest>] {
+        &self.qps[q].ud_dests
     }
     pub fn recvs_posted(&self, q: usize) -> u64 {
         self.qps[q].recvs_posted
@@ -224,6 +229,7 @@ impl Endpoint for Model {
             }
             m.remote_addrs.push(wr.remote.addr);
             m.remote_srqns.push(wr.remote_srqn);
+            m.ud_dests.push(wr.ud);
             m.inflight.push_back((wr.wr_id, sig, WcOpcode::for_send(wr.opcode)));
             m.max_outstanding = m.max_outstanding.max(m.posted - m.completed);
         }

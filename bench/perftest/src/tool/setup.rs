@@ -6,7 +6,7 @@ use std::sync::Arc;
 use uverbs::attr::{DeviceAttr, PortAttr};
 use uverbs::discovery::gid::{select_gid, GidRule};
 use uverbs::objects::Context;
-use uverbs::provider::Provider;
+use uverbs::provider::{Provider, SrdCaps};
 use uverbs::queries::DeviceQueries;
 
 use bench_core::clock;
@@ -30,20 +30,17 @@ pub(super) struct DevFacts {
     pub(super) known: bool,
     /// `-O`: the second port's LID, GID index and GID.
     pub(super) port2: Option<(u16, Option<u8>, [u8; 16])>,
+    /// What the device's SRD QPs can do beyond sends (EFA); `None` without SRD.
+    pub(super) srd: Option<SrdCaps>,
 }
 
-/// `-c SRD`, once the device is known: `None` where the run goes on (an EFA device, ib_send_bw
-/// or ib_send_lat with one size), else the one line it ends with (exit 1). SRD is the transport
-/// of AWS EFA devices; any other device has none, and on an EFA device rperftest runs SRD for the
-/// send tools only so far.
+/// `-c SRD`, once the device is known: `None` where the run goes on (an EFA device, the send,
+/// read and write tools with one size), else the one line it ends with (exit 1). SRD is the
+/// transport of AWS EFA devices; any other device has none. Whether the EFA device can read or
+/// write is [`srd_rdma_refusal`]'s question, once it is open. (Atomics never get here: the
+/// parser refuses `-c SRD` for them, as perftest.)
 pub(super) fn srd_refusal(dev: &str, driver_id: u32, p: &Params) -> Option<String> {
     if driver_id == providers::efa::RDMA_DRIVER_EFA {
-        if !matches!(p.verb, params::Verb::Send | params::Verb::SendImm) {
-            return Some(format!(
-                " -c SRD: {} over SRD is not built in rperftest yet (ib_send_bw and ib_send_lat are): run it with rdma-core's perftest for now",
-                p.tool.name()
-            ));
-        }
         if p.test_method == TestMethod::All {
             return Some(" -c SRD: -a over SRD is not built in rperftest yet: give one size with -s".to_string());
         }
@@ -51,6 +48,31 @@ pub(super) fn srd_refusal(dev: &str, driver_id: u32, p: &Params) -> Option<Strin
     }
     let driver = providers::provider_name(driver_id).map_or_else(|| format!("driver id {driver_id}"), |n| format!("the {n} driver"));
     Some(format!(" -c SRD: device {dev} has no SRD (SRD is the transport of AWS EFA devices; {dev} is served by {driver}): use -c UD or -c RC"))
+}
+
+/// `-c SRD` with RDMA read or write, once the device is open: perftest 6.29's line (exit 1)
+/// where its caps (efadv's) lack the operation. perftest asks after the MTU exchange; we ask
+/// before connecting, so the peer is not left waiting on an exchange.
+pub(super) fn srd_rdma_refusal(p: &Params, caps: Option<SrdCaps>) -> Option<String> {
+    if p.connection != Connection::Srd {
+        return None;
+    }
+    let caps = caps.unwrap_or_default();
+    match p.verb {
+        params::Verb::Read if !caps.rdma_read => Some("Read verb is not supported with this EFA device".to_string()),
+        params::Verb::Write | params::Verb::WriteImm if !caps.rdma_write => {
+            Some("Write verb is not supported with this EFA device".to_string())
+        }
+        _ => None,
+    }
+}
+
+/// `-e` on a device whose CQs cannot report completion events (an EFA without CQ
+/// notifications in its caps): one line before connecting, where the first arm would fail.
+pub(super) fn events_refusal(p: &Params, dev: &str, cq_events: bool) -> Option<String> {
+    (p.use_event && !cq_events).then(|| {
+        format!(" -e: device {dev} cannot signal CQ events (its EFA caps have no CQ notifications): run without -e (the tools poll)")
+    })
 }
 
 pub(super) fn port_state_name(s: u32) -> &'static str {
@@ -167,9 +189,16 @@ pub(super) fn query_device<P: Provider>(p: &Params, ctx: &Arc<Context<P>>) -> Re
     if let Some(msg) = limits_problem(&name, p, &limits) {
         return Err(ToolError::new(1, msg));
     }
+    let srd = ctx.provider().srd_caps();
+    if let Some(line) = srd_rdma_refusal(p, srd) {
+        return Err(ToolError::new(1, line));
+    }
+    if let Some(line) = events_refusal(p, &name, ctx.provider().cq_events()) {
+        return Err(ToolError::new(1, line));
+    }
     // Mellanox (0x02c9) is in perftest's known-device table; rxe (vendor 0) is not.
     let known = attr.vendor_id == 0x02c9;
-    Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known, port2 })
+    Ok(DevFacts { name, attr, port, ethernet, gid_index, gid, known, port2, srd })
 }
 
 /// One port's attributes (must be ACTIVE), link layer and GID (index given with -x, else
@@ -331,12 +360,51 @@ mod tests {
         let efa = providers::efa::RDMA_DRIVER_EFA;
         assert_eq!(srd_refusal("rdmap0s6", efa, &send), None);
         assert_eq!(srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::SendLat, &["-c", "SRD"])), None);
-        let read = srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::ReadBw, &["-c", "SRD"])).unwrap();
-        assert!(read.starts_with(" -c SRD: ib_read_bw over SRD is not built"), "{read}");
+        assert_eq!(srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::ReadBw, &["-c", "SRD"])), None);
+        assert_eq!(srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::ReadLat, &["-c", "SRD"])), None);
+        assert_eq!(srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::WriteBw, &["-c", "SRD"])), None);
+        assert_eq!(srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::WriteLat, &["-c", "SRD", "--write_with_imm"])), None);
         let all = srd_refusal("rdmap0s6", efa, &crate::params::parsed(Tool::SendBw, &["-c", "SRD", "-a"])).unwrap();
         assert!(all.contains("-a over SRD"), "{all}");
-        for l in [rxe, read, all] {
+        for l in [rxe, all] {
             assert!(!l.contains('\n'));
         }
+    }
+
+    #[test]
+    fn srd_rdma_needs_the_devices_cap_as_perftest_checks_it() {
+        let read = crate::params::parsed(Tool::ReadBw, &["-c", "SRD"]);
+        let lat = crate::params::parsed(Tool::ReadLat, &["-c", "SRD"]);
+        let can = SrdCaps { rdma_read: true, rdma_write: false, max_rdma_size: 1 << 30 };
+        assert_eq!(srd_rdma_refusal(&read, Some(can)), None);
+        assert_eq!(srd_rdma_refusal(&lat, Some(can)), None);
+        let cannot = SrdCaps { rdma_read: false, ..can };
+        // perftest 6.29's line, word for word (check_mtu).
+        assert_eq!(srd_rdma_refusal(&read, Some(cannot)).unwrap(), "Read verb is not supported with this EFA device");
+        assert_eq!(srd_rdma_refusal(&lat, None).unwrap(), "Read verb is not supported with this EFA device");
+        // Sends need no cap; other transports are not asked.
+        assert_eq!(srd_rdma_refusal(&crate::params::parsed(Tool::SendBw, &["-c", "SRD"]), None), None);
+        assert_eq!(srd_rdma_refusal(&crate::params::parsed(Tool::ReadBw, &[]), None), None);
+        // Writes (and writes with immediate) need the write cap, as 6.29 built with rdma-core 46.
+        let write = crate::params::parsed(Tool::WriteBw, &["-c", "SRD"]);
+        let imm = crate::params::parsed(Tool::WriteLat, &["-c", "SRD", "--write_with_imm"]);
+        for w in [&write, &imm] {
+            assert_eq!(srd_rdma_refusal(w, Some(can)).unwrap(), "Write verb is not supported with this EFA device");
+            assert_eq!(srd_rdma_refusal(w, Some(SrdCaps { rdma_write: true, ..can })), None);
+        }
+        assert_eq!(srd_rdma_refusal(&read, Some(SrdCaps { rdma_write: true, ..cannot })).unwrap(), "Read verb is not supported with this EFA device");
+    }
+
+    #[test]
+    fn events_need_a_device_that_signals_them() {
+        let e = crate::params::parsed(Tool::SendBw, &["-c", "SRD", "-e"]);
+        let line = events_refusal(&e, "rdmap0s6", false).unwrap();
+        assert_eq!(
+            line,
+            " -e: device rdmap0s6 cannot signal CQ events (its EFA caps have no CQ notifications): run without -e (the tools poll)"
+        );
+        assert!(!line.contains('\n'));
+        assert_eq!(events_refusal(&e, "rdmap0s6", true), None);
+        assert_eq!(events_refusal(&crate::params::parsed(Tool::SendBw, &["-c", "SRD"]), "rdmap0s6", false), None);
     }
 }

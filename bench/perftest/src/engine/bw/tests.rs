@@ -342,3 +342,20 @@ fn xrc_every_send_names_its_targets_srqn() {
     run_duplex_send(&mut m, &c, &t, 64, posted, false, &AtomicBool::new(false)).unwrap();
     assert_eq!(m.remote_srqns(0), vec![7u32; 50].as_slice());
 }
+
+#[test]
+fn srd_read_bw_names_the_address_and_signals_every_read() {
+    // -c SRD (CQ moderation 1): every read is signaled and carries the AH, the peer's QPN and
+    // perftest's QKEY besides its rkey and cycling remote address.
+    let ud = uverbs::wr::UdDest { ah: 7, remote_qpn: 0x99, remote_qkey: 0x1111_1111 };
+    let mut m = Model::new(ModelSide::Sender, 2);
+    let t: Vec<QpTarget> = targets(&m, 2).into_iter().map(|t| QpTarget { ud: Some(ud), ..t }).collect();
+    let c = cfg(WrOpcode::RdmaRead, 300, 16, 1, 1);
+    let s = run_sender(&mut m, &c, &t, &AtomicBool::new(false)).unwrap();
+    assert_eq!(s.messages, 600);
+    for (q, tq) in t.iter().enumerate() {
+        assert_eq!((m.posted(q), m.signaled(q)), (300, 300));
+        assert!(m.ud_dests(q).iter().all(|d| *d == Some(ud)));
+        assert!(m.remote_addrs(q).iter().all(|&a| a >= tq.remote.addr && a < tq.remote.addr + 4096));
+    }
+}
