@@ -584,3 +584,34 @@ fn arming_reaches_the_device() {
         "arm all, rung on the first arm and after the poll"
     );
 }
+
+#[test]
+fn ud_goes_rts_to_rts_every_4m_wqes_and_keeps_sending() {
+    use providers::bnxt_re::hw::UD_QP_HW_STALL;
+    let mut f = Fabric::new(cfg(QpType::Ud, false));
+    let src = Buf::new(&mut f, 64);
+    let dst = Buf::new(&mut f, 64 * 8);
+    // Start three WQEs short of the count rather than post 4M.
+    f.qps[0].ud_wqes = UD_QP_HW_STALL - 3;
+    for iter in 0..8u64 {
+        post_recv(&mut f, 1, iter, &[dst.sge(iter as usize * 64, 64)]);
+        let sg = [src.sge(0, 16)];
+        let mut wr = SendWr::new(iter, WrOpcode::Send, &sg);
+        wr.flags = SendFlags::SIGNALED;
+        wr.ud = Some(UdDest {
+            ah: f.ah,
+            remote_qpn: f.qpn(1),
+            remote_qkey: QKEY,
+        });
+        post_send(&mut f, 0, wr);
+        f.run();
+        // Each iteration rings four doorbells (RQ, SQ, and the CQ of each poll): the modify
+        // after the third request follows two iterations and that one's RQ doorbell, and
+        // precedes its SQ doorbell.
+        let want: &[(usize, usize)] = if iter < 2 { &[] } else { &[(0, 4 * 2 + 1)] };
+        assert_eq!(f.rts_again, want, "after request {iter}");
+        assert_eq!(one(&mut f, 0).status, WcStatus::Success, "{iter}");
+        assert_eq!(one(&mut f, 1).byte_len, GRH as u32 + 16, "{iter}");
+    }
+    assert_eq!(f.qps[0].ud_wqes, 5, "counting again after the modify");
+}

@@ -5,8 +5,10 @@
 //! high word the queue id (20 bits) and the queue type (bits 28..32). rdma-core 44 has no
 //! epoch or toggle bits in it (the kernel uAPI of that age has no toggle page either).
 //!
-//! [`Page`] is the MMIO layer: [`MmapPage`] on a device, [`RecordingPage`] in tests (heap
-//! memory that logs every doorbell).
+//! [`Page`] is the device-access layer of the data path: [`MmapPage`] on a device,
+//! [`RecordingPage`] in tests (heap memory that logs every doorbell). Besides the doorbells it
+//! issues the one command a post may need, libbnxt_re's UD "RTS to RTS" (see [`Page::rts_again`]),
+//! so that tests can see it where a real kernel would act on it.
 
 use std::sync::Mutex;
 
@@ -26,6 +28,23 @@ pub trait Page: Send + Sync + Sized + 'static {
     fn ring(&self, off: usize, v: u64);
     /// One 32-bit little-endian load at `off` (the shared page's AH id).
     fn read32(&self, off: usize) -> u32;
+    /// MODIFY_QP of the kernel's QP `qp_handle` to RTS with nothing else in the mask (a UD QP
+    /// in RTS stays there): libbnxt_re's workaround for a hardware stall, issued every
+    /// [`super::hw::UD_QP_HW_STALL`] UD send WQEs. Called on the doorbell page.
+    fn rts_again(&self, fd: &SharedFd, qp_handle: u32) -> Result<()> {
+        let req = uverbs::sys::ModifyQp {
+            qp_handle,
+            attr_mask: uverbs::sys::qp_attr::STATE,
+            qp_state: uverbs::provider::QpState::Rts as u8,
+            ..Default::default()
+        };
+        let cmd = uverbs::cmd::Cmd {
+            fd: std::os::fd::AsFd::as_fd(&**fd),
+            transport: uverbs::cmd::Transport::Write,
+            driver_id: uverbs::sys::RDMA_DRIVER_BNXT_RE,
+        };
+        uverbs::cmd::modify_qp(&cmd, &req)
+    }
 }
 
 /// The real page.
@@ -100,12 +119,20 @@ pub struct RecordingPage {
     pub offset: u64,
     words: Mutex<Vec<u32>>,
     log: Mutex<Vec<u64>>,
+    /// RTS→RTS modifies asked for: the QP handle, and how many doorbells were rung before.
+    modifies: Mutex<Vec<(u32, usize)>>,
+    rung: Mutex<usize>,
 }
 
 impl RecordingPage {
     /// The doorbells rung so far, oldest first, and forget them.
     pub fn take(&self) -> Vec<u64> {
         std::mem::take(&mut *self.log.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+    /// The RTS→RTS modifies asked for so far (QP handle, doorbells rung before it), and
+    /// forget them.
+    pub fn take_modifies(&self) -> Vec<(u32, usize)> {
+        std::mem::take(&mut *self.modifies.lock().unwrap_or_else(|e| e.into_inner()))
     }
     /// Play the kernel: put `v` at `off` (the AH id).
     pub fn set32(&self, off: usize, v: u32) {
@@ -119,10 +146,21 @@ impl Page for RecordingPage {
             offset,
             words: Mutex::new(vec![0; len / 4]),
             log: Mutex::default(),
+            modifies: Mutex::default(),
+            rung: Mutex::default(),
         })
     }
     fn ring(&self, _off: usize, v: u64) {
         self.log.lock().unwrap_or_else(|e| e.into_inner()).push(v);
+        *self.rung.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    }
+    fn rts_again(&self, _fd: &SharedFd, qp_handle: u32) -> Result<()> {
+        let rung = *self.rung.lock().unwrap_or_else(|e| e.into_inner());
+        self.modifies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((qp_handle, rung));
+        Ok(())
     }
     fn read32(&self, off: usize) -> u32 {
         self.words
@@ -137,6 +175,38 @@ impl Page for RecordingPage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A page that keeps `Page`'s own `rts_again`, the one a device gets.
+    struct Plain;
+    impl Page for Plain {
+        fn map(_: &SharedFd, _: u64, _: usize, _: &str) -> Result<Self> {
+            Ok(Plain)
+        }
+        fn ring(&self, _: usize, _: u64) {}
+        fn read32(&self, _: usize) -> u32 {
+            0
+        }
+    }
+
+    #[test]
+    fn rts_again_writes_modify_qp_with_the_state_alone() {
+        use std::io::Read;
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let fd: SharedFd = std::sync::Arc::new(a.into());
+        Plain.rts_again(&fd, 0x1234).unwrap();
+        let mut got = vec![0u8; 120];
+        b.read_exact(&mut got).unwrap();
+        // `struct ib_uverbs_cmd_hdr`: MODIFY_QP (26), 120 bytes in, nothing out; then
+        // `struct ib_uverbs_modify_qp`: qp_handle at 64, attr_mask at 68 (IBV_QP_STATE),
+        // qp_state at 96 (IBV_QPS_RTS), everything else zero.
+        let mut want = vec![0u8; 120];
+        want[0..4].copy_from_slice(&26u32.to_le_bytes());
+        want[4..6].copy_from_slice(&30u16.to_le_bytes());
+        want[8 + 64..8 + 68].copy_from_slice(&0x1234u32.to_le_bytes());
+        want[8 + 68] = 1;
+        want[8 + 96] = 3;
+        assert_eq!(got, want);
+    }
 
     #[test]
     fn doorbell_words() {

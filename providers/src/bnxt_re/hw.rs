@@ -93,6 +93,10 @@ pub mod dbtype {
     pub const CQ_ARMALL: u32 = 0x6;
 }
 
+/// UD send WQEs after which libbnxt_re moves the QP from RTS to RTS, working around a hardware
+/// stall (`BNXT_RE_UD_QP_HW_STALL`, 4M).
+pub const UD_QP_HW_STALL: u32 = 0x40_0000;
+
 /// Offset of the AH's id in the context's shared page (`BNXT_RE_AVID_OFFT`).
 pub const SHPG_AVID_OFF: usize = 0x10;
 

@@ -35,6 +35,8 @@
 //!   completes successfully); a UD AH the model did not make with LOC_QP_OP. A QP in error stops:
 //!   the model consumes nothing more of it and writes no flush entries, which is the provider's
 //!   software flush to complete (as libbnxt_re does).
+//! - The MODIFY_QP to RTS a post issues on its own (libbnxt_re's UD hardware-stall workaround)
+//!   is noted with the QP it names and the doorbells rung before it; the QP stays in RTS.
 
 use providers::bnxt_re::db::RecordingPage;
 use providers::bnxt_re::{Bnxt, BnxtCq, BnxtQp, BnxtSrq};
@@ -150,6 +152,9 @@ pub struct Fabric {
     dsrq: Option<DevSrq>,
     /// Registered memory: (start, length, key).
     mrs: Vec<(u64, u64, u32)>,
+    /// RTS→RTS modifies the provider issued: (QP index, doorbells rung before it in all).
+    pub rts_again: Vec<(usize, usize)>,
+    doorbells: usize,
 }
 
 fn uctx(variable: bool) -> Vec<u8> {
@@ -207,6 +212,8 @@ impl Fabric {
             dcq: vec![],
             dsrq: None,
             mrs: vec![],
+            rts_again: vec![],
+            doorbells: 0,
         };
         if let Some(max_wr) = cfg.srq {
             f.create_srq(max_wr, cfg.caps.max_recv_sge);
@@ -382,7 +389,15 @@ impl Fabric {
     }
 
     fn take_doorbells(&mut self) {
-        for v in self.ctx.doorbell_page().unwrap().take() {
+        let page = self.ctx.doorbell_page().unwrap();
+        for (handle, before) in page.take_modifies() {
+            let q = self.dev.iter().position(|d| d.qpid == handle);
+            let q = q.unwrap_or_else(|| panic!("MODIFY_QP of QP handle {handle:#x}, not ours"));
+            self.rts_again.push((q, before));
+        }
+        let dbs = page.take();
+        self.doorbells += dbs.len();
+        for v in dbs {
             let (indx, qid, typ) = (
                 (v & 0xf_ffff) as u32,
                 (v >> 32) as u32 & 0xf_ffff,
