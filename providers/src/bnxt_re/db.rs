@@ -2,8 +2,10 @@
 //! offset from ALLOC_PD) and the shared page (offset 0, where the kernel leaves a new AH's id).
 //!
 //! A doorbell is one 64-bit little-endian store: the low word the queue index (20 bits), the
-//! high word the queue id (20 bits) and the queue type (bits 28..32). rdma-core 44 has no
-//! epoch or toggle bits in it (the kernel uAPI of that age has no toggle page either).
+//! high word the queue id (20 bits) and the queue type (bits 28..32), as rdma-core 44 writes it
+//! for every chip. Gen P7 (Thor 2) chips get rdma-core 50's format ([`doorbell_p7`]): epoch,
+//! toggle and valid bits besides, and a CQ's toggle page ([`Page::toggle_mem`]) that the kernel
+//! offers for those chips only. No byte oracle covers that format (libbnxt_re 44 predates it).
 //!
 //! [`Page`] is the device-access layer of the data path: [`MmapPage`] on a device,
 //! [`RecordingPage`] in tests (heap memory that logs every doorbell). Besides the doorbells it
@@ -19,6 +21,34 @@ use uverbs::provider::SharedFd;
 pub fn doorbell(indx: u32, qid: u32, typ: u32) -> u64 {
     let hi = (qid & 0xf_ffff) | (typ & 0xf) << 28;
     (indx & 0xf_ffff) as u64 | (hi as u64) << 32
+}
+
+/// The gen P7 doorbell: `epoch` the queue's epoch bit, `toggle` the CQ toggle (arms only, 0
+/// otherwise), and the valid bit set.
+pub fn doorbell_p7(indx: u32, epoch: bool, toggle: u32, qid: u32, typ: u32) -> u64 {
+    use super::hw::{DB_EPOCH_SHIFT, DB_TOGGLE_SHIFT, DB_VALID_SHIFT};
+    let lo = (indx & 0xff_ffff) | u32::from(epoch) << DB_EPOCH_SHIFT | toggle << DB_TOGGLE_SHIFT;
+    let hi = (qid & 0xf_ffff) | 1 << DB_VALID_SHIFT | (typ & 0xf) << 28;
+    lo as u64 | (hi as u64) << 32
+}
+
+/// GET_TOGGLE_MEM as libbnxt_re 50 calls it: the new handle, the resource type and id, then
+/// the mmap offset (8 bytes), length and offset in the page (4 each).
+fn toggle_mem_method<'a>(ty: &'a [u8], id: &'a [u8]) -> uverbs::cmd::DriverMethod<'a> {
+    use super::abi::toggle_mem as t;
+    uverbs::cmd::DriverMethod {
+        name: "bnxt_re GET_TOGGLE_MEM",
+        object: t::OBJECT,
+        method: t::METHOD,
+        idr_new: Some(t::ATTR_HANDLE),
+        idr_in: None,
+        ins: vec![(t::ATTR_TYPE, ty), (t::ATTR_RES_ID, id)],
+        outs: vec![
+            (t::ATTR_MMAP_PAGE, 8),
+            (t::ATTR_MMAP_LENGTH, 4),
+            (t::ATTR_MMAP_OFFSET, 4),
+        ],
+    }
 }
 
 /// A page mapped from the uverbs fd.
@@ -44,6 +74,30 @@ pub trait Page: Send + Sync + Sized + 'static {
             driver_id: uverbs::sys::RDMA_DRIVER_BNXT_RE,
         };
         uverbs::cmd::modify_qp(&cmd, &req)
+    }
+    /// GET_TOGGLE_MEM for CQ `cqid` (the kernel offered its toggle page at CREATE_CQ): the
+    /// mmap offset and length of the page. The kernel's toggle-mem object lives as long as the
+    /// context, as with libbnxt_re (which never releases it either).
+    fn toggle_mem(fd: &SharedFd, cqid: u32) -> Result<(u64, usize)> {
+        let (ty, id) = (
+            super::abi::toggle_mem::TYPE_CQ.to_le_bytes(),
+            cqid.to_le_bytes(),
+        );
+        let m = toggle_mem_method(&ty, &id);
+        let fd = std::os::fd::AsFd::as_fd(&**fd);
+        let r = uverbs::cmd::driver_method(fd, uverbs::sys::RDMA_DRIVER_BNXT_RE, &m)?;
+        if let Some(e) = r.errno {
+            return Err(uverbs::cmd::command_error("bnxt_re GET_TOGGLE_MEM", e));
+        }
+        let off = u64::from_le_bytes(r.outs[0][..8].try_into().unwrap_or([0; 8]));
+        let len = u32::from_le_bytes(r.outs[1][..4].try_into().unwrap_or([0; 4])) as usize;
+        if !(4..=1 << 21).contains(&len) {
+            return Err(Error::msg(
+                "bnxt_re GET_TOGGLE_MEM",
+                format!("a toggle page of {len} bytes"),
+            ));
+        }
+        Ok((off, len))
     }
 }
 
@@ -114,6 +168,9 @@ impl Drop for MmapPage {
     }
 }
 
+/// Where [`RecordingPage`]'s GET_TOGGLE_MEM puts a CQ's toggle page (its `offset`).
+pub const RECORDED_TOGGLE_BASE: u64 = 0x7_0000_0000;
+
 /// A page in heap memory that records every doorbell (tests, the oracle comparison).
 pub struct RecordingPage {
     pub offset: u64,
@@ -153,6 +210,10 @@ impl Page for RecordingPage {
     fn ring(&self, _off: usize, v: u64) {
         self.log.lock().unwrap_or_else(|e| e.into_inner()).push(v);
         *self.rung.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    }
+    /// Plays the kernel: the toggle page of CQ `cqid` at an offset of its own.
+    fn toggle_mem(_fd: &SharedFd, cqid: u32) -> Result<(u64, usize)> {
+        Ok((RECORDED_TOGGLE_BASE | u64::from(cqid) << 12, 4096))
     }
     fn rts_again(&self, _fd: &SharedFd, qp_handle: u32) -> Result<()> {
         let rung = *self.rung.lock().unwrap_or_else(|e| e.into_inner());
@@ -206,6 +267,53 @@ mod tests {
         want[8 + 68] = 1;
         want[8 + 96] = 3;
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn get_toggle_mem_is_encoded_as_the_kernel_declares_it() {
+        let (ty, id) = (0u64.to_le_bytes(), 0x42u32.to_le_bytes());
+        let m = toggle_mem_method(&ty, &id);
+        let b = uverbs::cmd::encode_driver_method(6, &m, &[], &[0xa000, 0xb000, 0xc000]).unwrap();
+        let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+        // `struct ib_uverbs_ioctl_hdr`: length, object, method, attribute count; driver id.
+        assert_eq!(
+            (u16_at(0) as usize, u16_at(2), u16_at(4), u16_at(6)),
+            (b.len(), 0x1002, 0x1000, 6)
+        );
+        assert_eq!(u32::from_le_bytes(b[16..20].try_into().unwrap()), 6);
+        // Each `struct ib_uverbs_attr`: id, length, then the data (inline when 8 bytes or less).
+        let attrs: Vec<(u16, u16, u64)> = (0..6)
+            .map(|i| 24 + 16 * i)
+            .map(|o| (u16_at(o), u16_at(o + 2), u64_at(o + 8)))
+            .collect();
+        assert_eq!(
+            attrs[1..],
+            [
+                (0x1001, 8, 0),
+                (0x1002, 4, 0x42),
+                (0x1003, 8, 0xa000),
+                (0x1005, 4, 0xb000),
+                (0x1004, 4, 0xc000)
+            ]
+        );
+        assert_eq!(attrs[0].0, 0x1000, "the new toggle-mem handle first");
+    }
+
+    #[test]
+    fn gen_p7_doorbells_carry_epoch_toggle_and_valid() {
+        // rdma-core 50's bnxt_re_init_db_hdr: index | epoch << 24 | toggle << 25; qid, valid
+        // bit 26 and type << 28 in the high word.
+        assert_eq!(
+            doorbell_p7(0x12345, false, 0, 0x400, 0),
+            0x0400_0400_0001_2345
+        );
+        assert_eq!(doorbell_p7(8, true, 0, 7, 0), 0x0400_0007_0100_0008);
+        assert_eq!(doorbell_p7(3, true, 2, 7, 6), 0x6400_0007_0500_0003);
+        assert_eq!(
+            doorbell_p7(0xfff_ffff, false, 0, 0xfff_ffff, 0xff),
+            0xf40f_ffff_00ff_ffff
+        );
     }
 
     #[test]

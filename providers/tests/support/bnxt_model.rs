@@ -35,6 +35,11 @@
 //!   completes successfully); a UD AH the model did not make with LOC_QP_OP. A QP in error stops:
 //!   the model consumes nothing more of it and writes no flush entries, which is the provider's
 //!   software flush to complete (as libbnxt_re does).
+//! - Doorbells: on the 44-era chips, nothing beyond the 20-bit index, id and type; on Thor 2
+//!   (BCM57608) rdma-core 50's format: the valid bit, the queue's epoch (which the model tracks
+//!   itself: it flips when a producer index, or a CQ's consumer index, comes back below the
+//!   last), and in CQ arms the toggle the model, playing the kernel, last left in the CQ's
+//!   toggle page (a new one, counting modulo 4, at each completion event of an armed CQ).
 //! - The MODIFY_QP to RTS a post issues on its own (libbnxt_re's UD hardware-stall workaround)
 //!   is noted with the QP it names and the doorbells rung before it; the QP stays in RTS.
 
@@ -85,6 +90,9 @@ pub struct Config {
     pub cq_entries: u32,
     /// Variable WQE mode on a Thor chip (BCM57508), or static mode on a BCM57414.
     pub variable: bool,
+    /// A Thor 2 chip (BCM57608, variable mode) instead: rdma-core 50's doorbells (epoch,
+    /// toggle, valid bit) and a toggle page per CQ.
+    pub p7: bool,
     /// One SRQ of this many entries that every QP receives from.
     pub srq: Option<u32>,
 }
@@ -109,6 +117,9 @@ struct DevQp {
     rq: Option<(u32, u32)>,
     rq_cons: u32,
     rq_prod: u32,
+    /// The epochs the producer's doorbells must carry (Thor 2).
+    sq_epoch: bool,
+    rq_epoch: bool,
     err: bool,
 }
 
@@ -119,6 +130,10 @@ struct DevCq {
     consumed: u64,
     head: u32,
     armed: Option<u32>,
+    epoch: bool,
+    /// What the kernel last left in the CQ's toggle page (Thor 2), and the events so far.
+    toggle: u32,
+    events: u32,
 }
 
 struct DevSrq {
@@ -126,6 +141,7 @@ struct DevSrq {
     depth: u32,
     cons: u32,
     prod: u32,
+    epoch: bool,
 }
 
 /// A receive the device took: where its data goes, what to tell.
@@ -142,11 +158,12 @@ enum Fail {
 
 pub struct Fabric {
     pub ctx: Ctx,
-    pub cqs: Vec<BnxtCq>,
+    pub cqs: Vec<BnxtCq<RecordingPage>>,
     pub qps: Vec<BnxtQp>,
     pub srq: Option<BnxtSrq>,
     pub ah: u32,
     variable: bool,
+    p7: bool,
     dev: Vec<DevQp>,
     dcq: Vec<DevCq>,
     dsrq: Option<DevSrq>,
@@ -157,13 +174,17 @@ pub struct Fabric {
     doorbells: usize,
 }
 
-fn uctx(variable: bool) -> Vec<u8> {
+fn uctx(variable: bool, p7: bool) -> Vec<u8> {
     let mut u = vec![0u8; 48];
     u[8..12].copy_from_slice(&4096u32.to_le_bytes());
     u[12..16].copy_from_slice(&32u32.to_le_bytes());
     u[16..20].copy_from_slice(&65535u32.to_le_bytes());
     u[24] = if variable { 3 } else { 1 };
-    let chip: u32 = if variable { 0x1750 } else { 0x16d7 };
+    let chip: u32 = match (p7, variable) {
+        (true, _) => 0x1760,
+        (false, true) => 0x1750,
+        (false, false) => 0x16d7,
+    };
     u[32..36].copy_from_slice(&chip.to_le_bytes());
     u[40] = variable as u8;
     u
@@ -198,7 +219,8 @@ impl Fabric {
             driver_id: 6,
             driver_abi: 1,
         };
-        let ctx = Ctx::new_context(dev_null(), &dev, &uctx(cfg.variable), &()).unwrap();
+        let ctx =
+            Ctx::new_context(dev_null(), &dev, &uctx(cfg.variable || cfg.p7, cfg.p7), &()).unwrap();
         let pd = [1u32, 5, 0x5000, 0].map(u32::to_le_bytes).concat();
         assert_eq!(ctx.pd_number(&pd).unwrap(), Some(1));
         let mut f = Fabric {
@@ -207,7 +229,8 @@ impl Fabric {
             qps: vec![],
             srq: None,
             ah: 0,
-            variable: cfg.variable,
+            variable: cfg.variable || cfg.p7,
+            p7: cfg.p7,
             dev: vec![],
             dcq: vec![],
             dsrq: None,
@@ -235,7 +258,10 @@ impl Fabric {
     fn create_cq(&mut self, entries: u32) {
         let (prep, cqe, ud) = self.ctx.prepare_cq(entries).unwrap();
         let cqid = 0x40 + self.cqs.len() as u32;
-        let resp = [cqid, 0, 1, 0].map(u32::to_le_bytes).concat();
+        // Thor 2: the comp_mask offers the toggle page, as newer kernels do for those chips.
+        let resp = [cqid, 0, 1, 0, self.p7 as u32, 0]
+            .map(u32::to_le_bytes)
+            .concat();
         let cq = self
             .ctx
             .finish_cq(prep, &CqCreated { handle: cqid, cqe }, &resp)
@@ -245,6 +271,12 @@ impl Fabric {
             cq.buf().addr(),
             "CREATE_CQ names the ring"
         );
+        assert_eq!(ud.resp_len, 24, "room for the comp_mask of newer kernels");
+        assert_eq!(
+            cq.toggle_page().is_some(),
+            self.p7,
+            "a toggle page where offered"
+        );
         self.dcq.push(DevCq {
             cqid,
             depth: cq.depth,
@@ -252,6 +284,9 @@ impl Fabric {
             consumed: 0,
             head: 0,
             armed: None,
+            epoch: false,
+            toggle: 0,
+            events: 0,
         });
         self.cqs.push(cq);
     }
@@ -279,6 +314,7 @@ impl Fabric {
             depth: s.geom.depth,
             cons: 0,
             prod: 0,
+            epoch: false,
         });
         self.srq = Some(s);
     }
@@ -336,6 +372,8 @@ impl Fabric {
             rq: qp.rq.map(|g| (g.depth, g.max_slots)),
             rq_cons: 0,
             rq_prod: 0,
+            sq_epoch: false,
+            rq_epoch: false,
             err: false,
         });
         self.qps.push(qp);
@@ -354,6 +392,10 @@ impl Fabric {
     /// The arm the last CQ doorbell of CQ `c` asked for (the `dbtype` of an arm).
     pub fn armed(&self, c: usize) -> Option<u32> {
         self.dcq[c].armed
+    }
+    /// Completion events of CQ `c`: completions written while it was armed.
+    pub fn events(&self, c: usize) -> u32 {
+        self.dcq[c].events
     }
 
     /// Register `b` (the test keeps it alive and does not touch it while the device runs);
@@ -398,63 +440,134 @@ impl Fabric {
         let dbs = page.take();
         self.doorbells += dbs.len();
         for v in dbs {
-            let (indx, qid, typ) = (
-                (v & 0xf_ffff) as u32,
-                (v >> 32) as u32 & 0xf_ffff,
-                (v >> 60) as u32,
-            );
-            match typ {
-                0 | 1 => {
-                    let q = self
-                        .dev
-                        .iter()
-                        .position(|d| d.qpid == qid)
-                        .unwrap_or_else(|| {
-                            panic!("doorbell for QP {qid:#x}, which the device does not have")
-                        });
-                    let d = &mut self.dev[q];
-                    if typ == 0 {
-                        assert!(
-                            indx * d.sq_step < d.sq_depth,
-                            "SQ doorbell index {indx} beyond the ring"
-                        );
-                        d.sq_prod = indx * d.sq_step;
-                    } else {
-                        let (depth, step) = d.rq.expect("RQ doorbell for a QP with an SRQ");
-                        assert!(
-                            indx * step < depth,
-                            "RQ doorbell index {indx} beyond the ring"
-                        );
-                        d.rq_prod = indx * step;
-                    }
-                }
+            let db = self.decode_db(v);
+            match db.typ {
+                0 | 1 => self.qp_doorbell(&db),
                 2 => {
                     let s = self.dsrq.as_mut().expect("SRQ doorbell without an SRQ");
-                    assert_eq!(s.srqid, qid);
-                    assert!(indx < s.depth, "SRQ doorbell index {indx} beyond the ring");
-                    s.prod = indx;
-                }
-                4..=6 => {
-                    let c = self
-                        .dcq
-                        .iter_mut()
-                        .find(|c| c.cqid == qid)
-                        .unwrap_or_else(|| {
-                            panic!("doorbell for CQ {qid:#x}, which the device does not have")
-                        });
-                    assert!(indx < c.depth, "CQ doorbell index {indx} beyond the ring");
-                    c.consumed += ((indx + c.depth - c.head) % c.depth) as u64;
-                    c.head = indx;
+                    assert_eq!(s.srqid, db.qid);
                     assert!(
-                        c.consumed <= c.produced,
-                        "the provider consumed CQEs the device never wrote"
+                        db.indx < s.depth,
+                        "SRQ doorbell index {} beyond the ring",
+                        db.indx
                     );
-                    c.armed = (typ != 4).then_some(typ).or(c.armed);
+                    check_epoch(self.p7, &mut s.epoch, s.prod, db.indx, &db);
+                    s.prod = db.indx;
                 }
+                4..=6 => self.cq_doorbell(&db),
                 t => panic!("doorbell of unknown type {t}: {v:#018x}"),
             }
         }
     }
+
+    /// Split a doorbell, checking its format: rdma-core 44's (nothing beyond the 20-bit index,
+    /// id and type), or on Thor 2 rdma-core 50's (epoch, toggle, valid bit).
+    fn decode_db(&self, v: u64) -> Db {
+        let (lo, hi) = (v as u32, (v >> 32) as u32);
+        let (qid, typ) = (hi & 0xf_ffff, hi >> 28);
+        if !self.p7 {
+            assert_eq!(lo >> 20, 0, "{v:#018x}: bits beyond the index");
+            assert_eq!(
+                hi & 0x0ff0_0000,
+                0,
+                "{v:#018x}: bits between the id and the type"
+            );
+            return Db {
+                indx: lo,
+                epoch: false,
+                toggle: 0,
+                qid,
+                typ,
+            };
+        }
+        assert_eq!(
+            hi & 0x0ff0_0000,
+            0x0400_0000,
+            "{v:#018x}: the valid bit alone"
+        );
+        Db {
+            indx: lo & 0xff_ffff,
+            epoch: lo >> 24 & 1 != 0,
+            toggle: lo >> 25,
+            qid,
+            typ,
+        }
+    }
+
+    fn qp_doorbell(&mut self, db: &Db) {
+        let q = self.dev.iter().position(|d| d.qpid == db.qid);
+        let q = q.unwrap_or_else(|| panic!("doorbell for QP {:#x}, not the device's", db.qid));
+        let d = &mut self.dev[q];
+        assert_eq!(db.toggle, 0, "a toggle outside a CQ arm");
+        if db.typ == 0 {
+            let at = db.indx * d.sq_step;
+            assert!(
+                at < d.sq_depth,
+                "SQ doorbell index {} beyond the ring",
+                db.indx
+            );
+            check_epoch(self.p7, &mut d.sq_epoch, d.sq_prod, at, db);
+            d.sq_prod = at;
+        } else {
+            let (depth, step) = d.rq.expect("RQ doorbell for a QP with an SRQ");
+            let at = db.indx * step;
+            assert!(at < depth, "RQ doorbell index {} beyond the ring", db.indx);
+            check_epoch(self.p7, &mut d.rq_epoch, d.rq_prod, at, db);
+            d.rq_prod = at;
+        }
+    }
+
+    fn cq_doorbell(&mut self, db: &Db) {
+        let p7 = self.p7;
+        let c = self.dcq.iter_mut().find(|c| c.cqid == db.qid);
+        let c = c.unwrap_or_else(|| panic!("doorbell for CQ {:#x}, not the device's", db.qid));
+        assert!(
+            db.indx < c.depth,
+            "CQ doorbell index {} beyond the ring",
+            db.indx
+        );
+        check_epoch(p7, &mut c.epoch, c.head, db.indx, db);
+        c.consumed += ((db.indx + c.depth - c.head) % c.depth) as u64;
+        c.head = db.indx;
+        assert!(
+            c.consumed <= c.produced,
+            "the provider consumed CQEs the device never wrote"
+        );
+        if db.typ == 4 {
+            assert_eq!(db.toggle, 0, "a toggle in a CQ consumer doorbell");
+        } else {
+            assert_eq!(
+                db.toggle, c.toggle,
+                "an arm carries the toggle the kernel left"
+            );
+            c.armed = Some(db.typ);
+        }
+    }
+}
+
+/// A doorbell, split.
+struct Db {
+    indx: u32,
+    epoch: bool,
+    toggle: u32,
+    qid: u32,
+    typ: u32,
+}
+
+/// Thor 2: the queue's epoch flips when its index wraps (the new index below the old), and the
+/// doorbell must carry it.
+fn check_epoch(p7: bool, epoch: &mut bool, old: u32, new: u32, db: &Db) {
+    if !p7 {
+        return;
+    }
+    if new < old {
+        *epoch = !*epoch;
+    }
+    assert_eq!(
+        db.epoch, *epoch,
+        "type {} queue {:#x} at {new}: epoch",
+        db.typ, db.qid
+    );
 }
 
 // ---- executing a send WQE ----------------------------------------------------------------------
@@ -799,6 +912,14 @@ impl Fabric {
         );
         let n = dc.produced;
         dc.produced += 1;
+        if dc.armed.take().is_some() {
+            // The event: on Thor 2 the kernel leaves the next toggle in the CQ's page.
+            dc.events += 1;
+            dc.toggle = (dc.toggle + 1) & 3;
+            if let Some(t) = self.cqs[c].toggle_page() {
+                t.set32(0, dc.toggle);
+            }
+        }
         let phase = 1 ^ ((n / dc.depth as u64) & 1) as u32;
         let mut e = [0u8; 32];
         e[..24].copy_from_slice(&body);
