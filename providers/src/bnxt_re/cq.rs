@@ -112,7 +112,7 @@ impl<P: Page> Bnxt<P> {
         let toggle = if r.toggle_page {
             // The kernel offers the page only where the chip needs it in arm doorbells.
             let (off, len) = P::toggle_mem(&self.fd, r.cqid)?;
-            Some(P::map(&self.fd, off, len, "CQ toggle page")?)
+            Some(P::map_read_only(&self.fd, off, len, "CQ toggle page")?)
         } else {
             None
         };

@@ -54,6 +54,11 @@ fn toggle_mem_method<'a>(ty: &'a [u8], id: &'a [u8]) -> uverbs::cmd::DriverMetho
 /// A page mapped from the uverbs fd.
 pub trait Page: Send + Sync + Sized + 'static {
     fn map(fd: &SharedFd, offset: u64, len: usize, what: &str) -> Result<Self>;
+    /// Map a page the kernel refuses to map writable (a CQ's toggle page: EFAULT otherwise);
+    /// only [`Page::read32`] may be used on it.
+    fn map_read_only(fd: &SharedFd, offset: u64, len: usize, what: &str) -> Result<Self> {
+        Self::map(fd, offset, len, what)
+    }
     /// Ring: one untorn 64-bit store at `off`, after every earlier store to queue memory.
     fn ring(&self, off: usize, v: u64);
     /// One 32-bit little-endian load at `off` (the shared page's AH id).
@@ -113,15 +118,15 @@ unsafe impl Send for MmapPage {}
 // SAFETY: see above.
 unsafe impl Sync for MmapPage {}
 
-impl Page for MmapPage {
-    fn map(fd: &SharedFd, offset: u64, len: usize, what: &str) -> Result<Self> {
+impl MmapPage {
+    fn map_prot(fd: &SharedFd, offset: u64, len: usize, what: &str, prot: i32) -> Result<Self> {
         use std::os::fd::AsRawFd;
         // SAFETY: a shared mapping of the device file at the offset the kernel gave; checked.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
+                prot,
                 libc::MAP_SHARED,
                 fd.as_raw_fd(),
                 offset as libc::off_t,
@@ -133,6 +138,15 @@ impl Page for MmapPage {
             )));
         }
         Ok(MmapPage { ptr: p.cast(), len })
+    }
+}
+
+impl Page for MmapPage {
+    fn map(fd: &SharedFd, offset: u64, len: usize, what: &str) -> Result<Self> {
+        Self::map_prot(fd, offset, len, what, libc::PROT_READ | libc::PROT_WRITE)
+    }
+    fn map_read_only(fd: &SharedFd, offset: u64, len: usize, what: &str) -> Result<Self> {
+        Self::map_prot(fd, offset, len, what, libc::PROT_READ)
     }
 
     fn ring(&self, off: usize, v: u64) {
@@ -267,6 +281,21 @@ mod tests {
         want[8 + 68] = 1;
         want[8 + 96] = 3;
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_toggle_page_is_mapped_read_only() {
+        // The kernel fails a writable mapping of a toggle page with EFAULT.
+        let fd: SharedFd = std::sync::Arc::new(std::fs::File::open("/dev/zero").unwrap().into());
+        let p = MmapPage::map_read_only(&fd, 0, 4096, "toggle page").unwrap();
+        assert_eq!(p.read32(0), 0);
+        let start = format!("{:x}-", p.ptr as usize);
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let line = maps
+            .lines()
+            .find(|l| l.starts_with(&start))
+            .expect("the mapping");
+        assert!(line.split_whitespace().nth(1) == Some("r--s"), "{line}");
     }
 
     #[test]
