@@ -64,8 +64,8 @@ pub trait Page: Send + Sync + Sized + 'static {
     /// One 32-bit little-endian load at `off` (the shared page's AH id).
     fn read32(&self, off: usize) -> u32;
     /// MODIFY_QP of the kernel's QP `qp_handle` to RTS with nothing else in the mask (a UD QP
-    /// in RTS stays there): libbnxt_re's workaround for a hardware stall, issued every
-    /// [`super::hw::UD_QP_HW_STALL`] UD send WQEs. Called on the doorbell page.
+    /// in RTS stays there): libbnxt_re's workaround for a hardware stall of chips before Thor,
+    /// issued every [`super::hw::UD_QP_HW_STALL`] UD send WQEs. Called on the doorbell page.
     fn rts_again(&self, fd: &SharedFd, qp_handle: u32) -> Result<()> {
         let req = uverbs::sys::ModifyQp {
             qp_handle,
