@@ -11,8 +11,11 @@ pub const ABI_VERSION: u32 = 1;
 pub const UCTX_RESP_LEN: usize = 48;
 /// `struct bnxt_re_pd_resp` (packed: `pdid`, `dpi`, `dbr`).
 pub const PD_RESP_LEN: usize = 16;
-/// `struct bnxt_re_cq_resp`.
+/// `struct bnxt_re_cq_resp` of the kernel uAPI this was first written against (6.1).
 pub const CQ_RESP_LEN: usize = 16;
+/// `struct bnxt_re_cq_resp` of newer kernels (6.8 on): `comp_mask` after the 16 bytes. We ask
+/// for this much; an older kernel writes its 16 and the mask reads as zero.
+pub const CQ_RESP_V2_LEN: usize = 24;
 /// `struct bnxt_re_qp_resp`.
 pub const QP_RESP_LEN: usize = 8;
 /// `struct bnxt_re_srq_resp`.
@@ -47,6 +50,8 @@ pub mod obj {
     /// `bnxt_re_cq_resp.tail`, `.phase`.
     pub const CQ_TAIL: usize = 4;
     pub const CQ_PHASE: usize = 8;
+    /// `bnxt_re_cq_resp.comp_mask` (newer kernels only).
+    pub const CQ_COMP_MASK: usize = 16;
 }
 /// `sizeof` of the requests.
 pub const CQ_REQ_LEN: usize = 16;
@@ -56,6 +61,27 @@ pub const SRQ_REQ_LEN: usize = 16;
 /// `BNXT_RE_UCNTX_CMASK_HAVE_CCTX`, `_HAVE_MODE`.
 pub const CMASK_HAVE_CCTX: u64 = 0x1;
 pub const CMASK_HAVE_MODE: u64 = 0x2;
+/// `BNXT_RE_UCNTX_CMASK_MSN_TABLE_ENABLED` (newer kernels): the SQ's PSN area is an MSN table,
+/// a format this provider does not write.
+pub const CMASK_MSN_TABLE_ENABLED: u64 = 0x40;
+/// `BNXT_RE_CQ_TOGGLE_PAGE_SUPPORT` in CREATE_CQ's `comp_mask` (newer kernels, Gen P7 chips):
+/// the CQ has a toggle page, to be fetched with GET_TOGGLE_MEM and mapped.
+pub const CQ_TOGGLE_PAGE_SUPPORT: u64 = 0x1;
+
+/// The GET_TOGGLE_MEM driver method (`BNXT_RE_OBJECT_GET_TOGGLE_MEM`,
+/// `BNXT_RE_METHOD_GET_TOGGLE_MEM` and its attributes; driver namespace ids start at 1 << 12).
+pub mod toggle_mem {
+    pub const OBJECT: u16 = 0x1002;
+    pub const METHOD: u16 = 0x1000;
+    pub const ATTR_HANDLE: u16 = 0x1000;
+    pub const ATTR_TYPE: u16 = 0x1001;
+    pub const ATTR_RES_ID: u16 = 0x1002;
+    pub const ATTR_MMAP_PAGE: u16 = 0x1003;
+    pub const ATTR_MMAP_OFFSET: u16 = 0x1004;
+    pub const ATTR_MMAP_LENGTH: u16 = 0x1005;
+    /// `BNXT_RE_CQ_TOGGLE_MEM` of `enum bnxt_re_get_toggle_mem_type`.
+    pub const TYPE_CQ: u64 = 0;
+}
 
 fn u32_at(b: &[u8], off: usize) -> u32 {
     let mut w = [0u8; 4];
@@ -136,13 +162,24 @@ impl UctxResp {
             0
         }
     }
-    /// Thor-class chip (gen P5): 16-byte PSN search entries.
+    /// Thor-class chip or later (gen P5 and P7, libbnxt_re's `gen_p5_p7`): 16-byte PSN search
+    /// entries, and no UD stall workaround.
     pub fn gen_p5(&self) -> bool {
         use super::hw::*;
-        matches!(
-            self.chip_num(),
-            CHIP_NUM_57508 | CHIP_NUM_57504 | CHIP_NUM_57502
-        )
+        self.gen_p7()
+            || matches!(
+                self.chip_num(),
+                CHIP_NUM_57508 | CHIP_NUM_57504 | CHIP_NUM_57502
+            )
+    }
+    /// Thor 2 (gen P7): doorbells carry the epoch and valid bits (and arms the CQ's toggle).
+    pub fn gen_p7(&self) -> bool {
+        use super::hw::*;
+        matches!(self.chip_num(), CHIP_NUM_57608 | CHIP_NUM_58818)
+    }
+    /// The kernel keeps an MSN table where this provider writes PSN search entries.
+    pub fn msn_table(&self) -> bool {
+        self.comp_mask & CMASK_MSN_TABLE_ENABLED != 0
     }
     /// Variable-size WQEs (the kernel says so with `HAVE_MODE`).
     pub fn variable_wqe(&self) -> bool {
@@ -197,12 +234,14 @@ pub fn srq_req(srqva: u64, srq_handle: u64) -> Vec<u8> {
     [srqva.to_le_bytes(), srq_handle.to_le_bytes()].concat()
 }
 
-/// CREATE_CQ's answer: the CQ id and the phase the first valid CQE carries.
+/// CREATE_CQ's answer: the CQ id, the phase the first valid CQE carries, and (newer kernels)
+/// whether the CQ has a toggle page.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CqResp {
     pub cqid: u32,
     pub tail: u32,
     pub phase: u8,
+    pub toggle_page: bool,
 }
 
 impl CqResp {
@@ -224,6 +263,7 @@ impl CqResp {
             cqid: u32_at(b, 0),
             tail: u32_at(b, obj::CQ_TAIL),
             phase: phase as u8,
+            toggle_page: u64_at(b, obj::CQ_COMP_MASK) & CQ_TOGGLE_PAGE_SUPPORT != 0,
         })
     }
 }
@@ -280,7 +320,12 @@ mod tests {
             (r.dev_id, r.max_qp, r.pg_size, r.cqe_sz, r.max_cqd),
             (7, 65536, 4096, 32, 65535)
         );
-        assert!(r.gen_p5() && r.variable_wqe());
+        assert!(r.gen_p5() && r.variable_wqe() && !r.gen_p7());
+        let r = UctxResp::parse(&uctx(4096, 32, 65535, 0x43, 0x1760, 1)).unwrap();
+        assert!(
+            r.gen_p5() && r.gen_p7() && r.msn_table(),
+            "Thor 2 is P5-class too"
+        );
         let r = UctxResp::parse(&uctx(4096, 32, 65535, 0, 0x1750, 1)).unwrap();
         assert!(
             !r.gen_p5() && !r.variable_wqe(),
@@ -317,5 +362,17 @@ mod tests {
         );
         assert!(PdResp::parse(&[0; 8]).is_err());
         assert!(CqResp::parse(&[0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0]).is_err());
+    }
+
+    #[test]
+    fn cq_response_with_and_without_the_comp_mask() {
+        let mut b = [5u32, 0, 1, 0, 1, 0].map(u32::to_le_bytes).concat();
+        let r = CqResp::parse(&b).unwrap();
+        assert_eq!((r.cqid, r.phase, r.toggle_page), (5, 1, true));
+        b.truncate(CQ_RESP_LEN);
+        assert!(
+            !CqResp::parse(&b).unwrap().toggle_page,
+            "a 6.1 kernel's 16 bytes"
+        );
     }
 }

@@ -14,7 +14,7 @@ use uverbs::provider::{CqCreated, QpType, Udata};
 use uverbs::wr::{wc_flags, WcOpcode, WcStatus, WorkCompletion};
 
 use super::cqe::{self, Cqe, CqeKind};
-use super::db::{doorbell, Page};
+use super::db::Page;
 use super::geometry::cq_depth;
 use super::hw::*;
 use super::shared::QpShared;
@@ -26,12 +26,17 @@ pub struct BnxtCqPrep {
     depth: u32,
 }
 
-pub struct BnxtCq {
+pub struct BnxtCq<P: Page = super::db::MmapPage> {
     buf: DmaBuf,
     pub depth: u32,
     pub head: u32,
     pub phase: u8,
     pub cqid: u32,
+    /// The consumer's epoch: flips each time `head` wraps (gen P7 doorbells carry it).
+    pub epoch: bool,
+    /// The CQ's toggle page, where the kernel offered one (gen P7): its first word goes into
+    /// every arm doorbell.
+    toggle: Option<P>,
     first_arm: bool,
     /// An arm asked for since the last poll: the doorbell type, rung after the next poll.
     deferred_arm: Option<u32>,
@@ -39,10 +44,18 @@ pub struct BnxtCq {
     rq_flush: Vec<Arc<QpShared>>,
 }
 
-impl BnxtCq {
+impl<P: Page> BnxtCq<P> {
     /// The CQ ring (tests play the device with it).
     pub fn buf(&self) -> &DmaBuf {
         &self.buf
+    }
+    /// The toggle page, where the kernel gave one (tests play the kernel with it).
+    pub fn toggle_page(&self) -> Option<&P> {
+        self.toggle.as_ref()
+    }
+    /// What an arm doorbell carries: the toggle the kernel left in the page, or 0.
+    fn toggle(&self) -> u32 {
+        self.toggle.as_ref().map_or(0, |t| t.read32(0))
     }
 }
 
@@ -84,7 +97,7 @@ impl<P: Page> Bnxt<P> {
             entries,
             Udata {
                 req,
-                resp_len: abi::CQ_RESP_LEN,
+                resp_len: abi::CQ_RESP_V2_LEN,
             },
         ))
     }
@@ -94,14 +107,23 @@ impl<P: Page> Bnxt<P> {
         prep: BnxtCqPrep,
         _core: &CqCreated,
         drv_resp: &[u8],
-    ) -> Result<BnxtCq> {
+    ) -> Result<BnxtCq<P>> {
         let r = abi::CqResp::parse(drv_resp)?;
+        let toggle = if r.toggle_page {
+            // The kernel offers the page only where the chip needs it in arm doorbells.
+            let (off, len) = P::toggle_mem(&self.fd, r.cqid)?;
+            Some(P::map_read_only(&self.fd, off, len, "CQ toggle page")?)
+        } else {
+            None
+        };
         Ok(BnxtCq {
             buf: prep.buf,
             depth: prep.depth,
             head: 0,
             phase: r.phase,
             cqid: r.cqid,
+            epoch: false,
+            toggle,
             first_arm: true,
             deferred_arm: None,
             sq_flush: Vec::new(),
@@ -110,20 +132,20 @@ impl<P: Page> Bnxt<P> {
     }
 
     /// Arm: the first arm rings at once, every arm is rung (again) after the next poll.
-    pub(super) fn cq_arm(&self, cq: &mut BnxtCq, solicited_only: bool) {
+    pub(super) fn cq_arm(&self, cq: &mut BnxtCq<P>, solicited_only: bool) {
         let t = if solicited_only {
             dbtype::CQ_ARMSE
         } else {
             dbtype::CQ_ARMALL
         };
         if cq.first_arm {
-            self.ring(doorbell(cq.head, cq.cqid, t));
+            self.ring(self.db(cq.head, cq.epoch, cq.toggle(), cq.cqid, t));
             cq.first_arm = false;
         }
         cq.deferred_arm = Some(t);
     }
 
-    pub(super) fn cq_poll(&self, cq: &mut BnxtCq, out: &mut [WorkCompletion]) -> usize {
+    pub(super) fn cq_poll(&self, cq: &mut BnxtCq<P>, out: &mut [WorkCompletion]) -> usize {
         let mut n = 0;
         let mut consumed = 0;
         // Each look either consumes the entry or retires one send WQE, and a send entry is
@@ -150,6 +172,7 @@ impl<P: Page> Bnxt<P> {
                 cq.head = (cq.head + 1) % cq.depth;
                 if cq.head == 0 {
                     cq.phase ^= 1;
+                    cq.epoch = !cq.epoch;
                 }
             }
             if let Some(wc) = step.wc {
@@ -158,10 +181,10 @@ impl<P: Page> Bnxt<P> {
             }
         }
         if consumed > 0 {
-            self.ring(doorbell(cq.head, cq.cqid, dbtype::CQ));
+            self.ring(self.db(cq.head, cq.epoch, 0, cq.cqid, dbtype::CQ));
         }
         if let Some(t) = cq.deferred_arm.take() {
-            self.ring(doorbell(cq.head, cq.cqid, t));
+            self.ring(self.db(cq.head, cq.epoch, cq.toggle(), cq.cqid, t));
         }
         if n < out.len() {
             n += flush(cq, &mut out[n..]);
@@ -169,7 +192,7 @@ impl<P: Page> Bnxt<P> {
         n
     }
 
-    fn cqe_step(&self, cq: &mut BnxtCq, c: &Cqe) -> Step {
+    fn cqe_step(&self, cq: &mut BnxtCq<P>, c: &Cqe) -> Step {
         let Some(qp) = self.registry.get(c.qp_handle) else {
             // No QP: stale (its QP was destroyed), or a kind that names none.
             return CONSUMED;
@@ -198,7 +221,7 @@ fn base_wc(qp: &QpShared, wr_id: u64, status: WcStatus, opcode: WcOpcode) -> Wor
     }
 }
 
-fn send_step(cq: &mut BnxtCq, qp: &Arc<QpShared>, c: &Cqe) -> Step {
+fn send_step<P: Page>(cq: &mut BnxtCq<P>, qp: &Arc<QpShared>, c: &Cqe) -> Step {
     // No check that anything is outstanding, as libbnxt_re: an entry for an empty queue retires
     // the oldest software entry again (indices stay in range; the poll loop stays bounded).
     let mut sq = qp.sq.lock().unwrap_or_else(|e| e.into_inner());
@@ -231,7 +254,7 @@ fn send_step(cq: &mut BnxtCq, qp: &Arc<QpShared>, c: &Cqe) -> Step {
     }
 }
 
-fn recv_step(cq: &mut BnxtCq, qp: &Arc<QpShared>, c: &Cqe) -> Step {
+fn recv_step<P: Page>(cq: &mut BnxtCq<P>, qp: &Arc<QpShared>, c: &Cqe) -> Step {
     let srq = qp.srq.read().unwrap_or_else(|e| e.into_inner()).clone();
     let wr_id = match &srq {
         Some(s) => {
@@ -286,7 +309,7 @@ fn recv_step(cq: &mut BnxtCq, qp: &Arc<QpShared>, c: &Cqe) -> Step {
 }
 
 /// Flush completions for the outstanding WQEs of the QPs on this CQ's lists.
-fn flush(cq: &mut BnxtCq, out: &mut [WorkCompletion]) -> usize {
+fn flush<P: Page>(cq: &mut BnxtCq<P>, out: &mut [WorkCompletion]) -> usize {
     let mut n = 0;
     for (list, send) in [(&cq.sq_flush, true), (&cq.rq_flush, false)] {
         for qp in list.iter().filter(|q| q.alive.load(Ordering::Acquire)) {

@@ -39,6 +39,9 @@ pub const WQE_MODE_VARIABLE: u32 = 1;
 pub const CHIP_NUM_57508: u16 = 0x1750;
 pub const CHIP_NUM_57504: u16 = 0x1751;
 pub const CHIP_NUM_57502: u16 = 0x1752;
+/// Thor 2 (gen P7) chip numbers: their doorbells carry the epoch, toggle and valid bits.
+pub const CHIP_NUM_57608: u16 = 0x1760;
+pub const CHIP_NUM_58818: u16 = 0xd818;
 
 /// Send WQE opcodes (`enum bnxt_re_wr_opcode`).
 pub mod opcd {
@@ -92,6 +95,17 @@ pub mod dbtype {
     pub const CQ_ARMSE: u32 = 0x5;
     pub const CQ_ARMALL: u32 = 0x6;
 }
+
+/// UD send WQEs after which libbnxt_re moves the QP from RTS to RTS, working around a hardware
+/// stall (`BNXT_RE_UD_QP_HW_STALL`, 4M).
+pub const UD_QP_HW_STALL: u32 = 0x40_0000;
+
+/// Gen P7 doorbells (rdma-core 50's format): the index word keeps 24 bits of index, then the
+/// queue's epoch (bit 24: flips each time the producer, or a CQ's consumer, wraps) and the
+/// toggle a CQ arm reads from the CQ's toggle page (bits 25..); the high word gains a valid bit.
+pub const DB_EPOCH_SHIFT: u32 = 24;
+pub const DB_TOGGLE_SHIFT: u32 = 25;
+pub const DB_VALID_SHIFT: u32 = 26;
 
 /// Offset of the AH's id in the context's shared page (`BNXT_RE_AVID_OFFT`).
 pub const SHPG_AVID_OFF: usize = 0x10;

@@ -93,6 +93,15 @@ impl<P: Page> Bnxt<P> {
             d.ring(0, v);
         }
     }
+    /// The doorbell for queue `qid` at `indx`: rdma-core 44's format, or on gen P7 chips
+    /// rdma-core 50's with the queue's `epoch` and (CQ arms) the `toggle`.
+    fn db(&self, indx: u32, epoch: bool, toggle: u32, qid: u32, typ: u32) -> u64 {
+        if self.resp.gen_p7() {
+            db::doorbell_p7(indx, epoch, toggle, qid, typ)
+        } else {
+            db::doorbell(indx, qid, typ)
+        }
+    }
 }
 
 fn post_err(index: usize, errno: i32, what: &str, detail: String) -> PostError {
@@ -116,7 +125,7 @@ impl<P: Page> Provider for Bnxt<P> {
     const ABI_RANGE: (u32, u32) = (abi::ABI_VERSION, abi::ABI_VERSION);
 
     type CqPrep = BnxtCqPrep;
-    type Cq = BnxtCq;
+    type Cq = BnxtCq<P>;
     type QpPrep = BnxtQpPrep;
     type Qp = BnxtQp;
     type SrqPrep = BnxtSrqPrep;
@@ -168,7 +177,7 @@ impl<P: Page> Provider for Bnxt<P> {
         self.cq_prepare(entries)
     }
 
-    fn finish_cq(&self, prep: BnxtCqPrep, core: &CqCreated, drv_resp: &[u8]) -> Result<BnxtCq> {
+    fn finish_cq(&self, prep: BnxtCqPrep, core: &CqCreated, drv_resp: &[u8]) -> Result<BnxtCq<P>> {
         self.cq_finish(prep, core, drv_resp)
     }
 
@@ -241,14 +250,14 @@ impl<P: Page> Provider for Bnxt<P> {
         self.srq_post_recv(srq, wrs)
     }
 
-    fn poll_cq(&self, cq: &mut BnxtCq, out: &mut [WorkCompletion]) -> Result<usize> {
+    fn poll_cq(&self, cq: &mut BnxtCq<P>, out: &mut [WorkCompletion]) -> Result<usize> {
         Ok(self.cq_poll(cq, out))
     }
 
-    fn arm_cq(&self, cq: &mut BnxtCq, solicited_only: bool) -> Result<()> {
+    fn arm_cq(&self, cq: &mut BnxtCq<P>, solicited_only: bool) -> Result<()> {
         self.cq_arm(cq, solicited_only);
         Ok(())
     }
 
-    fn cq_event(&self, _cq: &mut BnxtCq) {}
+    fn cq_event(&self, _cq: &mut BnxtCq<P>) {}
 }

@@ -13,7 +13,7 @@ use uverbs::error::{Error, Result};
 use uverbs::provider::{PostError, QpCreated, QpInitAttr, QpModified, QpState, QpType, Udata};
 use uverbs::wr::{RecvWr, SendWr, WcOpcode};
 
-use super::db::{doorbell, Page};
+use super::db::Page;
 use super::geometry::{RqGeom, SqGeom};
 use super::hw::*;
 use super::registry::Registry;
@@ -50,6 +50,11 @@ pub struct BnxtQp {
     sq_psn: u32,
     /// Path MTU in bytes (0 until a modify sets it).
     mtu: u32,
+    /// The kernel's handle of the QP (what a MODIFY_QP names).
+    kernel_handle: u32,
+    /// UD send WQEs posted since the last RTS→RTS of the hardware-stall workaround (libbnxt_re's
+    /// `wqe_cnt`). Public so that tests can start near [`UD_QP_HW_STALL`] rather than post 4M.
+    pub ud_wqes: u32,
 }
 
 impl BnxtQp {
@@ -135,6 +140,14 @@ impl<P: Page> Bnxt<P> {
             return Err(enotsup(
                 "create QP",
                 format!("{} QPs are not supported by bnxt_re", attr.qp_type.name()),
+            ));
+        }
+        if self.resp.msn_table() {
+            return Err(enotsup(
+                "create QP",
+                "this device keeps an MSN table where the provider writes PSN search entries \
+                 (Thor 2 with hardware retransmission); rperftest does not write that format yet"
+                    .into(),
             ));
         }
         let c = attr.caps;
@@ -229,6 +242,8 @@ impl<P: Page> Bnxt<P> {
             max_rsge: core.caps.max_recv_sge,
             sq_psn: 0,
             mtu: 0,
+            kernel_handle: core.handle,
+            ud_wqes: 0,
         })
     }
 
@@ -248,12 +263,37 @@ impl<P: Page> Bnxt<P> {
                 break;
             }
             posted = true;
+            // Only chips before Thor stall (libbnxt_re 48 on skips the gen P5 and P7 ones).
+            if qp.shape.qp_type == QpType::Ud && !qp.gen_p5 {
+                self.ud_stall_workaround(qp);
+            }
         }
         if posted {
-            let tail = qp.shared.sq.lock().unwrap_or_else(|e| e.into_inner()).tail;
-            self.ring(doorbell(tail / qp.sq.max_slots, qp.shared.qpid, dbtype::SQ));
+            let (tail, epoch) = {
+                let sq = qp.shared.sq.lock().unwrap_or_else(|e| e.into_inner());
+                (sq.tail, sq.epoch)
+            };
+            let indx = tail / qp.sq.max_slots;
+            self.ring(self.db(indx, epoch, 0, qp.shared.qpid, dbtype::SQ));
         }
         res
+    }
+
+    /// libbnxt_re's UD hardware-stall workaround: every [`UD_QP_HW_STALL`] send WQEs, a
+    /// MODIFY_QP from RTS to RTS, in the middle of the post as libbnxt_re does it (after the WQE
+    /// that reached the count, before the doorbell). Its failure is not the post's: the WQEs are
+    /// in the ring and will be rung, so, as libbnxt_re, the count starts again either way.
+    fn ud_stall_workaround(&self, qp: &mut BnxtQp) {
+        qp.ud_wqes = qp.ud_wqes.wrapping_add(1);
+        if qp.ud_wqes != UD_QP_HW_STALL {
+            return;
+        }
+        qp.ud_wqes = 0;
+        if let Some(d) = self.dpi.get() {
+            if d.rts_again(&self.fd, qp.kernel_handle).is_ok() {
+                qp.shared.state.store(QpState::Rts as u8, Ordering::Release);
+            }
+        }
     }
 
     /// # Safety
@@ -381,10 +421,136 @@ impl<P: Page> Bnxt<P> {
                 sig: false,
                 opcode: WcOpcode::Recv,
             });
-            let tail = r.tail;
+            let (tail, epoch) = (r.tail, r.epoch);
             drop(r);
-            self.ring(doorbell(tail / rqg.max_slots, qp.shared.qpid, dbtype::RQ));
+            let indx = tail / rqg.max_slots;
+            self.ring(self.db(indx, epoch, 0, qp.shared.qpid, dbtype::RQ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use uverbs::provider::{DeviceDesc, Provider, QpCaps};
+    use uverbs::wr::{SendFlags, Sge, UdDest, WrOpcode};
+
+    use super::*;
+    use crate::bnxt_re::db::RecordingPage;
+
+    fn ud_qp(ctx: &Bnxt<RecordingPage>) -> BnxtQp {
+        let caps = QpCaps {
+            max_send_wr: 8,
+            max_recv_wr: 1,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        };
+        let attr = QpInitAttr {
+            qp_type: QpType::Ud,
+            caps,
+            sq_sig_all: false,
+            uses_srq: false,
+        };
+        let (prep, _) = ctx.prepare_qp(&attr).unwrap();
+        let core = QpCreated {
+            handle: 0x77,
+            qpn: 0x21,
+            caps,
+        };
+        let mut qp = ctx.finish_qp(prep, &attr, &core, &[0x21, 0, 0, 0]).unwrap();
+        ctx.qp_state_changed(&mut qp, QpState::Rts);
+        qp
+    }
+
+    /// A context on chip `chip` with `cmask` in GET_CONTEXT's comp_mask, and its PD.
+    fn context(chip: u32, cmask: u64) -> Bnxt<RecordingPage> {
+        let fd: uverbs::provider::SharedFd =
+            Arc::new(std::fs::File::open("/dev/null").unwrap().into());
+        let dev = DeviceDesc {
+            ibdev: "bnxt_re0".into(),
+            uverbs: "uverbs0".into(),
+            driver_id: 6,
+            driver_abi: 1,
+        };
+        let mut u = vec![0u8; abi::UCTX_RESP_LEN];
+        u[abi::uctx::PG_SIZE..][..4].copy_from_slice(&4096u32.to_le_bytes());
+        u[abi::uctx::CQE_SZ] = 32;
+        u[abi::uctx::MAX_CQD] = 0xff;
+        u[abi::uctx::COMP_MASK..][..8].copy_from_slice(&cmask.to_le_bytes());
+        u[abi::uctx::CHIP_ID0..][..4].copy_from_slice(&chip.to_le_bytes());
+        let ctx = Bnxt::<RecordingPage>::new_context(fd, &dev, &u, &()).unwrap();
+        ctx.pd_number(&[1, 0, 0, 0, 5, 0, 0, 0, 0, 0x50, 0, 0, 0, 0, 0, 0])
+            .unwrap();
+        ctx
+    }
+
+    #[test]
+    fn an_msn_table_device_is_refused_with_one_line() {
+        let ctx = context(0x1760, abi::CMASK_HAVE_CCTX | abi::CMASK_MSN_TABLE_ENABLED);
+        let attr = QpInitAttr {
+            qp_type: QpType::Rc,
+            caps: QpCaps::default(),
+            sq_sig_all: false,
+            uses_srq: false,
+        };
+        let e = ctx.prepare_qp(&attr).err().expect("refused");
+        assert_eq!(e.errno, Some(libc::EOPNOTSUPP));
+        assert!(e.to_string().contains("MSN table"), "{e}");
+    }
+
+    #[test]
+    fn thor_and_later_skip_the_ud_stall_workaround() {
+        for chip in [0x1750, 0x1760] {
+            let ctx = context(chip, abi::CMASK_HAVE_CCTX);
+            let mut qp = ud_qp(&ctx);
+            qp.ud_wqes = UD_QP_HW_STALL - 1;
+            let sg = [Sge {
+                addr: 0x1000,
+                length: 8,
+                lkey: 1,
+            }];
+            let mut wr = SendWr::new(1, WrOpcode::Send, &sg);
+            wr.ud = Some(UdDest {
+                ah: 1,
+                remote_qpn: 2,
+                remote_qkey: 3,
+            });
+            // SAFETY: no inline data: the SGE is only written into the WQE, never read.
+            unsafe { ctx.qp_post_send(&mut qp, &[wr]) }.unwrap();
+            let dbs = ctx.doorbell_page().unwrap();
+            assert!(dbs.take_modifies().is_empty(), "chip {chip:#x}");
+        }
+    }
+
+    #[test]
+    fn ud_qps_go_rts_to_rts_every_4m_send_wqes() {
+        // A BCM57414 (before Thor): libbnxt_re 48 on keeps the workaround for these only.
+        let ctx = context(0x16d7, abi::CMASK_HAVE_CCTX);
+        let mut qp = ud_qp(&ctx);
+        qp.ud_wqes = UD_QP_HW_STALL - 2;
+        let sg = [Sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        let mut wr = SendWr::new(1, WrOpcode::Send, &sg);
+        wr.flags = SendFlags::SIGNALED;
+        wr.ud = Some(UdDest {
+            ah: 1,
+            remote_qpn: 2,
+            remote_qkey: 3,
+        });
+        let dbs = ctx.doorbell_page().unwrap();
+        // SAFETY: no inline data: the SGE is only written into the WQE, never read.
+        unsafe { ctx.qp_post_send(&mut qp, &[wr, wr, wr]) }.unwrap();
+        // The second request reaches the count: the modify, then the one doorbell of the post.
+        assert_eq!(dbs.take_modifies(), [(0x77, 0)]);
+        assert_eq!(dbs.take().len(), 1);
+        assert_eq!(qp.ud_wqes, 1, "counting again from the third");
+        // SAFETY: as above.
+        unsafe { ctx.qp_post_send(&mut qp, &[wr]) }.unwrap();
+        assert!(dbs.take_modifies().is_empty());
+        assert_eq!(qp.ud_wqes, 2);
     }
 }

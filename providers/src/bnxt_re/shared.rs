@@ -30,6 +30,8 @@ pub(super) struct Ring {
     pub start: u32,
     last: u32,
     entries: Vec<SwEntry>,
+    /// The producer's epoch: flips each time `tail` wraps (gen P7 doorbells carry it).
+    pub epoch: bool,
 }
 
 impl Ring {
@@ -42,6 +44,7 @@ impl Ring {
             start: 0,
             last: 0,
             entries: vec![SwEntry::default(); n as usize],
+            epoch: false,
         }
     }
     /// libbnxt_re's full test: fewer than `slots + diff` free slots (an empty ring reads as
@@ -59,7 +62,11 @@ impl Ring {
     pub fn push(&mut self, e: SwEntry) {
         self.entries[self.start as usize] = e;
         self.start = (self.start + 1) % self.entries.len() as u32;
-        self.tail = (self.tail + e.slots) % self.depth;
+        let t = self.tail + e.slots;
+        if t >= self.depth {
+            self.epoch = !self.epoch;
+        }
+        self.tail = t % self.depth;
     }
     /// The oldest outstanding entry.
     pub fn oldest(&self) -> SwEntry {
@@ -76,6 +83,7 @@ impl Ring {
         self.head = (self.head + e.slots) % self.depth;
         e
     }
+    /// Back to empty. The epoch stays as it is (rdma-core 50 does not reset it either).
     pub fn reset(&mut self) {
         self.head = 0;
         self.tail = 0;
@@ -128,5 +136,17 @@ mod tests {
         r.retire();
         assert_eq!((r.head, r.last()), (8, 1));
         assert!(!r.is_empty());
+        assert!(!r.epoch);
+        for _ in 0..3 {
+            r.push(SwEntry {
+                slots: 8,
+                ..Default::default()
+            });
+        }
+        assert_eq!(
+            (r.tail, r.epoch),
+            (0, true),
+            "the tail wrapped: the epoch flips"
+        );
     }
 }

@@ -7,7 +7,7 @@ use uverbs::error::Result;
 use uverbs::provider::{PostError, SrqCreated, Udata};
 use uverbs::wr::RecvWr;
 
-use super::db::{doorbell, Page};
+use super::db::Page;
 use super::geometry::SrqGeom;
 use super::hw::*;
 use super::{abi, post_err, wqe, Bnxt};
@@ -21,6 +21,8 @@ pub(super) struct SrqRing {
     last: i32,
     next: Vec<i32>,
     wrid: Vec<u64>,
+    /// Flips each time `tail` wraps (gen P7 doorbells carry it).
+    epoch: bool,
 }
 
 impl SrqRing {
@@ -34,6 +36,7 @@ impl SrqRing {
             last: depth as i32 - 1,
             next,
             wrid: vec![0; depth as usize],
+            epoch: false,
         }
     }
     /// The WR id of tag `tag` (from a completion: untrusted), and give the tag back.
@@ -133,9 +136,12 @@ impl<P: Page> Bnxt<P> {
             r.wrid[tag as usize] = wr.wr_id;
             r.start = r.next[tag as usize];
             r.tail = (r.tail + 1) % srq.geom.depth;
-            let tail = r.tail;
+            if r.tail == 0 {
+                r.epoch = !r.epoch;
+            }
+            let (tail, epoch) = (r.tail, r.epoch);
             drop(r);
-            self.ring(doorbell(tail, srq.shared.srqid, dbtype::SRQ));
+            self.ring(self.db(tail, epoch, 0, srq.shared.srqid, dbtype::SRQ));
         }
         Ok(())
     }
