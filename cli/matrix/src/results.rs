@@ -2,7 +2,8 @@
 //! or Ctrl-C loses nothing finished) and `results.csv` (written at the end, judged).
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -164,6 +165,27 @@ impl Record {
     }
 }
 
+/// Which run of which pair a record is (a re-run has its own round and start).
+type Identity = (String, String, String, usize, String, String, u64);
+
+impl Record {
+    /// The record without what only results.jsonl needs (each side's perftest report and
+    /// output tail, most of a record's size): what the coordinator keeps of every pair for
+    /// the judgement and the report, so its memory is not a copy of the file.
+    pub fn slim(mut self) -> Record {
+        for s in [&mut self.server, &mut self.client] {
+            s.json = None;
+            s.tail = Vec::new();
+        }
+        self
+    }
+
+    fn identity(&self) -> Identity {
+        let (t, r, p, s, c) = (&self.test, &self.rail, &self.pattern, &self.server.node, &self.client.node);
+        (t.clone(), r.clone(), p.clone(), self.round, s.clone(), c.clone(), self.started_unix.to_bits())
+    }
+}
+
 /// `OUT/results.jsonl`, one line per finished pair, flushed to the file at once.
 pub struct JsonlLog {
     path: PathBuf,
@@ -185,16 +207,31 @@ impl JsonlLog {
         self.file.sync_data()
     }
 
-    /// Replace the file with the judged records (LOW and the medians filled in): written next
-    /// to it and renamed over it, so the file is always whole.
-    pub fn rewrite(&mut self, all: &[Record]) -> std::io::Result<()> {
+    /// Replace the file with the judged records `kept` (LOW and the medians filled in), each
+    /// with the reports and tails its own line in the file has ([`Record::slim`] dropped them);
+    /// the lines of records not kept (a pair's first run, when it was re-run) go. The file is
+    /// read a line at a time, written next to it and renamed over it, so it is always whole.
+    pub fn rewrite(&mut self, kept: &[Record]) -> std::io::Result<()> {
+        let index: HashMap<Identity, usize> = kept.iter().enumerate().map(|(i, r)| (r.identity(), i)).collect();
+        let mut written = vec![false; kept.len()];
         let tmp = self.path.with_extension("jsonl.tmp");
         {
-            let mut f = File::create(&tmp)?;
-            for r in all {
+            let mut f = BufWriter::new(File::create(&tmp)?);
+            for line in BufReader::new(File::open(&self.path)?).lines() {
+                let Some(full) = serde_json::from_str::<Value>(&line?).ok().as_ref().and_then(Record::from_json) else { continue };
+                let Some(&i) = index.get(&full.identity()) else { continue };
+                if std::mem::replace(&mut written[i], true) {
+                    continue;
+                }
+                let mut r = kept[i].clone();
+                (r.server.json, r.server.tail, r.client.json, r.client.tail) = (full.server.json, full.server.tail, full.client.json, full.client.tail);
                 writeln!(f, "{}", r.to_json())?;
             }
-            f.sync_all()?;
+            // A kept record whose line is not in the file (never, unless it was edited): as kept.
+            for (r, _) in kept.iter().zip(&written).filter(|(_, w)| !**w) {
+                writeln!(f, "{}", r.to_json())?;
+            }
+            f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         }
         std::fs::rename(&tmp, &self.path)?;
         self.file = OpenOptions::new().append(true).open(&self.path)?;
@@ -202,13 +239,22 @@ impl JsonlLog {
     }
 }
 
-/// The records of an earlier run (`--resume`); lines that do not parse are skipped and counted.
+/// The records of an earlier run (`--resume`), slim ([`Record::slim`]); lines that do not parse
+/// are skipped and counted. Read a line at a time: memory is the records, not the file.
 pub fn read_jsonl(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(parse_jsonl(&String::from_utf8_lossy(&bytes))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((Vec::new(), 0)),
-        Err(e) => Err(e),
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) => return Err(e),
+    };
+    let (mut out, mut bad) = (Vec::new(), 0);
+    for line in BufReader::new(file).split(b'\n') {
+        let line = line?;
+        let (recs, b) = parse_jsonl(&String::from_utf8_lossy(&line));
+        out.extend(recs.into_iter().map(Record::slim));
+        bad += b;
     }
+    Ok((out, bad))
 }
 
 /// The records in a results.jsonl text and how many non-blank lines were not records. The file
@@ -328,6 +374,39 @@ mod tests {
         assert_eq!(got, vec![a2, b, a]);
         std::fs::write(dir.join("results.jsonl"), "{\"test\":1}\nnot json\n").expect("w");
         assert_eq!(read_jsonl(&dir.join("results.jsonl")).expect("read").1, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn kept_records_are_slim_and_the_rewrite_puts_the_reports_back() {
+        let dir = std::env::temp_dir().join(format!("rpt-matrix-slim-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let mut log = JsonlLog::open(&dir).expect("open");
+        let full = |node: &str, status, started: f64| {
+            let mut r = sample("write_bw", "rxe0", "n1", node, status, Some(5.0));
+            r.started_unix = started;
+            r.client.json = Some(json!({"results": {"BW_average": 5.0}, "big": "x".repeat(2000)}));
+            r.server.tail = vec!["server said".into()];
+            r
+        };
+        // n2's pair ran twice (the second is kept), n3's once.
+        let (first, again, other) = (full("n2", Status::Fail, 1.5), full("n2", Status::Ok, 9.25), full("n3", Status::Ok, 2.0));
+        for r in [&first, &again, &other] {
+            log.append(r).expect("append");
+        }
+        let (slim, _) = read_jsonl(&dir.join("results.jsonl")).expect("read");
+        assert!(slim.iter().all(|r| r.client.json.is_none() && r.server.tail.is_empty()), "{slim:?}");
+        let mut kept = vec![slim[2].clone(), slim[1].clone()];
+        kept[1].status = Status::Low;
+        kept[1].median = Some(50.0);
+        log.rewrite(&kept).expect("rewrite");
+        let text = std::fs::read_to_string(dir.join("results.jsonl")).expect("read");
+        let lines: Vec<Record> = text.lines().map(|l| Record::from_json(&serde_json::from_str(l).expect("json")).expect("record")).collect();
+        let mut want = again.clone();
+        (want.status, want.median) = (Status::Low, Some(50.0));
+        // The file's order; the first run of n2's pair is gone; reports and tails are back.
+        assert_eq!(lines, vec![want, other]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
