@@ -32,6 +32,8 @@ pub struct Config {
     pub remote_bin: String,
     pub port_base: u16,
     pub serial: bool,
+    /// `--max-pairs`: at most this many pairs at once (None: every pair whose nodes are free).
+    pub max_pairs: Option<usize>,
     /// Each pair also the other way round (the server on the other node).
     pub both_directions: bool,
     /// Re-run each suspect (LOW, FAIL, TIMEOUT) pair once after its test and rail's rounds.
@@ -82,6 +84,7 @@ fn base_command() -> Command {
         .arg(Arg::new("remote-bin").long("remote-bin").value_name("PATH").default_value("rperftest").help("rperftest on the nodes"))
         .arg(Arg::new("port-base").long("port-base").value_parser(value_parser!(u16).range(1024..=65000)).default_value("18600").help("pair k of a round uses PORT+k"))
         .arg(Arg::new("serial").long("serial").action(ArgAction::SetTrue).help("one pair at a time"))
+        .arg(Arg::new("max-pairs").long("max-pairs").value_parser(value_parser!(u64).range(1..=65_536)).conflicts_with("serial").help("at most N pairs at once (default: every pair whose two nodes are free), for nodes that share CPUs or a fabric not to be filled; the pair deadlines assume each pair has its nodes to itself"))
         .arg(Arg::new("both-directions").long("both-directions").action(ArgAction::SetTrue).help("run each pair both ways (each node once as the server)"))
         .arg(Arg::new("no-agent").long("no-agent").action(ArgAction::SetTrue).help("ssh: a session of its own for each pair side (default: one rperftest matrix-agent per node starts them, so a pair costs no login or ssh session)"))
         .arg(Arg::new("no-retry").long("no-retry").action(ArgAction::SetTrue).help("report suspect pairs as they are (default: each LOW, FAIL or TIMEOUT pair runs once more, after its test and rail's rounds)"))
@@ -288,6 +291,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         remote_bin: m.get_one::<String>("remote-bin").cloned().unwrap_or_else(|| "rperftest".into()),
         port_base,
         serial: m.get_flag("serial"),
+        max_pairs: m.get_one::<u64>("max-pairs").and_then(|&n| usize::try_from(n).ok()),
         both_directions: m.get_flag("both-directions"),
         retry: !m.get_flag("no-retry"),
         push,

@@ -428,7 +428,7 @@ fn run_round(cfg: &Config, bin: &str, jobs: &[Job], prog: &mut Progress, log: &m
                     if let Err(e) = log.append(&rec) {
                         io_err = Some(format!("results.jsonl: {e}"));
                     }
-                    out.push(rec);
+                    out.push(rec.slim());
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => prog.draw(),
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
@@ -703,7 +703,7 @@ impl MatrixRun<'_> {
     /// A pair that cannot run, recorded at once (results.jsonl, the records, the progress).
     fn log_not_run(&mut self, rec: Record) -> Result<(), String> {
         self.log.append(&rec).map_err(|e| format!("{}: {e}", self.jsonl.display()))?;
-        self.done.push(rec);
+        self.done.push(rec.slim());
         self.prog.finished += 1;
         self.prog.not_ok += 1;
         Ok(())
@@ -762,13 +762,13 @@ impl MatrixRun<'_> {
             each: |_, rec: Record| {
                 prog.borrow_mut().pair(&rec);
                 log.append(&rec).map_err(|e| format!("{}: results.jsonl: {e}", cfg.out.display()))?;
-                done.push(rec);
+                done.push(rec.slim());
                 Ok(())
             },
             stop: bench_core::signal::requested,
             tick: || prog.borrow_mut().draw(),
         };
-        let at_once = if cfg.serial { 1 } else { usize::MAX };
+        let at_once = if cfg.serial { 1 } else { cfg.max_pairs.unwrap_or(usize::MAX) };
         self.stopped |= dispatch::run(holds, n * ons.len(), at_once, hooks)?;
         Ok(())
     }
@@ -949,5 +949,20 @@ mod tests {
         assert_eq!(r, vec![vec![p(0, 1), p(3, 4)], vec![p(1, 2)], vec![p(0, 2)], vec![p(2, 3)]]);
         let serial = cfg(&["--serial"]);
         assert_eq!(pack(&serial, vec![p(0, 1), p(3, 4)]).len(), 2);
+    }
+
+    #[test]
+    fn ssh_runs_get_agents_unless_asked_and_max_pairs_is_a_bound() {
+        assert!(cfg(&[]).launcher.agents.is_some());
+        assert!(cfg(&["--no-agent"]).launcher.agents.is_none());
+        assert_eq!((cfg(&[]).max_pairs, cfg(&["--max-pairs", "3"]).max_pairs), (None, Some(3)));
+        let a = |extra: &[&str]| {
+            let mut a: Vec<String> = ["--hosts", "n[1-5]", "--out", "/tmp/x"].iter().map(|s| s.to_string()).collect();
+            a.extend(extra.iter().map(|s| s.to_string()));
+            args::parse_config(&a, &args::Env::default()).is_ok()
+        };
+        assert!(!a(&["--max-pairs", "0"]) && !a(&["--max-pairs", "2", "--serial"]));
+        assert!(!a(&["--launcher", "srun", "--max-pairs", "x"]));
+        assert!(args::parse_config(&["--hosts", "n[1-5]", "--out", "/tmp/x", "--launcher", "srun"].map(String::from), &args::Env::default()).expect("srun").launcher.agents.is_none());
     }
 }
