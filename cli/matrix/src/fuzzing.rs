@@ -10,7 +10,7 @@
 //! when a property it checks fails. See docs/fuzzing.md.
 #![doc(hidden)]
 
-use crate::{arp, counters, hostlist, probe, results, wire};
+use crate::{agent, arp, counters, hostlist, probe, results, wire};
 
 /// Any text: the records found survive a write and read back unchanged, the counts add up, and
 /// the CSV has one row per record after its header.
@@ -70,13 +70,14 @@ pub fn matrix_hostlist(data: &[u8]) {
 /// What nodes and cables hand the wire check and the counters: the first byte picks the
 /// parser. An ARP frame is a reply only to the MAC it names, and only for a well-formed reply;
 /// a node's wire line never names a miswire on a rail no answering NIC belongs to; a counters
-/// line never makes a counter move backwards or from nothing.
+/// line never makes a counter move backwards or from nothing; a node agent's line is read as
+/// the text it carries, and a command it would take round-trips.
 pub fn matrix_node_lines(data: &[u8]) {
     let Some((&sel, rest)) = data.split_first() else {
         return;
     };
     let text = String::from_utf8_lossy(rest);
-    match sel % 3 {
+    match sel % 4 {
         0 => {
             let ours = [0x52, 0x54, 0x0a, 0x4d, 0x01, 0x02];
             if let Some((_, mac)) = arp::parse_arp_reply(rest, ours) {
@@ -107,6 +108,17 @@ pub fn matrix_node_lines(data: &[u8]) {
                 assert_eq!(m.node, 0, "only the node that answered");
                 assert!(!m.on.is_empty() && !m.on.contains(&m.rail), "{m:?}");
                 let _ = m.line(&hosts, &views);
+            }
+        }
+        3 => {
+            for line in text.lines() {
+                if let Some(agent::Said::Out(_, t) | agent::Said::Err(_, t)) = agent::parse_said(line) {
+                    assert!(line.ends_with(t), "the side's text is the line's end");
+                }
+                if let Ok(agent::Request::Run { id, args }) = agent::parse_command(line) {
+                    let again = agent::parse_command(&agent::run_line(id, &args));
+                    assert_eq!(again, Ok(agent::Request::Run { id, args }), "a run line round-trips");
+                }
             }
         }
         _ => {

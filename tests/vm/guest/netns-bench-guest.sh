@@ -2,7 +2,7 @@
 # The guest half of tests/vm/netns-bench.sh: for each size, netns-cluster.sh up N --rdma yes,
 # the matrix over ssh (sampled for threads and fds), --resume on the finished file, down.
 set -uo pipefail
-SIZES=$1; shift
+SIZES=$1; MOPTS=$2; shift 2   # MOPTS: matrix options (unquoted: words without spaces)
 NC=/mnt/host/netns-cluster.sh
 RPT=/mnt/host/rperftest
 printf '%-5s %-6s %-7s %-10s %-10s %-6s %-9s %-9s %-8s %-11s %-9s %s\n' nodes pairs up_s preflight_s wall_s ideal_s wall/ideal rss_MiB threads_max fds_max jsonl_KiB resume_s
@@ -12,7 +12,8 @@ for N in $SIZES; do
     up=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}')
     S=$(bash "$NC" ssh)
     rm -rf /tmp/m
-    /usr/bin/time -v "$RPT" matrix --hosts "n[1-$N]" --launcher ssh --ssh "$S" --remote-bin "$RPT" \
+    # shellcheck disable=SC2086
+    /usr/bin/time -v "$RPT" matrix --hosts "n[1-$N]" --launcher ssh --ssh "$S" --remote-bin "$RPT" $MOPTS \
         --preflight-timeout 600 --no-retry --rel 0.25 --out /tmp/m -- "$@" >/tmp/m.out 2>/tmp/m.err &
     tp=$!
     thr=0 fds=0
@@ -35,7 +36,8 @@ for N in $SIZES; do
     read -r pairs wall ideal </tmp/m.fig
     kib=$(( $(stat -c %s /tmp/m/results.jsonl) / 1024 ))
     t1=$(date +%s.%N)
-    "$RPT" matrix --hosts "n[1-$N]" --launcher ssh --ssh "$S" --remote-bin "$RPT" --preflight-timeout 600 \
+    # shellcheck disable=SC2086
+    "$RPT" matrix --hosts "n[1-$N]" --launcher ssh --ssh "$S" --remote-bin "$RPT" $MOPTS --preflight-timeout 600 \
         --no-retry --rel 0.25 --out /tmp/m --resume -- "$@" >/tmp/r.out 2>&1
     rs=$(awk -v a="$t1" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
     printf '%-5s %-6s %-7s %-10s %-10s %-6s %-9s %-9s %-8s %-11s %-9s %s\n' "$N" "$pairs" "$up" "${pre:-?}" "$wall" "$ideal" \
@@ -43,6 +45,6 @@ for N in $SIZES; do
     grep -E 'pair\(s\) in' /tmp/m.out | sed 's/^/    /'
     ok=$(grep -c '"status":"OK"' /tmp/m/results.jsonl)
     echo "    $ok of $pairs OK; report.html $(( $(stat -c %s /tmp/m/report.html) / 1024 )) KiB"
-    [ -d /mnt/share ] && cp /tmp/m/report.html "/mnt/share/report-$N.html" && cp /tmp/m/results.jsonl "/mnt/share/results-$N.jsonl"
+    [ -d /mnt/share ] && cp /tmp/m/report.html "/mnt/share/report-$N.html" && cp /tmp/m/results.jsonl "/mnt/share/results-$N.jsonl" && cp /tmp/m.out "/mnt/share/matrix-$N.out" && cp /tmp/m.err "/mnt/share/matrix-$N.err"
     bash "$NC" down >/dev/null 2>&1 || echo "    down: $(bash "$NC" down 2>&1)"
 done
