@@ -6,7 +6,8 @@
 //! plus `--pair-setup`, or, with `--plan-from`, the median wall time of the test's OK pairs in
 //! an earlier run's results.jsonl. With equal pair times the dispatcher (dispatch.rs) takes one
 //! pair time per round, so a test on a rail takes rounds × pair time; rails one after another
-//! add up, and `--rails-parallel` (rails are separate networks) runs them at once.
+//! add up, and `--rails-parallel` (rails are separate networks) runs them at once. Under
+//! `--max-pairs M` the pairs go M at a time (across the rails run together) when that is slower.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -32,6 +33,8 @@ pub struct Plan {
     pub nodes: usize,
     pub rails: Vec<String>,
     pub rails_parallel: bool,
+    /// `--max-pairs`: at most this many pairs at once, across the rails run together.
+    pub max_pairs: Option<usize>,
     pub rounds: Vec<Vec<Pair>>,
     pub port_base: u16,
     /// Ports a rail's pairs are offset by under `--rails-parallel` (0 without).
@@ -52,12 +55,23 @@ impl Plan {
 
     /// Estimated wall: (rails one after another, rails at once).
     pub fn wall(&self) -> (f64, f64) {
-        let per_rail: f64 = self
-            .tests
-            .iter()
-            .map(|t| t.pair_s * self.rounds.len() as f64)
-            .sum();
-        (per_rail * self.rails.len() as f64, per_rail)
+        let rails = self.rails.len();
+        let per_test = |t: &TestTime, at_once: usize| t.pair_s * self.waves(at_once) as f64;
+        let one_after: f64 = self.tests.iter().map(|t| per_test(t, 1)).sum();
+        let together: f64 = self.tests.iter().map(|t| per_test(t, rails)).sum();
+        (one_after * rails as f64, together)
+    }
+
+    /// How many pair times a test takes with `rails` rails run together: one per round
+    /// (the dispatcher starts a pair as soon as its nodes are free), or, under `--max-pairs`,
+    /// the pairs of those rails taken that many at a time, whichever is more. With equal pair
+    /// times this is what the dispatcher does; uneven ones only add to it.
+    fn waves(&self, rails: usize) -> usize {
+        let rounds = self.rounds.len();
+        match self.max_pairs {
+            Some(m) => rounds.max((self.pairs_per_rail() * rails).div_ceil(m.max(1))),
+            None => rounds,
+        }
     }
 }
 
@@ -143,6 +157,7 @@ pub fn make(cfg: &Config, o: &PlanOpts) -> Result<Plan, String> {
         nodes: n,
         rails,
         rails_parallel: cfg.rails_parallel,
+        max_pairs: cfg.max_pairs.filter(|_| !cfg.serial),
         rounds,
         port_base: cfg.port_base,
         rail_stride: if cfg.rails_parallel { widest } else { 0 },
@@ -199,16 +214,20 @@ pub fn text(cfg: &Config, p: &Plan) -> String {
             String::new()
         }
     );
+    let cap = p
+        .max_pairs
+        .map(|m| format!(", at most {m} pair(s) at once"))
+        .unwrap_or_default();
     let _ = writeln!(
         s,
-        "wall: about {} with the rails one after another",
+        "wall: about {} with the rails one after another{cap}",
         secs(one_after)
     );
     if p.rails.len() > 1 {
         let saved = one_after - at_once;
         let _ = writeln!(
             s,
-            "wall: about {} with --rails-parallel{}, {} ({:.0}%) less",
+            "wall: about {} with --rails-parallel{}{cap}, {} ({:.0}%) less",
             secs(at_once),
             if p.rails_parallel { " (given)" } else { "" },
             secs(saved),
@@ -349,6 +368,51 @@ mod tests {
         assert!(
             !text(&c, &p).contains("--rails-parallel"),
             "one rail: no saving to show"
+        );
+    }
+
+    #[test]
+    fn max_pairs_takes_the_pairs_that_many_at_a_time() {
+        // 32 nodes: 31 rounds of 16 pairs, 496 pairs a rail; 2 s a pair.
+        let plan = |extra: &[&str]| {
+            let mut a = vec![
+                "--plan",
+                "--nodes",
+                "32",
+                "--rails",
+                "2",
+                "--pair-setup",
+                "2",
+            ];
+            a.extend_from_slice(extra);
+            a.extend_from_slice(&["--", "-n", "5", "-s", "2"]);
+            let c = cfg(&a);
+            let p = make(&c, c.plan.as_ref().expect("plan")).expect("plan");
+            (p.wall(), text(&c, &p))
+        };
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-3;
+        let ((after, together), _) = plan(&[]);
+        assert!(
+            near(together, 31.0 * 2.0) && near(after, 2.0 * together),
+            "{after} {together}"
+        );
+        // At most 3 at once: 496 pairs take 166 pair times a rail; both rails together share
+        // the 3 (992 pairs, 331 pair times): no saving from running the rails together.
+        let ((after, together), t) = plan(&["--max-pairs", "3"]);
+        assert!(
+            near(after, 2.0 * 166.0 * 2.0) && near(together, 331.0 * 2.0),
+            "{after} {together}"
+        );
+        assert!(
+            t.contains("with the rails one after another, at most 3 pair(s) at once\n"),
+            "{t}"
+        );
+        // A cap above a round's width changes nothing for one rail; with two rails at once
+        // (32 pairs wanting to run) a cap of 20 is the bound: 992 / 20 = 50 pair times.
+        let ((after, together), _) = plan(&["--max-pairs", "20"]);
+        assert!(
+            near(after, 2.0 * 31.0 * 2.0) && near(together, 50.0 * 2.0),
+            "{after} {together}"
         );
     }
 
