@@ -31,6 +31,10 @@ pub fn mismatches(tag: &str, headers: &[&str], prelude: &str, checks: &[Check]) 
 macro_rules! layout {
     ($checks:ident; $( $rust:ty = $cty:literal $(@ $base:literal)? { $( $f:ident $(= $cpath:literal)? ),* $(,)? } )*) => {$(
         {
+        // A function per struct: one function holding every struct's checks took LLVM two
+        // minutes to optimize (tests/layout.rs, the dev profile's opt-level 1).
+        #[inline(never)]
+        fn one_struct($checks: &mut Vec<$crate::layout_check::Check>) {
             use $crate::layout_check::{field_size, Check};
             let rname = stringify!($rust);
             let cty: &str = $cty;
@@ -57,6 +61,8 @@ macro_rules! layout {
                 $checks.push(Check { what: format!("offsetof {rname}.{}", stringify!($f)), rust: std::mem::offset_of!($rust, $f) as u64, c_expr: off_expr });
                 $checks.push(Check { what: format!("sizeof {rname}.{}", stringify!($f)), rust: field_size(|s: &$rust| &s.$f) as u64, c_expr: sz_expr });
             )*
+        }
+        one_struct(&mut $checks);
         }
     )*};
 }
