@@ -10,11 +10,15 @@
 //! - The tool writes `--out_json` into a private temporary directory; the report comes back as
 //!   one `@rpt-matrix json` line on stdout, then `@rpt-matrix exit CODE`, and the directory is
 //!   removed.
+//! - It sleeps while the tool runs: a thread waits for the exit (waitid, not reaping) and another
+//!   for the end of stdin; only a server looks for its port, every 20 ms until it listens. On a
+//!   node where many sides share a CPU (the netns bed's TCG VM), polling every side every 20 ms
+//!   was CPU taken from the pairs.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,7 +36,7 @@ fn cli() -> clap::Command {
 }
 
 /// Lines to our stdout, whole, from several threads; a gone reader is not an error here.
-fn say(out: &Mutex<std::io::Stdout>, line: &str) {
+fn say<W: Write>(out: &Mutex<W>, line: &str) {
     if let Ok(mut o) = out.lock() {
         let _ = writeln!(o, "{line}");
         let _ = o.flush();
@@ -89,7 +93,7 @@ fn stop(child: &mut Child) -> Option<std::process::ExitStatus> {
     child.wait().ok()
 }
 
-fn forward<R: Read + Send + 'static>(r: R, to_stdout: Option<Arc<Mutex<std::io::Stdout>>>) -> std::thread::JoinHandle<()> {
+fn forward<R: Read + Send + 'static, W: Write + Send + 'static>(r: R, to_stdout: Option<Arc<Mutex<W>>>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(r).lines() {
             let Ok(line) = line else { break };
@@ -120,23 +124,71 @@ pub fn run(args: &[String], env: &crate::env::Env) -> u8 {
             return 1;
         }
     };
-    let code = run_in(&dir, &tool, deadline, ready_port, m.get_flag("watch-stdin"), &out);
+    let code = match std::env::current_exe() {
+        Ok(exe) => run_in(&dir, &exe, &tool, deadline, ready_port, m.get_flag("watch-stdin"), &out),
+        Err(e) => {
+            eprintln!("rperftest matrix-exec: cannot find this binary: {e}");
+            1
+        }
+    };
     let _ = std::fs::remove_dir_all(&dir);
     say(&out, &format!("{TAG}exit {code}"));
     u8::try_from(code).unwrap_or(255)
 }
 
-fn run_in(dir: &Path, tool: &[String], deadline: Duration, ready_port: Option<u16>, watch: bool, out: &Arc<Mutex<std::io::Stdout>>) -> i32 {
+/// How often a server side looks for its listening port.
+const READY_POLL: Duration = Duration::from_millis(20);
+
+/// What ends a side's wait early.
+enum Event {
+    /// The tool exited (not yet reaped: [`Child::wait`] does that).
+    Exited,
+    /// `--watch-stdin`: stdin ended (the coordinator or its connection is gone).
+    StdinGone,
+    /// waitid(2) failed: the exit is then looked for every [`READY_POLL`].
+    WaitFailed,
+}
+
+/// A channel that says when `child` exits and, with `watch`, when stdin ends. Both threads are
+/// detached: the stdin reader may block in read() until we exit, which is fine.
+fn events(child: &Child, watch: bool) -> Receiver<Event> {
+    let (tx, rx) = channel();
+    let pid: libc::id_t = child.id();
+    let waiter = tx.clone();
+    std::thread::spawn(move || {
+        let ev = loop {
+            // SAFETY: waitid(2) on our own child's pid with WNOWAIT: it only waits for the exit
+            // and leaves the child to be reaped by Child::wait, so the pid is not freed (and
+            // cannot be reused) while stop() may still signal it. `info` is ours to fill.
+            let rc = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT)
+            };
+            match rc {
+                0 => break Event::Exited,
+                _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => continue,
+                _ => break Event::WaitFailed,
+            }
+        };
+        let _ = waiter.send(ev);
+    });
+    if watch {
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 256];
+            let mut stdin = std::io::stdin();
+            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+            let _ = tx.send(Event::StdinGone);
+        });
+    }
+    rx
+}
+
+/// Runs `exe TOOL... --out_json --out_json_file DIR/out.json` (the tool is this binary's
+/// subcommand) and says on `out` what the coordinator reads; returns the exit code.
+fn run_in<W: Write + Send + 'static>(dir: &Path, exe: &Path, tool: &[String], deadline: Duration, ready_port: Option<u16>, watch: bool, out: &Arc<Mutex<W>>) -> i32 {
     let t0 = Instant::now();
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("rperftest matrix-exec: cannot find this binary: {e}");
-            return 1;
-        }
-    };
     let json_path = dir.join("out.json");
-    let mut child = match Command::new(&exe)
+    let mut child = match Command::new(exe)
         .args(tool)
         .arg("--out_json")
         .arg("--out_json_file")
@@ -153,38 +205,40 @@ fn run_in(dir: &Path, tool: &[String], deadline: Duration, ready_port: Option<u1
         }
     };
     let fo = child.stdout.take().map(|s| forward(s, Some(out.clone())));
-    let fe = child.stderr.take().map(|s| forward(s, None));
-    let gone = Arc::new(AtomicBool::new(false));
-    if watch {
-        let g = gone.clone();
-        // Detached: it may block in read() until we exit, which is fine.
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 256];
-            let mut stdin = std::io::stdin();
-            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
-            g.store(true, Ordering::SeqCst);
-        });
-    }
+    let fe = child.stderr.take().map(|s| forward::<_, W>(s, None));
+    let events = events(&child, watch);
     let mut ready_sent = ready_port.is_none();
+    let mut poll_exit = false;
     let status = loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            break Some(s);
+        // Until the server listens, look for its port every READY_POLL; after that, sleep
+        // until the tool ends, stdin ends or the deadline (no polling: on a busy node every
+        // wake-up of every side costs).
+        let left = deadline.saturating_sub(t0.elapsed());
+        let wait = if ready_sent && !poll_exit { left } else { left.min(READY_POLL) };
+        match events.recv_timeout(wait) {
+            Ok(Event::Exited) => break child.wait().ok(),
+            Ok(Event::WaitFailed) => poll_exit = true,
+            Ok(Event::StdinGone) => {
+                say(out, &format!("{TAG}cancelled"));
+                stop(&mut child);
+                break None;
+            }
+            Err(_) => {}
+        }
+        if poll_exit {
+            if let Ok(Some(st)) = child.try_wait() {
+                break Some(st);
+            }
         }
         if !ready_sent && tcp_listening(ready_port.unwrap_or(0), &read_tables()) {
             say(out, &format!("{TAG}ready"));
             ready_sent = true;
-        }
-        if gone.load(Ordering::SeqCst) {
-            say(out, &format!("{TAG}cancelled"));
-            stop(&mut child);
-            break None;
         }
         if t0.elapsed() >= deadline {
             say(out, &format!("{TAG}timeout after {} s", deadline.as_secs()));
             stop(&mut child);
             break None;
         }
-        std::thread::sleep(Duration::from_millis(20));
     };
     for h in [fo, fe].into_iter().flatten() {
         let _ = h.join();
@@ -227,6 +281,43 @@ mod tests {
         assert!(cli().try_get_matches_from(["x", "--deadline", "0", "--", "t"]).is_err());
         assert!(cli().try_get_matches_from(["x", "--deadline", "5"]).is_err());
         assert!(cli().try_get_matches_from(["x", "--deadline", "abc", "--", "t"]).is_err());
+    }
+
+    /// `sh -c SCRIPT` as the tool (the appended `--out_json ...` become sh's $0, $1, ...);
+    /// the code and the lines said.
+    fn sh(script: &str, deadline: Duration, ready_port: Option<u16>) -> (i32, Vec<String>) {
+        let dir = private_dir(None).expect("mkdtemp");
+        let out = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let tool = ["-c".to_string(), script.to_string()];
+        let code = run_in(&dir, Path::new("/bin/sh"), &tool, deadline, ready_port, false, &out);
+        let _ = std::fs::remove_dir_all(&dir);
+        let text = String::from_utf8(out.lock().expect("out").clone()).expect("utf-8");
+        (code, text.lines().map(String::from).collect())
+    }
+
+    #[test]
+    fn the_tools_exit_ends_the_wait_long_before_the_deadline() {
+        // Were the exit missed, the wait would end at the deadline with 124, not 3.
+        let (code, lines) = sh("echo hello; exit 3", Duration::from_secs(600), None);
+        assert_eq!((code, lines), (3, vec!["hello".to_string()]));
+        // The report the tool wrote is one line.
+        let (code, lines) = sh(r#"echo '{"a": 1}' > "$2""#, Duration::from_secs(600), None);
+        assert_eq!((code, lines), (0, vec![format!("{TAG}json {{\"a\":1}}")]));
+    }
+
+    #[test]
+    fn the_deadline_stops_the_tool_with_124() {
+        let (code, lines) = sh("exec sleep 600", Duration::from_secs(1), None);
+        assert_eq!((code, lines), (124, vec![format!("{TAG}timeout after 1 s")]));
+    }
+
+    #[test]
+    fn ready_is_said_once_the_port_listens() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let (code, lines) = sh("sleep 0.3", Duration::from_secs(600), Some(port));
+        assert_eq!((code, lines), (0, vec![format!("{TAG}ready")]));
+        drop(l);
     }
 
     #[test]
