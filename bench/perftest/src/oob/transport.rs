@@ -4,7 +4,10 @@
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::error::OobError;
 use super::msg::{self, BwReport, KeyFormat, KeyMsg, Negotiate, NegotiateLayout, PeerVersion, SysData};
@@ -107,7 +110,12 @@ impl Listener {
                             });
                         }
                     }
-                    std::thread::sleep(Duration::from_millis(20));
+                    // Sleep until a client knocks (or a slice passes, to look at the stop
+                    // flag and the bound again), rather than wake every 20 ms: on a node that
+                    // many sides share, a server waiting for its client cost CPU. An error or
+                    // EINTR only ends the slice early.
+                    let mut fds = [PollFd::new(self.inner.as_fd(), PollFlags::POLLIN)];
+                    let _ = poll(&mut fds, PollTimeout::from(bench_core::signal::POLL_SLICE.as_millis() as u16));
                 }
                 Err(source) => return Err(OobError::Accept { port, source }),
             }
