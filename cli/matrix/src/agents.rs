@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::agent::{parse_said, run_line, Said};
-use super::launcher::{Launcher, Line, Proc, RemoteSide, SideStarter};
+use super::launcher::{sigterm, Launcher, Line, Proc, RemoteSide, SideStarter};
 
 /// How many of an agent's stderr lines are kept to say why it ended.
 const LAST_WORDS: usize = 3;
@@ -25,6 +25,9 @@ const LAST_WORDS: usize = 3;
 /// After the agent's stdin is closed, how long it has to stop its sides and end (its own
 /// grace is 5 s) before its launcher process is killed.
 const CLOSE_BOUND: Duration = Duration::from_secs(10);
+
+/// After SIGTERM, how long an agent's launcher has to end before SIGKILL.
+const TERM_BOUND: Duration = Duration::from_secs(3);
 
 /// One node's agent.
 struct Conn {
@@ -211,8 +214,9 @@ impl Agents {
         Ok(conn)
     }
 
-    /// Ends every agent: its stdin closes (it stops what still runs, then ends), and a
-    /// launcher still there after [`CLOSE_BOUND`] is killed. No process of ours stays behind.
+    /// Ends every agent: its stdin closes (it stops what still runs, then ends); a launcher
+    /// still there after [`CLOSE_BOUND`] gets SIGTERM, and SIGKILL [`TERM_BOUND`] later. No
+    /// process of ours stays behind.
     fn close_all(&self) {
         let conns: Vec<Arc<Conn>> = self.conns.lock().map(|mut c| c.drain().map(|(_, v)| v).collect()).unwrap_or_default();
         for c in &conns {
@@ -221,7 +225,16 @@ impl Agents {
             }
         }
         let until = Instant::now() + CLOSE_BOUND;
-        for c in &conns {
+        let stuck: Vec<&Arc<Conn>> = conns.iter().filter(|c| c.exit_code(until.saturating_duration_since(Instant::now())).is_none()).collect();
+        // SIGTERM before SIGKILL: srun then cancels its step, and Slurm ends every process
+        // in it, the sides included (a SIGKILL gives srun no say; ssh closes either way).
+        for c in &stuck {
+            if let Ok(mut ch) = c.child.lock() {
+                sigterm(&mut ch);
+            }
+        }
+        let until = Instant::now() + TERM_BOUND;
+        for c in stuck {
             if c.exit_code(until.saturating_duration_since(Instant::now())).is_none() {
                 if let Ok(mut ch) = c.child.lock() {
                     let _ = ch.kill();
@@ -229,5 +242,35 @@ impl Agents {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launcher::Kind;
+
+    /// A launcher that does not end when its agent's stdin closes gets SIGTERM (on which srun
+    /// cancels its step, and Slurm ends all of it), not at once SIGKILL.
+    #[test]
+    fn a_launcher_deaf_to_its_stdin_gets_sigterm_before_sigkill() {
+        let dir = std::env::temp_dir().join(format!("rperftest-agents-term-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        let prog = dir.join("launcher");
+        let script = format!("#!/bin/sh\ntrap 'echo term >{}/got; exit 0' TERM\nwhile :; do sleep 0.1; done\n", dir.display());
+        std::fs::write(&prog, script).expect("script");
+        std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        let l = Launcher { kind: Kind::Srun, program: prog.display().to_string(), connect_timeout: 5, in_allocation: false, control_dir: None, agents: None };
+        let agents = Agents::default();
+        let mut side = agents.start(&l, "n1", "rperftest", &["--deadline".into(), "5".into()]).expect("start");
+        let t = Instant::now();
+        agents.close();
+        assert!(t.elapsed() < CLOSE_BOUND + TERM_BOUND, "{:?}", t.elapsed());
+        assert_eq!(std::fs::read_to_string(dir.join("got")).ok().as_deref(), Some("term\n"));
+        // The side waiting on it ends as its agent did.
+        assert!(side.wait_until(Instant::now() + Duration::from_secs(5)));
+        assert_eq!(side.exit, Some(255));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -86,7 +86,7 @@ fn base_command() -> Command {
         .arg(Arg::new("serial").long("serial").action(ArgAction::SetTrue).help("one pair at a time"))
         .arg(Arg::new("max-pairs").long("max-pairs").value_parser(value_parser!(u64).range(1..=65_536)).conflicts_with("serial").help("at most N pairs at once (default: every pair whose two nodes are free), for nodes that share CPUs or a fabric not to be filled; the pair deadlines assume each pair has its nodes to itself"))
         .arg(Arg::new("both-directions").long("both-directions").action(ArgAction::SetTrue).help("run each pair both ways (each node once as the server)"))
-        .arg(Arg::new("no-agent").long("no-agent").action(ArgAction::SetTrue).help("ssh: a session of its own for each pair side (default: one rperftest matrix-agent per node starts them, so a pair costs no login or ssh session)"))
+        .arg(Arg::new("no-agent").long("no-agent").action(ArgAction::SetTrue).help("a session (ssh) or job step (srun) of its own for each pair side (default: one rperftest matrix-agent per node starts them, so a pair costs no login, ssh session or Slurm step)"))
         .arg(Arg::new("no-retry").long("no-retry").action(ArgAction::SetTrue).help("report suspect pairs as they are (default: each LOW, FAIL or TIMEOUT pair runs once more, after its test and rail's rounds)"))
         .arg(Arg::new("push").long("push").action(ArgAction::SetTrue).conflicts_with("remote-bin").help("copy this binary to a private directory on every node (scp, or sbcast inside an allocation) and remove it at the end"))
         .arg(Arg::new("resume").long("resume").action(ArgAction::SetTrue).help("keep OUT/results.jsonl and run only the pairs it lacks"))
@@ -213,7 +213,7 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         connect_timeout: preflight.as_secs().clamp(1, 30),
         in_allocation,
         control_dir: (kind == Kind::Ssh).then(|| std::env::temp_dir().join(format!("rperftest-matrix-{}", std::process::id()))),
-        agents: (kind == Kind::Ssh && !m.get_flag("no-agent")).then(|| std::sync::Arc::new(super::agents::Agents::default()) as _),
+        agents: (!m.get_flag("no-agent")).then(|| std::sync::Arc::new(super::agents::Agents::default()) as _),
     };
     let f = |k: &str| m.get_one::<f64>(k).copied();
     let positive = |k: &str, v: Option<f64>| -> Result<Option<f64>, clap::Error> {
@@ -343,6 +343,19 @@ mod tests {
         assert_eq!(c.hosts, ["n1", "n2", "n3"]);
         assert_eq!(Env::from_vars(|_| None), Env::default());
         assert!(parse_config(&[], &Env::default()).is_err(), "no hosts and no allocation");
+    }
+
+    #[test]
+    fn srun_runs_get_node_agents_too_unless_asked() {
+        let srun = |extra: &[&str]| {
+            let mut a = vec!["--hosts", "n[1-3]", "--out", "/tmp/x", "--launcher", "srun"];
+            a.extend(extra);
+            cfg(&a).expect("parse").launcher
+        };
+        let l = srun(&[]);
+        assert_eq!((l.kind, l.program.as_str()), (Kind::Srun, "srun"));
+        assert!(l.agents.is_some() && l.control_dir.is_none());
+        assert!(srun(&["--no-agent"]).agents.is_none());
     }
 
     #[test]

@@ -29,8 +29,8 @@ pub struct Launcher {
     /// starts two remote commands; without sharing each pays a full login (key exchange and
     /// authentication), which on a slow login node costs seconds of its CPU per command.
     pub control_dir: Option<std::path::PathBuf>,
-    /// ssh only: one `matrix-agent` per node starts the pair sides ([`super::agents`]), so a
-    /// pair costs no ssh session of its own. `None`: a session per side (`--no-agent`).
+    /// One `matrix-agent` per node starts the pair sides ([`super::agents`]), so a pair costs
+    /// no ssh session or srun step of its own. `None`: a command per side (`--no-agent`).
     pub agents: Option<std::sync::Arc<dyn SideStarter>>,
 }
 
@@ -356,6 +356,16 @@ impl Drop for Proc {
     }
 }
 
+/// SIGTERM to `child` if it still runs (srun cancels its job step, and Slurm ends every
+/// process in it; ssh closes its connection).
+pub fn sigterm(child: &mut Child) {
+    if let (Ok(None), Ok(pid)) = (child.try_wait(), i32::try_from(child.id())) {
+        // SAFETY: kill(2) on our own child, which try_wait just found not yet reaped (and the
+        // `&mut` keeps anyone else from reaping it meanwhile).
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+}
+
 /// Run `argv` to its end within `bound`, killed past it; (exit, stdout, stderr), exit None when
 /// it had to be killed.
 pub fn run_bounded(argv: &[String], bound: Duration) -> std::io::Result<(Option<i32>, Vec<String>, Vec<String>)> {
@@ -398,6 +408,19 @@ mod tests {
         assert_eq!(v, s(&["srun", "-N1", "-n1", "--quiet", "--unbuffered", "--chdir=/tmp", "--job-name=rperftest-matrix", "--overlap", "-w", "node2", "--", "rperftest", "a b"]));
         l.in_allocation = false;
         assert!(!l.argv("node2", &s(&["x"])).expect("argv").contains(&"--overlap".to_string()));
+    }
+
+    #[test]
+    fn srun_starts_a_node_agent_as_one_task_with_stdin_and_stdout_piped() {
+        // The agent's whole protocol is its stdin and stdout: srun forwards stdin to its one
+        // task (the default --input), --unbuffered sends each reply line on at once, and the
+        // agent is a plain argument vector after `--` (no shell on the node).
+        let l = Launcher { kind: Kind::Srun, program: "srun".into(), connect_timeout: 7, in_allocation: true, control_dir: None, agents: None };
+        let v = l.argv("node4", &s(&["/tmp/rperftest-push-ab/rperftest", "matrix-agent"])).expect("argv");
+        assert_eq!(
+            v,
+            s(&["srun", "-N1", "-n1", "--quiet", "--unbuffered", "--chdir=/tmp", "--job-name=rperftest-matrix", "--overlap", "-w", "node4", "--", "/tmp/rperftest-push-ab/rperftest", "matrix-agent"])
+        );
     }
 
     #[test]

@@ -963,6 +963,6 @@ mod tests {
         };
         assert!(!a(&["--max-pairs", "0"]) && !a(&["--max-pairs", "2", "--serial"]));
         assert!(!a(&["--launcher", "srun", "--max-pairs", "x"]));
-        assert!(args::parse_config(&["--hosts", "n[1-5]", "--out", "/tmp/x", "--launcher", "srun"].map(String::from), &args::Env::default()).expect("srun").launcher.agents.is_none());
+        assert!(args::parse_config(&["--hosts", "n[1-5]", "--out", "/tmp/x", "--launcher", "srun"].map(String::from), &args::Env::default()).expect("srun").launcher.agents.is_some(), "srun runs get agents too");
     }
 }
