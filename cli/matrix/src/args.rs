@@ -212,7 +212,8 @@ pub fn parse_config(args: &[String], env: &Env) -> Result<Config, clap::Error> {
         program: if kind == Kind::Ssh { m.get_one::<String>("ssh").cloned().unwrap_or_else(|| "ssh".into()) } else { "srun".into() },
         connect_timeout: preflight.as_secs().clamp(1, 30),
         in_allocation,
-        control_dir: (kind == Kind::Ssh).then(|| std::env::temp_dir().join(format!("rperftest-matrix-{}", std::process::id()))),
+        // The coordinator's TMPDIR as the binary read it (a library reads no environment).
+        control_dir: (kind == Kind::Ssh).then(|| env.tmpdir.clone().unwrap_or_else(|| "/tmp".into()).join(format!("rperftest-matrix-{}", std::process::id()))),
         agents: (!m.get_flag("no-agent")).then(|| std::sync::Arc::new(super::agents::Agents::default()) as _),
     };
     let f = |k: &str| m.get_one::<f64>(k).copied();
@@ -343,6 +344,11 @@ mod tests {
         assert_eq!(c.hosts, ["n1", "n2", "n3"]);
         assert_eq!(Env::from_vars(|_| None), Env::default());
         assert!(parse_config(&[], &Env::default()).is_err(), "no hosts and no allocation");
+        // The ssh control sockets go under the coordinator's TMPDIR, as handed in.
+        let ssh = |env: &Env| parse_config(&["--hosts", "a,b", "--out", "/tmp/x", "--launcher", "ssh"].map(String::from), env).expect("ssh").launcher.control_dir;
+        let pid = std::process::id();
+        assert_eq!(ssh(&env), Some(std::path::PathBuf::from(format!("/scratch/rperftest-matrix-{pid}"))));
+        assert_eq!(ssh(&Env::default()), Some(std::path::PathBuf::from(format!("/tmp/rperftest-matrix-{pid}"))));
     }
 
     #[test]

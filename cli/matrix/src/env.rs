@@ -9,7 +9,8 @@ pub struct Env {
     pub slurm_nodelist: Option<String>,
     /// `SLURM_JOB_ID` is set: inside an allocation the launcher defaults to srun.
     pub in_allocation: bool,
-    /// `TMPDIR` on a node (`matrix-exec`'s private directory goes there; default /tmp).
+    /// `TMPDIR`: on a node, where `matrix-exec` makes its private directory; on the coordinator,
+    /// where the ssh control sockets go (default /tmp for both).
     pub tmpdir: Option<std::path::PathBuf>,
 }
 
