@@ -121,7 +121,7 @@ fn run(cmd: &str, rest: &[String], settings: &Settings) -> u8 {
         "rping" => diag::rping::run(rest, open),
         "doctor" => diag::doctor::run(rest, open),
         // The two halves of `matrix` that run on the nodes.
-        "matrix-agent" => matrix::agent::run(rest),
+        "matrix-agent" => matrix::agent::run(rest, &env_settings::matrix_env()),
         "matrix-exec" => matrix::exec::run(rest, &env_settings::matrix_env()),
         "matrix-probe" => matrix::probe::run(rest),
         "matrix-wire" => matrix::wire::run(rest),

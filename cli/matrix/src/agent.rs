@@ -1,34 +1,41 @@
 //! `rperftest matrix-agent`: one long-lived process per node that starts the node's pair sides
-//! for the coordinator, so a pair costs two local process starts on its nodes instead of two
-//! remote logins or sessions (an ssh channel, a login shell and the ssh client each time).
+//! for the coordinator, so a pair costs one local process start per side on its nodes instead of
+//! two remote logins or sessions (an ssh channel, a login shell and the ssh client each time).
 //!
 //! The coordinator ([`super::agents`]) starts one agent per node through its launcher and
 //! writes commands to its stdin, one per line:
 //!
-//! - `run ID ["--deadline","30",...]`: start this binary's `matrix-exec` with those arguments
-//!   (a JSON array of strings). Only `matrix-exec` is ever started: the agent runs no other
-//!   program, whatever the line says.
-//! - `stop ID`: close that side's stdin (`matrix-exec --watch-stdin` stops its tool).
-//! - `kill ID`: SIGKILL that side's process group (matrix-exec and its tool).
+//! - `run ID ["--deadline","30",...]`: run a side as `matrix-exec` would with those arguments
+//!   (a JSON array of strings), in a thread of the agent ([`super::exec::run_side`]): this
+//!   binary's tool subcommand in a process group of its own, with the side's deadline, ready
+//!   port and report. It runs nothing but this binary, whatever the line says.
+//! - `stop ID`: stop that side (SIGINT to its tool, SIGKILL 3 s later).
+//! - `kill ID`: SIGKILL that side's process group (its tool).
 //!
 //! It answers on stdout, one line each: `@rpt-agent ID o TEXT` and `@rpt-agent ID e TEXT` for
-//! the side's stdout and stderr lines, then `@rpt-agent ID x CODE` once the side has ended and
-//! its output is all sent. The end of stdin (the coordinator is done, or its connection died)
-//! stops every side still running, then the agent; a side's `matrix-exec` still holds its own
-//! deadline, so nothing outlives its pair even if the agent is killed.
+//! the side's stdout and stderr lines (matrix-exec's `@rpt-matrix` lines among the first), then
+//! `@rpt-agent ID x CODE` once the side has ended and its output is all sent. The end of stdin
+//! (the coordinator is done, or its connection died) stops every side still running, then the
+//! agent. Each side's deadline is the agent's own: the tool never outlives it while the agent
+//! lives, and a tool whose agent was killed ends at its peer's deadline or its own bounds.
+//! (Earlier the agent started a `matrix-exec` process per side: one more start of this binary
+//! for every side, which on a node that many sides share, as on the netns bed, was CPU.)
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
-use std::process::{ChildStdin, Command, Stdio};
+use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+use super::exec::{parse_side, run_side, Event, Sink};
 
 /// The start of every line the agent writes on stdout.
 pub const TAG: &str = "@rpt-agent ";
 
-/// How long the sides have to end by themselves after the agent's stdin ended (matrix-exec
-/// gives its tool 3 s after SIGINT), before their process groups are killed.
+/// How long the sides have to end by themselves after the agent's stdin ended (a side gives
+/// its tool 3 s after SIGINT), before their process groups are killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// A command from the coordinator.
@@ -83,7 +90,8 @@ pub fn parse_said(line: &str) -> Option<Said<'_>> {
     }
 }
 
-type Out = Arc<Mutex<std::io::Stdout>>;
+/// Where the agent's lines go: its stdout (a buffer in tests).
+type Out = Arc<Mutex<dyn Write + Send>>;
 
 fn say(out: &Out, line: &str) {
     if let Ok(mut o) = out.lock() {
@@ -92,82 +100,84 @@ fn say(out: &Out, line: &str) {
     }
 }
 
-/// A running side: its stdin (dropped by `stop`) and its process group (matrix-exec leads it).
+/// A running side: how to stop it, and its tool's process group (0 until the tool started).
 struct Running {
-    stdin: Option<ChildStdin>,
-    pgid: i32,
+    cancel: Sender<Event>,
+    pgid: Arc<AtomicI32>,
 }
 
 type Table = Arc<Mutex<HashMap<u64, Running>>>;
 
-fn forward<R: Read + Send + 'static>(r: R, id: u64, kind: char, out: Out) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        for line in BufReader::new(r).lines() {
-            let Ok(line) = line else { break };
-            say(&out, &format!("{TAG}{id} {kind} {line}"));
-        }
-    })
+/// A side's lines, tagged with its id, on the agent's stdout.
+struct Tagged {
+    id: u64,
+    out: Out,
 }
 
-/// Starts side `id`; its end is said by a thread of its own.
-fn start(exe: &std::path::Path, id: u64, args: &[String], table: &Table, out: &Out) -> Result<(), String> {
-    if table.lock().map_err(|_| "poisoned")?.contains_key(&id) {
-        return Err(format!("side {id} is already running"));
+impl Sink for Tagged {
+    fn out(&self, line: &str) {
+        say(&self.out, &format!("{TAG}{} o {line}", self.id));
     }
-    let mut child = Command::new(exe)
-        .arg("matrix-exec")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so `kill` reaches the tool too.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start {} matrix-exec: {e}", exe.display()))?;
-    let pgid = i32::try_from(child.id()).map_err(|_| "pid out of range")?;
-    let fo = child.stdout.take().map(|s| forward(s, id, 'o', out.clone()));
-    let fe = child.stderr.take().map(|s| forward(s, id, 'e', out.clone()));
-    if let Ok(mut t) = table.lock() {
-        t.insert(id, Running { stdin: child.stdin.take(), pgid });
+
+    fn err(&self, line: &str) {
+        say(&self.out, &format!("{TAG}{} e {line}", self.id));
     }
-    let (table, out) = (table.clone(), out.clone());
-    std::thread::spawn(move || {
-        let code = child.wait().ok().and_then(|s| s.code()).unwrap_or(128);
-        for h in [fo, fe].into_iter().flatten() {
-            let _ = h.join();
+}
+
+/// Starts side `id` in a thread of its own, which says its end.
+fn start(exe: &Path, tmpdir: Option<&Path>, id: u64, args: &[String], table: &Table, out: &Out) -> Result<(), String> {
+    let side = parse_side(args).map_err(|e| format!("run {id}: {}", e.to_string().lines().next().unwrap_or_default()))?;
+    let (tx, rx) = channel();
+    let pgid = Arc::new(AtomicI32::new(0));
+    {
+        let mut t = table.lock().map_err(|_| "poisoned")?;
+        if t.contains_key(&id) {
+            return Err(format!("side {id} is already running"));
         }
+        t.insert(id, Running { cancel: tx.clone(), pgid: pgid.clone() });
+    }
+    let (exe, tmpdir, table, out) = (exe.to_path_buf(), tmpdir.map(Path::to_path_buf), table.clone(), out.clone());
+    std::thread::spawn(move || {
+        let sink: Arc<dyn Sink> = Arc::new(Tagged { id, out: out.clone() });
+        let on_spawn = |pid: u32| pgid.store(i32::try_from(pid).unwrap_or(0), Ordering::SeqCst);
+        let code = run_side(&exe, &side, tmpdir.as_deref(), true, (tx, rx), on_spawn, &sink);
         if let Ok(mut t) = table.lock() {
             t.remove(&id);
         }
-        say(&out, &format!("{TAG}{id} x {code}"));
+        say(&out, &format!("{TAG}{id} x {}", u8::try_from(code).unwrap_or(255)));
     });
     Ok(())
 }
 
-fn kill_group(pgid: i32) {
-    // SAFETY: kill(2) with a negative pid signals the process group that matrix-exec leads
-    // (made by `process_group(0)` at its start); it touches no memory of ours.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+fn kill_group(pgid: &AtomicI32) {
+    // 0 (the tool has not started, or could not): no group to kill, and kill(0) would be ours.
+    let pgid = pgid.load(Ordering::SeqCst);
+    if pgid > 0 {
+        // SAFETY: kill(2) with a negative pid signals the process group that the side's tool
+        // leads (made by `process_group(0)` at its start); it touches no memory of ours.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
 }
 
-/// stdin ended: every side's stdin is closed, and the groups still there after the grace
-/// are killed.
+/// stdin ended: every side is stopped, and the groups still there after the grace are killed.
 fn stop_all(table: &Table) {
-    if let Ok(mut t) = table.lock() {
-        t.values_mut().for_each(|r| r.stdin = None);
+    if let Ok(t) = table.lock() {
+        t.values().for_each(|r| {
+            let _ = r.cancel.send(Event::Cancel);
+        });
     }
     let until = Instant::now() + STOP_GRACE;
     while Instant::now() < until && table.lock().map(|t| !t.is_empty()).unwrap_or(false) {
         std::thread::sleep(Duration::from_millis(50));
     }
     if let Ok(t) = table.lock() {
-        t.values().for_each(|r| kill_group(r.pgid));
+        t.values().for_each(|r| kill_group(&r.pgid));
     }
 }
 
 /// `rperftest matrix-agent`: reads commands until stdin ends. Exit 0, or 1 when this binary
-/// cannot be found.
-pub fn run(args: &[String]) -> u8 {
+/// cannot be found. `env` as the binary read it (`TMPDIR`, for the sides' reports).
+pub fn run(args: &[String], env: &crate::env::Env) -> u8 {
     if !args.is_empty() {
         eprintln!("rperftest matrix-agent: takes no arguments (started by rperftest matrix on each node)");
         return 2;
@@ -184,16 +194,16 @@ pub fn run(args: &[String]) -> u8 {
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         let done = match parse_command(line.trim_end()) {
-            Ok(Request::Run { id, args }) => start(&exe, id, &args, &table, &out).map_err(|e| (id, e)),
+            Ok(Request::Run { id, args }) => start(&exe, env.tmpdir.as_deref(), id, &args, &table, &out).map_err(|e| (id, e)),
             Ok(Request::Stop(id)) => {
-                if let Some(r) = table.lock().ok().as_mut().and_then(|t| t.get_mut(&id)) {
-                    r.stdin = None;
+                if let Some(r) = table.lock().ok().as_ref().and_then(|t| t.get(&id)) {
+                    let _ = r.cancel.send(Event::Cancel);
                 }
                 Ok(())
             }
             Ok(Request::Kill(id)) => {
                 if let Some(r) = table.lock().ok().as_ref().and_then(|t| t.get(&id)) {
-                    kill_group(r.pgid);
+                    kill_group(&r.pgid);
                 }
                 Ok(())
             }
@@ -229,6 +239,61 @@ mod tests {
         for bad in ["", "run", "run x []", "run 1", "run 1 [1,2]", "run 1 {\"a\":1}", "stop 1 2", "exec 1 []", "stop -1"] {
             assert!(parse_command(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// Side 1 runs `sh -c SCRIPT` (as the tool) through [`start`]; `then` acts on the table
+    /// once "hi" is out; the lines said, up to the side's end.
+    fn sh_side(script: &str, then: impl FnOnce(&Table)) -> Vec<String> {
+        let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let out: Out = buf.clone();
+        let table: Table = Arc::new(Mutex::new(HashMap::new()));
+        let args = s(&["--deadline", "600", "--", "-c", script]);
+        start(Path::new("/bin/sh"), None, 1, &args, &table, &out).expect("start");
+        let text = || String::from_utf8(buf.lock().expect("buf").clone()).expect("utf-8");
+        let t = Instant::now();
+        while !text().contains("@rpt-agent 1 o hi\n") {
+            assert!(t.elapsed() < Duration::from_secs(30), "no hi: {}", text());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        then(&table);
+        while !text().contains("@rpt-agent 1 x ") {
+            assert!(t.elapsed() < Duration::from_secs(60), "no end: {}", text());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(table.lock().expect("table").is_empty(), "the side left the table");
+        text().lines().map(String::from).collect()
+    }
+
+    #[test]
+    fn stop_ends_a_side_and_its_tool() {
+        let lines = sh_side("echo hi; exec sleep 600", |t| {
+            let _ = t.lock().expect("table")[&1].cancel.send(Event::Cancel);
+        });
+        assert_eq!(lines, ["@rpt-agent 1 o hi", "@rpt-agent 1 o @rpt-matrix cancelled", "@rpt-agent 1 o @rpt-matrix exit 124", "@rpt-agent 1 x 124"]);
+    }
+
+    #[test]
+    fn kill_ends_the_tools_process_group() {
+        // The tool's child is in its group too: the side ends only when both are gone (the
+        // child holds the stdout pipe open).
+        let lines = sh_side("sleep 600 & echo hi; wait", |t| kill_group(&t.lock().expect("table")[&1].pgid));
+        assert_eq!(lines, ["@rpt-agent 1 o hi", "@rpt-agent 1 o @rpt-matrix exit 128", "@rpt-agent 1 x 128"]);
+    }
+
+    #[test]
+    fn a_side_with_bad_arguments_does_not_start() {
+        let out: Out = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let table: Table = Arc::new(Mutex::new(HashMap::new()));
+        let e = start(Path::new("/bin/sh"), None, 4, &s(&["--", "x"]), &table, &out).expect_err("no deadline");
+        assert!(e.starts_with("run 4: error:"), "{e}");
+        assert!(table.lock().expect("table").is_empty());
+        assert!(kill_group_is_safe_before_the_tool_starts());
+    }
+
+    fn kill_group_is_safe_before_the_tool_starts() -> bool {
+        // pgid 0 must not become kill(0, ...): that would be the agent's own group.
+        kill_group(&AtomicI32::new(0));
+        true
     }
 
     #[test]

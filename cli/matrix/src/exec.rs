@@ -18,8 +18,9 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver};
-use std::sync::{Arc, Mutex};
+use std::os::unix::process::CommandExt;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{value_parser, Arg, ArgAction};
@@ -35,11 +36,53 @@ fn cli() -> clap::Command {
         .arg(Arg::new("tool").required(true).num_args(1..).allow_hyphen_values(true).last(true))
 }
 
-/// Lines to our stdout, whole, from several threads; a gone reader is not an error here.
-fn say<W: Write>(out: &Mutex<W>, line: &str) {
-    if let Ok(mut o) = out.lock() {
+/// Where a side's lines go: matrix-exec's own stdout and stderr, or the node agent's tagged
+/// lines ([`super::agent`]). Lines arrive whole, from several threads.
+pub trait Sink: Send + Sync + 'static {
+    /// The tool's stdout lines and the `@rpt-matrix` lines the coordinator reads.
+    fn out(&self, line: &str);
+    /// The tool's stderr lines and this side's own complaints.
+    fn err(&self, line: &str);
+}
+
+/// matrix-exec's sink: its stdout and stderr (a gone reader is not an error here).
+struct StdStreams;
+
+impl Sink for StdStreams {
+    fn out(&self, line: &str) {
+        let mut o = std::io::stdout().lock();
         let _ = writeln!(o, "{line}");
         let _ = o.flush();
+    }
+
+    fn err(&self, line: &str) {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+}
+
+/// One side, as matrix-exec's arguments (and the agent's `run` lines) give it.
+#[derive(Debug)]
+pub struct SideArgs {
+    pub deadline: Duration,
+    pub ready_port: Option<u16>,
+    /// matrix-exec only: the end of stdin cancels the side (the agent has `stop` for that).
+    pub watch_stdin: bool,
+    /// This binary's subcommand and its arguments.
+    pub tool: Vec<String>,
+}
+
+/// Parses matrix-exec's arguments (the agent's `run` lines carry them too).
+pub fn parse_side(args: &[String]) -> Result<SideArgs, clap::Error> {
+    let m = cli().try_get_matches_from(std::iter::once("rperftest matrix-exec".to_string()).chain(args.iter().cloned()))?;
+    Ok(side_from(&m))
+}
+
+fn side_from(m: &clap::ArgMatches) -> SideArgs {
+    SideArgs {
+        deadline: Duration::from_secs(*m.get_one::<u64>("deadline").unwrap_or(&60)),
+        ready_port: m.get_one::<u16>("ready-port").copied(),
+        watch_stdin: m.get_flag("watch-stdin"),
+        tool: m.get_many::<String>("tool").map(|v| v.cloned().collect()).unwrap_or_default(),
     }
 }
 
@@ -93,15 +136,14 @@ fn stop(child: &mut Child) -> Option<std::process::ExitStatus> {
     child.wait().ok()
 }
 
-fn forward<R: Read + Send + 'static, W: Write + Send + 'static>(r: R, to_stdout: Option<Arc<Mutex<W>>>) -> std::thread::JoinHandle<()> {
+fn forward<R: Read + Send + 'static>(r: R, sink: Arc<dyn Sink>, to_out: bool) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(r).lines() {
             let Ok(line) = line else { break };
-            match &to_stdout {
-                Some(o) => say(o, &line),
-                None => {
-                    let _ = writeln!(std::io::stderr(), "{line}");
-                }
+            if to_out {
+                sink.out(&line);
+            } else {
+                sink.err(&line);
             }
         }
     })
@@ -113,48 +155,69 @@ pub fn run(args: &[String], env: &crate::env::Env) -> u8 {
         Ok(m) => m,
         Err(code) => return code,
     };
-    let deadline = Duration::from_secs(*m.get_one::<u64>("deadline").unwrap_or(&60));
-    let ready_port = m.get_one::<u16>("ready-port").copied();
-    let tool: Vec<String> = m.get_many::<String>("tool").map(|v| v.cloned().collect()).unwrap_or_default();
-    let out = Arc::new(Mutex::new(std::io::stdout()));
-    let dir = match private_dir(env.tmpdir.as_deref()) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("rperftest matrix-exec: cannot make a temporary directory: {e}");
-            return 1;
-        }
-    };
+    let side = side_from(&m);
+    let (tx, rx) = channel();
+    if side.watch_stdin {
+        let tx = tx.clone();
+        // Detached: it may block in read() until we exit, which is fine.
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 256];
+            let mut stdin = std::io::stdin();
+            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+            let _ = tx.send(Event::Cancel);
+        });
+    }
+    let sink: Arc<dyn Sink> = Arc::new(StdStreams);
     let code = match std::env::current_exe() {
-        Ok(exe) => run_in(&dir, &exe, &tool, deadline, ready_port, m.get_flag("watch-stdin"), &out),
+        Ok(exe) => run_side(&exe, &side, env.tmpdir.as_deref(), false, (tx, rx), |_| {}, &sink),
         Err(e) => {
-            eprintln!("rperftest matrix-exec: cannot find this binary: {e}");
+            sink.err(&format!("rperftest matrix-exec: cannot find this binary: {e}"));
+            sink.out(&format!("{TAG}exit 1"));
             1
         }
     };
-    let _ = std::fs::remove_dir_all(&dir);
-    say(&out, &format!("{TAG}exit {code}"));
     u8::try_from(code).unwrap_or(255)
+}
+
+/// Runs one side (`exe TOOL...` writing its report into a private directory under `tmpdir`)
+/// to its end, says everything on `sink`, `@rpt-matrix exit CODE` last, and returns the code.
+/// `own_group`: the tool leads a process group of its own (the agent kills it by group);
+/// `on_spawn` gets its pid. An [`Event::Cancel`] sent on `events.0` stops it.
+pub fn run_side(exe: &Path, side: &SideArgs, tmpdir: Option<&Path>, own_group: bool, events: Events, on_spawn: impl FnOnce(u32), sink: &Arc<dyn Sink>) -> i32 {
+    let code = match private_dir(tmpdir) {
+        Ok(dir) => {
+            let code = run_in(&dir, exe, side, own_group, events, on_spawn, sink);
+            let _ = std::fs::remove_dir_all(&dir);
+            code
+        }
+        Err(e) => {
+            sink.err(&format!("rperftest matrix-exec: cannot make a temporary directory: {e}"));
+            1
+        }
+    };
+    sink.out(&format!("{TAG}exit {code}"));
+    code
 }
 
 /// How often a server side looks for its listening port.
 const READY_POLL: Duration = Duration::from_millis(20);
 
 /// What ends a side's wait early.
-enum Event {
+pub enum Event {
     /// The tool exited (not yet reaped: [`Child::wait`] does that).
     Exited,
-    /// `--watch-stdin`: stdin ended (the coordinator or its connection is gone).
-    StdinGone,
+    /// Stop the side: matrix-exec's stdin ended, or the agent was told `stop`.
+    Cancel,
     /// waitid(2) failed: the exit is then looked for every [`READY_POLL`].
     WaitFailed,
 }
 
-/// A channel that says when `child` exits and, with `watch`, when stdin ends. Both threads are
-/// detached: the stdin reader may block in read() until we exit, which is fine.
-fn events(child: &Child, watch: bool) -> Receiver<Event> {
-    let (tx, rx) = channel();
+/// A side's event channel: cancels are sent on the first half, the exit is sent there too.
+pub type Events = (Sender<Event>, Receiver<Event>);
+
+/// A thread that sends [`Event::Exited`] on `tx` when `child` exits (detached).
+fn watch_exit(child: &Child, tx: Sender<Event>) {
     let pid: libc::id_t = child.id();
-    let waiter = tx.clone();
     std::thread::spawn(move || {
         let ev = loop {
             // SAFETY: waitid(2) on our own child's pid with WNOWAIT: it only waits for the exit
@@ -170,43 +233,35 @@ fn events(child: &Child, watch: bool) -> Receiver<Event> {
                 _ => break Event::WaitFailed,
             }
         };
-        let _ = waiter.send(ev);
+        let _ = tx.send(ev);
     });
-    if watch {
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 256];
-            let mut stdin = std::io::stdin();
-            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
-            let _ = tx.send(Event::StdinGone);
-        });
-    }
-    rx
 }
 
 /// Runs `exe TOOL... --out_json --out_json_file DIR/out.json` (the tool is this binary's
-/// subcommand) and says on `out` what the coordinator reads; returns the exit code.
-fn run_in<W: Write + Send + 'static>(dir: &Path, exe: &Path, tool: &[String], deadline: Duration, ready_port: Option<u16>, watch: bool, out: &Arc<Mutex<W>>) -> i32 {
+/// subcommand) and says on `sink` what the coordinator reads; returns the exit code.
+fn run_in(dir: &Path, exe: &Path, side: &SideArgs, own_group: bool, events: Events, on_spawn: impl FnOnce(u32), sink: &Arc<dyn Sink>) -> i32 {
+    let (deadline, ready_port) = (side.deadline, side.ready_port);
     let t0 = Instant::now();
     let json_path = dir.join("out.json");
-    let mut child = match Command::new(exe)
-        .args(tool)
-        .arg("--out_json")
-        .arg("--out_json_file")
-        .arg(&json_path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
+    let mut cmd = Command::new(exe);
+    cmd.args(&side.tool).arg("--out_json").arg("--out_json_file").arg(&json_path);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if own_group {
+        cmd.process_group(0);
+    }
+    let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("rperftest matrix-exec: cannot start {}: {e}", exe.display());
+            sink.err(&format!("rperftest matrix-exec: cannot start {}: {e}", exe.display()));
             return 1;
         }
     };
-    let fo = child.stdout.take().map(|s| forward(s, Some(out.clone())));
-    let fe = child.stderr.take().map(|s| forward::<_, W>(s, None));
-    let events = events(&child, watch);
+    on_spawn(child.id());
+    let fo = child.stdout.take().map(|s| forward(s, sink.clone(), true));
+    let fe = child.stderr.take().map(|s| forward(s, sink.clone(), false));
+    // The exit comes on the channel a cancel comes on.
+    watch_exit(&child, events.0.clone());
+    let events = events.1;
     let mut ready_sent = ready_port.is_none();
     let mut poll_exit = false;
     let status = loop {
@@ -218,8 +273,8 @@ fn run_in<W: Write + Send + 'static>(dir: &Path, exe: &Path, tool: &[String], de
         match events.recv_timeout(wait) {
             Ok(Event::Exited) => break child.wait().ok(),
             Ok(Event::WaitFailed) => poll_exit = true,
-            Ok(Event::StdinGone) => {
-                say(out, &format!("{TAG}cancelled"));
+            Ok(Event::Cancel) => {
+                sink.out(&format!("{TAG}cancelled"));
                 stop(&mut child);
                 break None;
             }
@@ -231,11 +286,11 @@ fn run_in<W: Write + Send + 'static>(dir: &Path, exe: &Path, tool: &[String], de
             }
         }
         if !ready_sent && tcp_listening(ready_port.unwrap_or(0), &read_tables()) {
-            say(out, &format!("{TAG}ready"));
+            sink.out(&format!("{TAG}ready"));
             ready_sent = true;
         }
         if t0.elapsed() >= deadline {
-            say(out, &format!("{TAG}timeout after {} s", deadline.as_secs()));
+            sink.out(&format!("{TAG}timeout after {} s", deadline.as_secs()));
             stop(&mut child);
             break None;
         }
@@ -245,8 +300,8 @@ fn run_in<W: Write + Send + 'static>(dir: &Path, exe: &Path, tool: &[String], de
     }
     if let Ok(text) = std::fs::read_to_string(&json_path) {
         match serde_json::from_str::<serde_json::Value>(&text) {
-            Ok(v) => say(out, &format!("{TAG}json {v}")),
-            Err(e) => say(out, &format!("{TAG}badjson {e}")),
+            Ok(v) => sink.out(&format!("{TAG}json {v}")),
+            Err(e) => sink.out(&format!("{TAG}badjson {e}")),
         }
     }
     match status {
@@ -283,16 +338,67 @@ mod tests {
         assert!(cli().try_get_matches_from(["x", "--deadline", "abc", "--", "t"]).is_err());
     }
 
-    /// `sh -c SCRIPT` as the tool (the appended `--out_json ...` become sh's $0, $1, ...);
-    /// the code and the lines said.
+    /// Lines said, `e ` before the stderr ones.
+    #[derive(Default)]
+    struct Said(std::sync::Mutex<Vec<String>>);
+
+    impl Sink for Said {
+        fn out(&self, line: &str) {
+            self.0.lock().expect("said").push(line.to_string());
+        }
+        fn err(&self, line: &str) {
+            self.0.lock().expect("said").push(format!("e {line}"));
+        }
+    }
+
+    /// `sh -c SCRIPT` as the tool (the appended `--out_json ...` become sh's $0, $1, ...) in
+    /// its own process group; the code and the lines said, without the last (`exit CODE`).
+    fn sh_side(script: &str, deadline: Duration, ready_port: Option<u16>, events: Events) -> (i32, Vec<String>) {
+        let side = SideArgs { deadline, ready_port, watch_stdin: false, tool: vec!["-c".into(), script.into()] };
+        let said = Arc::new(Said::default());
+        let sink: Arc<dyn Sink> = said.clone();
+        let mut pid = 0;
+        let code = run_side(Path::new("/bin/sh"), &side, None, true, events, |p| pid = p, &sink);
+        assert_ne!(pid, 0, "on_spawn not called");
+        let mut lines = said.0.lock().expect("said").clone();
+        assert_eq!(lines.pop(), Some(format!("{TAG}exit {code}")));
+        (code, lines)
+    }
+
     fn sh(script: &str, deadline: Duration, ready_port: Option<u16>) -> (i32, Vec<String>) {
-        let dir = private_dir(None).expect("mkdtemp");
-        let out = Arc::new(Mutex::new(Vec::<u8>::new()));
-        let tool = ["-c".to_string(), script.to_string()];
-        let code = run_in(&dir, Path::new("/bin/sh"), &tool, deadline, ready_port, false, &out);
-        let _ = std::fs::remove_dir_all(&dir);
-        let text = String::from_utf8(out.lock().expect("out").clone()).expect("utf-8");
-        (code, text.lines().map(String::from).collect())
+        sh_side(script, deadline, ready_port, channel())
+    }
+
+    #[test]
+    fn a_cancel_stops_the_tool() {
+        let (tx, rx) = channel();
+        let cancel = tx.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            let _ = cancel.send(Event::Cancel);
+        });
+        let (code, lines) = sh_side("echo started; exec sleep 600", Duration::from_secs(600), None, (tx, rx));
+        assert_eq!((code, lines), (124, vec!["started".to_string(), format!("{TAG}cancelled")]));
+    }
+
+    #[test]
+    fn a_tool_that_cannot_start_is_one_line_and_exit_1() {
+        let side = SideArgs { deadline: Duration::from_secs(5), ready_port: None, watch_stdin: false, tool: vec![] };
+        let said = Arc::new(Said::default());
+        let sink: Arc<dyn Sink> = said.clone();
+        let code = run_side(Path::new("/nonexistent/rperftest"), &side, None, true, channel(), |_| {}, &sink);
+        let lines = said.0.lock().expect("said").clone();
+        assert_eq!(code, 1);
+        assert!(lines[0].starts_with("e rperftest matrix-exec: cannot start /nonexistent/rperftest:"), "{lines:?}");
+        assert_eq!(lines[1], format!("{TAG}exit 1"));
+    }
+
+    #[test]
+    fn side_arguments_parse_as_matrix_execs() {
+        let s = parse_side(&["--deadline", "7", "--ready-port", "18600", "--", "ib_write_bw", "-d", "x"].map(String::from)).expect("parse");
+        assert_eq!((s.deadline, s.ready_port, s.watch_stdin), (Duration::from_secs(7), Some(18600), false));
+        assert_eq!(s.tool, ["ib_write_bw", "-d", "x"]);
+        assert!(parse_side(&["--", "ib_write_bw"].map(String::from)).is_err(), "no deadline");
     }
 
     #[test]
