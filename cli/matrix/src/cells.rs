@@ -255,7 +255,7 @@ impl<'a> View<'a> for CellRef<'a> {
 /// A pair's identity as `--resume` and the re-runs know it (test, rail, the pattern and its
 /// step for a pattern's flow, the two nodes: in order with `--both-directions`, else the lower
 /// id first), in string ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PairId {
     test: u32,
     rail: u32,
@@ -402,6 +402,17 @@ impl Cells {
         )
     }
 
+    /// The pairs of the cells there are now, to be asked later whether a pair is one of them
+    /// (`--resume`: the pairs recorded before this invocation): 4 bytes a cell. Those cells
+    /// may be replaced later by a run of the same pair, not removed.
+    pub fn pair_index(&self, ordered: bool) -> PairIndex {
+        let mut order: Vec<u32> = (0..self.cells.len())
+            .map(|i| u32::try_from(i).expect("fewer than 2^32 cells"))
+            .collect();
+        order.sort_by_key(|&i| self.pair_id_of(i as usize, ordered));
+        PairIndex { order, ordered }
+    }
+
     /// What [`super::results::JsonlLog::rewrite_by`] needs to find a line's cell: the cells
     /// sorted by line identity (4 bytes a cell while the file is rewritten).
     pub fn line_index(&self) -> LineIndex<'_> {
@@ -422,6 +433,36 @@ fn pair_id(test: u32, rail: u32, pattern: u32, step: u64, a: u32, b: u32, ordere
         step,
         a,
         b,
+    }
+}
+
+/// Some cells sorted by their [`PairId`] ([`Cells::pair_index`]).
+#[derive(Default)]
+pub struct PairIndex {
+    order: Vec<u32>,
+    ordered: bool,
+}
+
+impl PairIndex {
+    /// Is the pair of nodes `a` (server) and `b` in `phase` one of the indexed cells' pairs?
+    pub fn contains(&self, cells: &Cells, phase: Phase, a: &str, b: &str) -> bool {
+        if self.order.is_empty() {
+            return false;
+        }
+        let Some(id) = cells.pair_id(self.ordered, phase, a, b) else {
+            return false;
+        };
+        self.order
+            .binary_search_by_key(&id, |&i| cells.pair_id_of(i as usize, self.ordered))
+            .is_ok()
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
     }
 }
 
@@ -822,6 +863,22 @@ mod tests {
         assert_ne!(
             c.pair_id(false, ph("bisection", step + 1), a0, b0),
             Some(c.pair_id_of(0, false))
+        );
+        let pairs = c.pair_index(false);
+        assert_eq!(pairs.len(), rs.len());
+        assert!(
+            pairs.contains(&c, ph(PAIRS, 3), b, a) && !pairs.contains(&c, ph(PAIRS, 0), a, "n9")
+        );
+        assert!(
+            pairs.contains(&c, ph("bisection", step), b0, a0)
+                && !pairs.contains(&c, ph("bisection", step + 1), a0, b0)
+        );
+        assert!(!Cells::default()
+            .pair_index(false)
+            .contains(&c, ph(PAIRS, 0), a, b));
+        let ordered = c.pair_index(true);
+        assert!(
+            ordered.contains(&c, ph(PAIRS, 0), a, b) && !ordered.contains(&c, ph(PAIRS, 0), b, a)
         );
         let index = c.line_index();
         for (i, r) in rs.iter().enumerate() {

@@ -64,7 +64,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use args::{Config, Devices};
-use cells::{Cells, PairId};
+use cells::{Cells, PairId, PairIndex};
 use view::View;
 use pair::{Endpoint, Job};
 use probe::DevProbe;
@@ -504,13 +504,13 @@ type PairKey = (String, String, String, String);
 /// `--resume`: the records already in results.jsonl, the last one of each pair (in the order
 /// their pairs first appear), and their identities. Without it, an existing results.jsonl is
 /// an error (another run's records are not mixed in).
-fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, HashSet<PairId>), String> {
+fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, PairIndex), String> {
     let mut done = Cells::default();
     if !cfg.resume {
         if jsonl.exists() {
             return Err(format!("{} exists: give --resume to continue that run, or another --out", jsonl.display()));
         }
-        return Ok((done, HashSet::new()));
+        return Ok((done, PairIndex::default()));
     }
     // A pair re-run before the stop is in the file twice: the later record is the one.
     let mut at: HashMap<PairId, usize> = HashMap::new();
@@ -526,7 +526,9 @@ fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, HashSet<Pair
     })
     .map_err(|e| format!("{}: {e}", jsonl.display()))?;
     eprintln!("resume: {} pair(s) already in {}{}", done.len(), jsonl.display(), if bad > 0 { format!(" ({bad} unreadable line(s) skipped)") } else { String::new() });
-    Ok((done, at.into_keys().collect()))
+    drop(at);
+    let have = done.pair_index(cfg.both_directions);
+    Ok((done, have))
 }
 
 /// [`preflight`] with its lines on stderr: the node states, and a note per unreachable node.
@@ -602,7 +604,7 @@ struct MatrixRun<'a> {
     /// Every record so far, resumed ones first, a compact cell each.
     done: Cells,
     /// The pairs recorded before this invocation (`--resume`): not run again.
-    have: HashSet<PairId>,
+    have: PairIndex,
     notes: Vec<String>,
     rounds: Vec<Vec<schedule::Pair>>,
     total: usize,
@@ -701,7 +703,7 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
 impl MatrixRun<'_> {
     /// Was the pair (a pattern's flow: with its step) recorded before this invocation?
     fn recorded(&self, phase: cells::Phase, a: &str, b: &str) -> bool {
-        !self.have.is_empty() && self.done.pair_id(self.cfg.both_directions, phase, a, b).is_some_and(|k| self.have.contains(&k))
+        self.have.contains(&self.done, phase, a, b)
     }
 
     /// Every pair of one test on some rails (one, or all with `--rails-parallel`): the
