@@ -7,33 +7,34 @@ use std::collections::BTreeMap;
 use plot::heatmap::{self, Cell, Heatmap};
 use plot::render::html_escape;
 
-use super::results::{Record, Status};
+use super::results::Status;
+use super::view::View;
 
-fn cell_of(r: &Record) -> Cell {
-    let text = match (r.status, r.value) {
+fn cell_of<'a>(r: impl View<'a>) -> Cell {
+    let text = match (r.status(), r.value()) {
         (_, Some(v)) if v >= 1000.0 => format!("{v:.0}"),
         (_, Some(v)) => format!("{v:.2}"),
         (Status::Unreachable, None) => "UNREACH".into(),
         (Status::Skipped, None) => "SKIP".into(),
         (s, None) => s.name().into(),
     };
-    Cell { value: if r.status.measured() { r.value } else { None }, text, flagged: r.status != Status::Ok }
+    Cell { value: if r.status().measured() { r.value() } else { None }, text, flagged: r.status() != Status::Ok }
 }
 
 /// The heatmap of one test and rail: row = server, column = client; a pair run one way only
 /// fills both cells (as the text matrix does).
-pub fn heatmap_of(nodes: &[String], test: &str, rail: &str, records: &[&Record]) -> Heatmap {
+pub fn heatmap_of<'a, V: View<'a>>(nodes: &[String], test: &str, rail: &str, records: &[V]) -> Heatmap {
     let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     let n = nodes.len();
     let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; n]; n];
-    for r in records {
-        if let (Some(&i), Some(&j)) = (index.get(r.server.node.as_str()), index.get(r.client.node.as_str())) {
+    for &r in records {
+        if let (Some(&i), Some(&j)) = (index.get(r.server().node.as_str()), index.get(r.client().node.as_str())) {
             cells[i][j] = Some(cell_of(r));
         }
     }
     super::report::mirror_missing(&mut cells, Option::is_none);
     let lat = super::judge::is_lat(test);
-    let unit = records.iter().find(|r| !r.unit.is_empty()).map(|r| r.unit.clone()).unwrap_or_default();
+    let unit = records.iter().map(|r| r.unit()).find(|u| !u.is_empty()).unwrap_or_default().to_string();
     let what = if lat { "typical latency" } else { "BW average" };
     Heatmap {
         title: format!("{test} on rail {rail}: {what} [{unit}]"),
@@ -49,10 +50,10 @@ pub fn heatmap_of(nodes: &[String], test: &str, rail: &str, records: &[&Record])
 const NOTES_SHOWN: usize = 8;
 
 /// The whole page. `notes`: the preflight's and the re-runs' lines; `diagnosis`: the judge's.
-pub fn page(nodes: &[String], records: &[Record], notes: &[String], diagnosis: &[String], summary: &str) -> Result<String, String> {
-    let mut groups: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
+pub fn page<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item = V>, notes: &[String], diagnosis: &[String], summary: &str) -> Result<String, String> {
+    let mut groups: BTreeMap<(&str, &str), Vec<V>> = BTreeMap::new();
     for r in records {
-        groups.entry((r.test.as_str(), r.rail.as_str())).or_default().push(r);
+        groups.entry((r.test(), r.rail())).or_default().push(r);
     }
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>rperftest matrix</title>\n");
@@ -75,29 +76,29 @@ pub fn page(nodes: &[String], records: &[Record], notes: &[String], diagnosis: &
             h.push_str("</ul>\n</details>\n");
         }
     }
-    h.push_str(&grid_table(nodes, records));
+    h.push_str(&grid_table(nodes, groups.values().flatten().copied()));
     for ((test, rail), rs) in &groups {
-        let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
+        let ok = rs.iter().filter(|r| r.status() == Status::Ok).count();
         h.push_str(&format!("<h2>{} on rail {}: {ok} of {} pairs OK</h2>\n", html_escape(test), html_escape(rail), rs.len()));
-        if let Some(m) = rs.iter().find_map(|r| r.median) {
-            h.push_str(&format!("<p>median {m:.2} {}; outlined cells are not OK</p>\n", html_escape(&rs[0].unit)));
+        if let Some(m) = rs.iter().find_map(|r| r.median()) {
+            h.push_str(&format!("<p>median {m:.2} {}; outlined cells are not OK</p>\n", html_escape(rs[0].unit())));
         }
         let svg = heatmap::to_svg(&heatmap_of(nodes, test, rail, rs))?;
         let svg = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
         h.push_str(svg);
         h.push('\n');
-        let bad: Vec<&&Record> = rs.iter().filter(|r| r.status != Status::Ok).collect();
+        let bad: Vec<V> = rs.iter().copied().filter(|r| r.status() != Status::Ok).collect();
         if !bad.is_empty() {
             h.push_str("<table>\n<tr><th>server</th><th>client</th><th>status</th><th>figure</th><th>reason</th></tr>\n");
             for r in bad {
-                let v = r.value.map(|v| format!("{v:.2} {}", r.unit)).unwrap_or_default();
+                let v = r.value().map(|v| format!("{v:.2} {}", r.unit())).unwrap_or_default();
                 h.push_str(&format!(
                     "<tr class=\"bad\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                    html_escape(&r.server.node),
-                    html_escape(&r.client.node),
-                    r.status.name(),
+                    html_escape(&r.server().node),
+                    html_escape(&r.client().node),
+                    r.status().name(),
                     html_escape(&v),
-                    html_escape(&r.reason)
+                    html_escape(r.reason())
                 ));
             }
             h.push_str("</table>\n");
@@ -108,7 +109,7 @@ pub fn page(nodes: &[String], records: &[Record], notes: &[String], diagnosis: &
 }
 
 /// The node x rail grid (two rails or more): each NIC's worst pair, the cells not OK marked.
-fn grid_table(nodes: &[String], records: &[Record]) -> String {
+fn grid_table<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item = V>) -> String {
     let (rails, cells) = super::report::grid_cells(nodes, records);
     if rails.is_empty() {
         return String::new();

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use super::results::{Record, Status};
+use super::results::Status;
+use super::view::{Verdicts, View};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Rules {
@@ -35,11 +36,11 @@ pub fn median(v: &mut [f64]) -> Option<f64> {
 
 /// Pairs are judged against the median of their test and rail; a fabric pattern's flows
 /// against their own (a flow sharing a port with seven others is not a slow pair).
-fn group_key(r: &Record) -> (String, String) {
-    if r.pattern == super::results::PAIRS {
-        (r.test.clone(), r.rail.clone())
+pub fn group_key<'a>(r: impl View<'a>) -> (String, String) {
+    if r.pattern() == super::results::PAIRS {
+        (r.test().to_string(), r.rail().to_string())
     } else {
-        (r.test.clone(), format!("{} ({})", r.rail, r.pattern))
+        (r.test().to_string(), format!("{} ({})", r.rail(), r.pattern()))
     }
 }
 
@@ -52,64 +53,80 @@ pub fn port_gbps(rate: &str) -> Option<f64> {
 
 /// The slower port of the pair: its rate in Gb/s and in the record's unit (perftest's MB/sec
 /// is 2^20 bytes per second).
-fn line_rate(r: &Record) -> Option<(f64, f64)> {
-    let gbps = port_gbps(&r.server.rate)?.min(port_gbps(&r.client.rate)?);
-    let in_unit = if r.unit == "Gb/sec" { gbps } else { gbps * 1e9 / 8.0 / 1_048_576.0 };
+fn line_rate<'a>(r: impl View<'a>) -> Option<(f64, f64)> {
+    let gbps = port_gbps(&r.server().rate)?.min(port_gbps(&r.client().rate)?);
+    let in_unit = if r.unit() == "Gb/sec" { gbps } else { gbps * 1e9 / 8.0 / 1_048_576.0 };
     Some((gbps, in_unit))
+}
+
+/// The median of each group ([`group_key`]) of the measured records.
+pub fn medians<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> BTreeMap<(String, String), f64> {
+    let mut values: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    for r in records.into_iter().filter(|r| r.status().measured()) {
+        if let Some(v) = r.value() {
+            values.entry(group_key(r)).or_default().push(v);
+        }
+    }
+    values.into_iter().filter_map(|(k, mut v)| median(&mut v).map(|m| (k, m))).collect()
+}
+
+/// Why a pair that measured `r.value()` is LOW against the median `med` of its group, or
+/// None when it is OK.
+pub fn low_reason<'a>(r: impl View<'a>, med: Option<f64>, rules: &Rules) -> Option<String> {
+    let v = r.value()?;
+    let unit = r.unit();
+    if is_lat(r.test()) {
+        return match (rules.max_lat, med) {
+            (Some(max), _) if v > max => Some(format!("{v:.2} {unit} above --max-lat {max}")),
+            (_, Some(m)) if v > rules.rel_lat * m => Some(format!("{v:.2} {unit} above {} x the median {m:.2}", rules.rel_lat)),
+            _ => None,
+        };
+    }
+    let line = rules.port_rate.and_then(|f| line_rate(r).map(|(rate, in_unit)| (f, rate, in_unit)));
+    match (rules.min_bw, med) {
+        (Some(min), _) if v < min => Some(format!("{v:.2} {unit} below --min-bw {min}")),
+        _ => match line {
+            Some((f, rate, in_unit)) if v < f * in_unit => {
+                Some(format!("{v:.2} {unit} below {f} x the port rate {rate} Gb/sec ({in_unit:.2} {unit})"))
+            }
+            _ => match med {
+                Some(m) if v < rules.rel * m => Some(format!("{v:.2} {unit} below {} x the median {m:.2}", rules.rel)),
+                _ => None,
+            },
+        },
+    }
 }
 
 /// Fill in each record's median and turn OK into LOW where the rules say so. A LOW from an
 /// earlier judgement (a resumed file, a pass before a re-run moved the median) is judged
 /// afresh, so judging twice gives what judging once does.
-pub fn judge(records: &mut [Record], rules: &Rules) {
-    for r in records.iter_mut().filter(|r| r.status == Status::Low) {
-        r.status = Status::Ok;
-        r.reason.clear();
-    }
-    let mut values: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    for r in records.iter().filter(|r| r.status.measured()) {
-        if let Some(v) = r.value {
-            values.entry(group_key(r)).or_default().push(v);
+pub fn judge<R: Verdicts + ?Sized>(records: &mut R, rules: &Rules) {
+    for i in 0..records.count() {
+        let r = records.at(i);
+        if r.status() == Status::Low {
+            let med = r.median();
+            records.set_verdict(i, Status::Ok, Some(String::new()), med);
         }
     }
-    let medians: BTreeMap<_, _> = values.into_iter().filter_map(|(k, mut v)| median(&mut v).map(|m| (k, m))).collect();
-    for r in records.iter_mut() {
-        let med = medians.get(&group_key(r)).copied();
-        r.median = med;
-        if r.status != Status::Ok {
-            continue;
-        }
-        let Some(v) = r.value else { continue };
-        let why = if is_lat(&r.test) {
-            match (rules.max_lat, med) {
-                (Some(max), _) if v > max => Some(format!("{v:.2} {} above --max-lat {max}", r.unit)),
-                (_, Some(m)) if v > rules.rel_lat * m => {
-                    Some(format!("{v:.2} {} above {} x the median {m:.2}", r.unit, rules.rel_lat))
-                }
-                _ => None,
-            }
-        } else {
-            let line = rules.port_rate.and_then(|f| line_rate(r).map(|(rate, in_unit)| (f, rate, in_unit)));
-            match (rules.min_bw, med) {
-                (Some(min), _) if v < min => Some(format!("{v:.2} {} below --min-bw {min}", r.unit)),
-                _ => match line {
-                    Some((f, rate, in_unit)) if v < f * in_unit => Some(format!(
-                        "{v:.2} {} below {f} x the port rate {rate} Gb/sec ({in_unit:.2} {})",
-                        r.unit, r.unit
-                    )),
-                    _ => match med {
-                        Some(m) if v < rules.rel * m => {
-                            Some(format!("{v:.2} {} below {} x the median {m:.2}", r.unit, rules.rel))
-                        }
-                        _ => None,
-                    },
-                },
-            }
+    let medians = medians((0..records.count()).map(|i| records.at(i)));
+    // Consecutive records mostly share a group: its key is looked up once per run of them.
+    let mut last: Option<((String, String), Option<f64>)> = None;
+    for i in 0..records.count() {
+        let r = records.at(i);
+        let key = group_key(r);
+        let med = match &last {
+            Some((k, m)) if *k == key => *m,
+            _ => medians.get(&key).copied(),
         };
-        if let Some(why) = why {
-            r.status = Status::Low;
-            r.reason = why;
-        }
+        let (status, why) = match r.status() {
+            Status::Ok => match low_reason(r, med, rules) {
+                Some(why) => (Status::Low, Some(why)),
+                None => (Status::Ok, None),
+            },
+            s => (s, None),
+        };
+        records.set_verdict(i, status, why, med);
+        last = Some((key, med));
     }
 }
 
@@ -129,23 +146,23 @@ fn ran(s: Status) -> bool {
 /// ran are: a bad cable or port fails every pair through it, while the partner nodes each have
 /// only the one bad pair with it. Its pairs on the other rails are mentioned when they are
 /// fine, which points at the rail (cable, port) rather than the node.
-pub fn diagnose(records: &[Record]) -> Vec<String> {
-    let mut groups: BTreeMap<(String, String), Vec<&Record>> = BTreeMap::new();
-    for r in records.iter().filter(|r| ran(r.status)) {
+pub fn diagnose<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> Vec<String> {
+    let mut groups: BTreeMap<(String, String), Vec<V>> = BTreeMap::new();
+    for r in records.into_iter().filter(|r| ran(r.status())) {
         groups.entry(group_key(r)).or_default().push(r);
     }
     let mut out = Vec::new();
     for ((test, rail), rs) in &groups {
-        let nbad = rs.iter().filter(|r| bad(r.status)).count();
+        let nbad = rs.iter().filter(|r| bad(r.status())).count();
         if nbad == 0 {
             continue;
         }
         let mut per: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
         for r in rs {
-            for n in [r.server.node.as_str(), r.client.node.as_str()] {
+            for n in [r.server().node.as_str(), r.client().node.as_str()] {
                 let e = per.entry(n).or_default();
                 e.1 += 1;
-                if bad(r.status) {
+                if bad(r.status()) {
                     e.0 += 1;
                 }
             }
@@ -154,12 +171,12 @@ pub fn diagnose(records: &[Record]) -> Vec<String> {
             per.iter().filter(|(_, (b, t))| *b >= 2 && 2 * b > *t).map(|(n, (b, _))| (*n, *b)).collect();
         if suspects.is_empty() {
             if nbad == 1 {
-                let r = rs.iter().find(|r| bad(r.status)).expect("one bad pair");
+                let r = rs.iter().find(|r| bad(r.status())).expect("one bad pair");
                 out.push(format!(
                     "1 bad pair of {test} on rail {rail}: {} - {} ({}); one pair cannot tell which node",
-                    r.server.node,
-                    r.client.node,
-                    r.status.name()
+                    r.server().node,
+                    r.client().node,
+                    r.status().name()
                 ));
             } else {
                 out.push(format!("{nbad} bad pairs of {test} on rail {rail}; no node is in most of them"));
@@ -172,8 +189,8 @@ pub fn diagnose(records: &[Record]) -> Vec<String> {
                 .iter()
                 .filter(|((t, r), _)| t == test && r != rail)
                 .filter(|(_, rs2)| {
-                    let mine: Vec<_> = rs2.iter().filter(|r| r.server.node == node || r.client.node == node).collect();
-                    !mine.is_empty() && mine.iter().all(|r| r.status == Status::Ok)
+                    let mine: Vec<_> = rs2.iter().filter(|r| r.server().node == node || r.client().node == node).collect();
+                    !mine.is_empty() && mine.iter().all(|r| r.status() == Status::Ok)
                 })
                 .map(|((_, r), _)| r.as_str())
                 .collect();
@@ -189,7 +206,7 @@ pub fn diagnose(records: &[Record]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::sample;
+    use crate::results::{sample, Record};
 
     const RULES: Rules = Rules { min_bw: None, max_lat: None, rel: 0.9, rel_lat: 1.5, port_rate: None };
 

@@ -13,6 +13,8 @@ mod agents;
 pub mod args;
 pub mod arp;
 #[forbid(unsafe_code)]
+pub mod cells;
+#[forbid(unsafe_code)]
 pub mod counters;
 #[forbid(unsafe_code)]
 pub mod dispatch;
@@ -54,12 +56,16 @@ pub mod results;
 #[forbid(unsafe_code)]
 pub mod schedule;
 #[forbid(unsafe_code)]
+pub mod view;
+#[forbid(unsafe_code)]
 pub mod wire;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use args::{Config, Devices};
+use cells::{Cells, PairId, PairIndex};
+use view::View;
 use pair::{Endpoint, Job};
 use probe::DevProbe;
 use results::{JsonlLog, Record, Side, Status};
@@ -405,9 +411,9 @@ impl Progress {
     }
 }
 
-/// Run one round's jobs at once; each record is logged the moment its pair ends. `Err` on a
-/// write error of results.jsonl.
-fn run_round(cfg: &Config, bin: &str, jobs: &[Job], prog: &mut Progress, log: &mut JsonlLog, out: &mut Vec<Record>) -> Result<(), String> {
+/// Run one round's jobs at once; each record is logged the moment its pair ends, then handed
+/// to `keep`. `Err` on a write error of results.jsonl.
+fn run_round(cfg: &Config, bin: &str, jobs: &[Job], prog: &mut Progress, log: &mut JsonlLog, keep: &mut dyn FnMut(Record)) -> Result<(), String> {
     let (tx, rx) = std::sync::mpsc::channel::<Record>();
     let mut io_err = None;
     std::thread::scope(|s| {
@@ -428,7 +434,7 @@ fn run_round(cfg: &Config, bin: &str, jobs: &[Job], prog: &mut Progress, log: &m
                     if let Err(e) = log.append(&rec) {
                         io_err = Some(format!("results.jsonl: {e}"));
                     }
-                    out.push(rec.slim());
+                    keep(rec);
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => prog.draw(),
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
@@ -495,27 +501,34 @@ fn run_config(cfg: &Config) -> Result<bool, String> {
 /// A pair's identity: test, rail and the two nodes (see [`pair_key`]).
 type PairKey = (String, String, String, String);
 
-/// `--resume`: the records already in results.jsonl, the last one of each pair. Without it,
-/// an existing results.jsonl is an error (another run's records are not mixed in).
-fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<Vec<Record>, String> {
-    let mut done: Vec<Record> = Vec::new();
-    if cfg.resume {
-        let (old, bad) = results::read_jsonl(jsonl).map_err(|e| format!("{}: {e}", jsonl.display()))?;
-        // A pair re-run before the stop is in the file twice: the later record is the one.
-        let mut last: BTreeMap<PairKey, Record> = BTreeMap::new();
-        let mut order = Vec::new();
-        for r in old {
-            let k = rec_key(cfg, &r);
-            if last.insert(k.clone(), r).is_none() {
-                order.push(k);
-            }
+/// `--resume`: the records already in results.jsonl, the last one of each pair (in the order
+/// their pairs first appear), and their identities. Without it, an existing results.jsonl is
+/// an error (another run's records are not mixed in).
+fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, PairIndex), String> {
+    let mut done = Cells::default();
+    if !cfg.resume {
+        if jsonl.exists() {
+            return Err(format!("{} exists: give --resume to continue that run, or another --out", jsonl.display()));
         }
-        done = order.into_iter().filter_map(|k| last.remove(&k)).collect();
-        eprintln!("resume: {} pair(s) already in {}{}", done.len(), jsonl.display(), if bad > 0 { format!(" ({bad} unreadable line(s) skipped)") } else { String::new() });
-    } else if jsonl.exists() {
-        return Err(format!("{} exists: give --resume to continue that run, or another --out", jsonl.display()));
+        return Ok((done, PairIndex::default()));
     }
-    Ok(done)
+    // A pair re-run before the stop is in the file twice: the later record is the one.
+    let mut at: HashMap<PairId, usize> = HashMap::new();
+    let bad = results::each_jsonl(jsonl, |r| {
+        done.push(&r);
+        let k = done.pair_id_of(done.len() - 1, cfg.both_directions);
+        if let Some(&i) = at.get(&k) {
+            done.pop();
+            done.set(i, &r);
+        } else {
+            at.insert(k, done.len() - 1);
+        }
+    })
+    .map_err(|e| format!("{}: {e}", jsonl.display()))?;
+    eprintln!("resume: {} pair(s) already in {}{}", done.len(), jsonl.display(), if bad > 0 { format!(" ({bad} unreadable line(s) skipped)") } else { String::new() });
+    drop(at);
+    let have = done.pair_index(cfg.both_directions);
+    Ok((done, have))
 }
 
 /// [`preflight`] with its lines on stderr: the node states, and a note per unreachable node.
@@ -553,6 +566,11 @@ struct TestOnRail<'a> {
 }
 
 impl TestOnRail<'_> {
+    /// Do both nodes of pair `p` have the rail (so that it has a job)?
+    fn runs(&self, p: &schedule::Pair) -> bool {
+        self.rail.per_node[p.a].is_ok() && self.rail.per_node[p.b].is_ok()
+    }
+
     /// The job of pair `p` in round `r`, on port slot `slot`; None when a node lacks the rail.
     fn job(&self, p: &schedule::Pair, r: usize, slot: usize) -> Option<Job> {
         let (cfg, t, rail, deadline) = (self.cfg, self.t, self.rail, self.deadline);
@@ -583,16 +601,17 @@ struct MatrixRun<'a> {
     t_start: Instant,
     jsonl: std::path::PathBuf,
     log: JsonlLog,
-    /// Every record so far, resumed ones first.
-    done: Vec<Record>,
+    /// Every record so far, resumed ones first, a compact cell each.
+    done: Cells,
     /// The pairs recorded before this invocation (`--resume`): not run again.
-    have: HashSet<PairKey>,
+    have: PairIndex,
     notes: Vec<String>,
     rounds: Vec<Vec<schedule::Pair>>,
     total: usize,
     prog: Progress,
-    /// Each re-run pair and the start of its line, which the final judgement finishes.
-    retried: Vec<(PairKey, String)>,
+    /// Each re-run pair (its index in `done`) and the start of its line, which the final
+    /// judgement finishes.
+    retried: Vec<(usize, String)>,
     stopped: bool,
     /// The fabric patterns' lines: counters that moved, per step.
     loads: Vec<String>,
@@ -603,9 +622,8 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
     bench_core::signal::install();
     std::fs::create_dir_all(&cfg.out).map_err(|e| format!("--out {}: {e}", cfg.out.display()))?;
     let jsonl = cfg.out.join("results.jsonl");
-    let done = resumed(cfg, &jsonl)?;
+    let (done, have) = resumed(cfg, &jsonl)?;
     let log = JsonlLog::open(&cfg.out).map_err(|e| format!("{}: {e}", jsonl.display()))?;
-    let have: HashSet<_> = done.iter().map(|r| rec_key(cfg, r)).collect();
 
     let (states, mut notes) = preflight_noted(cfg, bin, pushed);
     let mut rails = rails(cfg, &states);
@@ -647,7 +665,7 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
         total,
         resumed: done.len(),
         finished: done.len(),
-        not_ok: done.iter().filter(|r| r.status != Status::Ok).count(),
+        not_ok: done.iter().filter(|r| r.status() != Status::Ok).count(),
         phase: String::new(),
         drawn: false,
     };
@@ -683,6 +701,11 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
 }
 
 impl MatrixRun<'_> {
+    /// Was the pair (a pattern's flow: with its step) recorded before this invocation?
+    fn recorded(&self, phase: cells::Phase, a: &str, b: &str) -> bool {
+        self.have.contains(&self.done, phase, a, b)
+    }
+
     /// Every pair of one test on some rails (one, or all with `--rails-parallel`): the
     /// rounds, then the re-runs of suspects, rail by rail. Sets `stopped` when a signal ends
     /// the run.
@@ -703,7 +726,7 @@ impl MatrixRun<'_> {
     /// A pair that cannot run, recorded at once (results.jsonl, the records, the progress).
     fn log_not_run(&mut self, rec: Record) -> Result<(), String> {
         self.log.append(&rec).map_err(|e| format!("{}: {e}", self.jsonl.display()))?;
-        self.done.push(rec.slim());
+        self.done.push(&rec);
         self.prog.finished += 1;
         self.prog.not_ok += 1;
         Ok(())
@@ -716,7 +739,7 @@ impl MatrixRun<'_> {
         for (r, round) in self.rounds.iter().enumerate() {
             for p in round {
                 let (a, b) = (&cfg.hosts[p.a], &cfg.hosts[p.b]);
-                if self.have.contains(&pair_key(cfg, test, &rail.label, a, b)) {
+                if self.recorded(cells::Phase { test, rail: &rail.label, pattern: results::PAIRS, step: 0 }, a, b) {
                     continue;
                 }
                 if let Some((status, reason)) = not_run_why(rail, p, &cfg.hosts) {
@@ -734,18 +757,20 @@ impl MatrixRun<'_> {
     /// dispatch.rs); pair k of round r keeps port `--port-base` + k (+ the rail's offset). A
     /// signal starts nothing new and sets `stopped`.
     fn run_rounds(&mut self, ons: &[TestOnRail]) -> Result<(), String> {
-        let (cfg, have, n) = (self.cfg, &self.have, self.cfg.hosts.len());
-        let mut jobs: Vec<Job> = Vec::new();
+        let (cfg, n) = (self.cfg, self.cfg.hosts.len());
+        // Each pair to run as (rail's place, round, port slot, pair); its job is made when it
+        // starts, so what waits is 40 bytes a pair, not a job's strings.
+        let mut jobs: Vec<(usize, usize, usize, schedule::Pair)> = Vec::new();
         // The resources a pair holds: its two nodes on its rail (node + n x the rail's place).
         let mut holds: Vec<[usize; 2]> = Vec::new();
         for (r, round) in self.rounds.iter().enumerate() {
             for (j, on) in ons.iter().enumerate() {
                 for (slot, p) in round.iter().enumerate() {
-                    if have.contains(&pair_key(cfg, on.test, &on.rail.label, &cfg.hosts[p.a], &cfg.hosts[p.b])) {
+                    if self.recorded(cells::Phase { test: on.test, rail: &on.rail.label, pattern: results::PAIRS, step: 0 }, &cfg.hosts[p.a], &cfg.hosts[p.b]) {
                         continue;
                     }
-                    if let Some(job) = on.job(p, r, slot) {
-                        jobs.push(job);
+                    if on.runs(p) {
+                        jobs.push((j, r, slot, *p));
                         holds.push([j * n + p.a, j * n + p.b]);
                     }
                 }
@@ -758,11 +783,14 @@ impl MatrixRun<'_> {
         let (bin, l, log, done) = (self.bin, &cfg.launcher, &mut self.log, &mut self.done);
         let prog = std::cell::RefCell::new(&mut self.prog);
         let hooks = dispatch::Hooks {
-            launch: |i: usize| pair::run(l, bin, &jobs[i]),
+            launch: |i: usize| {
+                let (j, r, slot, p) = jobs[i];
+                pair::run(l, bin, &ons[j].job(&p, r, slot)?)
+            },
             each: |_, rec: Record| {
                 prog.borrow_mut().pair(&rec);
                 log.append(&rec).map_err(|e| format!("{}: results.jsonl: {e}", cfg.out.display()))?;
-                done.push(rec.slim());
+                done.push(&rec);
                 Ok(())
             },
             stop: bench_core::signal::requested,
@@ -778,11 +806,10 @@ impl MatrixRun<'_> {
     fn rerun_suspects(&mut self, on: &TestOnRail) -> Result<(), String> {
         let (cfg, bin, test, rail) = (self.cfg, self.bin, on.test, on.rail);
         let index_of = |node: &str| cfg.hosts.iter().position(|h| h == node);
-        let done = &mut self.done;
+        let at: Vec<usize> = self.done.iter().enumerate().filter(|(_, v)| v.test() == test && v.rail() == rail.label).map(|(i, _)| i).collect();
+        let mut group = self.done.group(at);
         let (prog, log, stopped) = (&mut self.prog, &mut self.log, &mut self.stopped);
         let rounds = &self.rounds;
-        let at: Vec<usize> = (0..done.len()).filter(|&i| done[i].test == test && done[i].rail == rail.label).collect();
-        let mut group: Vec<Record> = at.iter().map(|&i| done[i].clone()).collect();
         let mut extra = 0;
         let mut pass = 0;
         let settled = rerun::settle(&mut group, &cfg.rules, rerun::MAX_PASSES, |r| rec_key(cfg, r), |suspects| -> Result<Vec<Record>, String> {
@@ -802,7 +829,7 @@ impl MatrixRun<'_> {
                 extra += 1;
                 prog.phase = format!("{test} {} re-run pass {pass}, {}/{}", rail.label, k + 1, again.len());
                 prog.total += jobs.len();
-                run_round(cfg, bin, &jobs, prog, log, &mut fresh).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+                run_round(cfg, bin, &jobs, prog, log, &mut |r: Record| fresh.push(r.slim())).map_err(|e| format!("{}: {e}", cfg.out.display()))?;
                 // The pair counts once in the totals.
                 prog.total -= jobs.len();
                 prog.finished -= jobs.len().min(prog.finished);
@@ -810,16 +837,13 @@ impl MatrixRun<'_> {
             Ok(fresh)
         })?;
         for &g in &settled.rerun {
-            let rec = &group[g];
+            let rec = group.record(g);
             let was = rec.retried.as_deref().unwrap_or_default();
             // Its verdict comes from the final judgement (a re-run is LOW only against
             // the median of its test and rail), so the line is finished after it.
-            self.retried.push((rec_key(cfg, rec), format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
+            self.retried.push((group.at[g], format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
         }
-        for (i, rec) in at.into_iter().zip(group) {
-            done[i] = rec;
-        }
-        prog.not_ok = done.iter().filter(|r| r.status != Status::Ok).count();
+        prog.not_ok = self.done.iter().filter(|r| r.status() != Status::Ok).count();
         Ok(())
     }
 
@@ -829,14 +853,11 @@ impl MatrixRun<'_> {
         let cfg = self.cfg;
         self.prog.clear();
         // No pair is LOW without its re-run: pairs the passes or a stop left are named instead.
-        self.notes.extend(rerun::final_verdict(&mut self.done, &cfg.rules, cfg.retry));
+        self.notes.extend(rerun::final_verdict(&mut self.done.verdicts(), &cfg.rules, cfg.retry));
         let done = &self.done;
         std::mem::take(&mut self.retried)
             .into_iter()
-            .map(|(key, line)| {
-                let now = done.iter().find(|d| rec_key(cfg, d) == key).map_or("(not recorded)", |d| d.status.name());
-                format!("{line} {now}")
-            })
+            .map(|(i, line)| format!("{line} {}", done.view(i).status().name()))
             .collect()
     }
 
@@ -844,34 +865,38 @@ impl MatrixRun<'_> {
     /// on stdout, report.html. Ok(true) when the run is complete and every pair is OK.
     fn report(mut self, retried: &[String]) -> Result<bool, String> {
         let (cfg, done, notes, jsonl, total, stopped) = (self.cfg, &self.done, &self.notes, &self.jsonl, self.total, self.stopped);
-        self.log.rewrite(done).map_err(|e| format!("{}: {e}", jsonl.display()))?;
+        let index = done.line_index();
+        self.log.rewrite_by(done.len(), |full| index.find(full), |i| done.record(i)).map_err(|e| format!("{}: {e}", jsonl.display()))?;
+        drop(index);
         let csv = cfg.out.join("results.csv");
-        std::fs::write(&csv, results::csv_text(done)).map_err(|e| format!("{}: {e}", csv.display()))?;
-        let pairs: Vec<Record> = done.iter().filter(|r| r.pattern == results::PAIRS).cloned().collect();
-        print!("{}", report::text(&cfg.hosts, &pairs));
-        print!("{}", report::grid(&cfg.hosts, &pairs));
-        let sides = done.iter().flat_map(|r| [&r.server, &r.client]);
+        let file = std::fs::File::create(&csv).map_err(|e| format!("{}: {e}", csv.display()))?;
+        results::write_csv(file, (0..done.len()).map(|i| done.record(i))).map_err(|e| format!("{}: {e}", csv.display()))?;
+        let pairs = || done.iter().filter(|r| r.pattern() == results::PAIRS);
+        print!("{}", report::text(&cfg.hosts, pairs()));
+        print!("{}", report::grid(&cfg.hosts, pairs()));
+        let sides = done.iter().flat_map(|r| [r.server(), r.client()]);
         for line in gpu::pairing_lines(sides.filter_map(|s| Some((s.node.as_str(), s.dev.as_str(), s.gpu.as_ref()?)))) {
             println!("{line}");
         }
         // The node diagnosis is the pairs' (one pair per node at a time); a pattern's flows
         // share ports by design, and its counters name the NIC.
-        let mut diag = judge::diagnose(&pairs);
-        diag.extend(pattern::step_lines(done));
-        diag.extend(pattern::all_rails_lines(done));
+        let mut diag = judge::diagnose(pairs());
+        let fabric = fabric_records(done);
+        diag.extend(pattern::step_lines(&fabric));
+        diag.extend(pattern::all_rails_lines(&fabric));
         diag.extend(self.loads.iter().cloned());
         for line in notes.iter().chain(retried).chain(&diag) {
             println!("{line}");
         }
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for r in done {
-            *counts.entry(r.status.name()).or_default() += 1;
+        for r in done.iter() {
+            *counts.entry(r.status().name()).or_default() += 1;
         }
         let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
         let line = format!("{} pair(s) in {} round(s): {}; {:.1} s", done.len(), self.rounds.len(), summary.join(", "), self.t_start.elapsed().as_secs_f64());
         let html_path = cfg.out.join("report.html");
         let notes_all: Vec<String> = notes.iter().chain(retried).cloned().collect();
-        let page = html::page(&cfg.hosts, &pairs, &notes_all, &diag, &line)?;
+        let page = html::page(&cfg.hosts, pairs(), &notes_all, &diag, &line)?;
         std::fs::write(&html_path, page).map_err(|e| format!("{}: {e}", html_path.display()))?;
         println!("{line}; {}, {} and {}", jsonl.display(), csv.display(), html_path.display());
         if stopped {
@@ -879,8 +904,23 @@ impl MatrixRun<'_> {
         }
         let complete = !stopped && done.len() >= total;
         // No rail or a node down is never a pass, even with no pair recorded.
-        Ok(complete && total > 0 && notes.is_empty() && done.iter().all(|r| r.status == Status::Ok))
+        Ok(complete && total > 0 && notes.is_empty() && done.iter().all(|r| r.status() == Status::Ok))
     }
+}
+
+/// The records the fabric patterns' lines read ([`pattern::step_lines`],
+/// [`pattern::all_rails_lines`]), in the run's order: every flow of a pattern, and each pair
+/// that a flow not OK under all-rail load is compared with alone.
+fn fabric_records(done: &Cells) -> Vec<Record> {
+    let all_rails = pattern::Pattern::AllRails.name();
+    let compared: HashSet<PairKey> = done.iter().filter(|r| r.pattern() == all_rails && r.status() != Status::Ok).map(|r| r.key()).collect();
+    (0..done.len())
+        .filter(|&i| {
+            let r = done.view(i);
+            r.pattern() != results::PAIRS || (!compared.is_empty() && compared.contains(&r.key()))
+        })
+        .map(|i| done.record(i))
+        .collect()
 }
 
 #[cfg(test)]

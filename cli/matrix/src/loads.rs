@@ -12,7 +12,7 @@ use super::counters::{self, Snapshot};
 use super::pair::Job;
 use super::pattern::{self, Pattern, Step};
 use super::results::Status;
-use super::{endpoint, fanout, not_run, not_run_why, pair_key, rail_key, run_round, MatrixRun, Rail};
+use super::{endpoint, fanout, not_run, not_run_why, run_round, MatrixRun, Rail};
 
 /// One test under one pattern: what its steps share.
 pub(super) struct PatternOn<'a> {
@@ -32,7 +32,7 @@ impl PatternOn<'_> {
         &self,
         k: usize,
         step: &Step,
-        have: &std::collections::HashSet<super::PairKey>,
+        run: &MatrixRun,
     ) -> Result<(Vec<Job>, Vec<super::Record>), String> {
         let (cfg, name) = (self.cfg, self.pattern.name());
         let share = u32::try_from(step.share.max(1)).unwrap_or(u32::MAX);
@@ -40,13 +40,8 @@ impl PatternOn<'_> {
         for rail in self.rails {
             for f in &step.flows {
                 let (a, b) = (&cfg.hosts[f.a], &cfg.hosts[f.b]);
-                if have.contains(&pair_key(
-                    cfg,
-                    self.test,
-                    &rail_key(&rail.label, name, k),
-                    a,
-                    b,
-                )) {
+                let phase = super::cells::Phase { test: self.test, rail: &rail.label, pattern: name, step: k };
+                if run.recorded(phase, a, b) {
                     continue;
                 }
                 match (&rail.per_node[f.a], &rail.per_node[f.b]) {
@@ -156,7 +151,7 @@ impl MatrixRun<'_> {
         let (cfg, name) = (self.cfg, on.pattern.name());
         let mut last: Option<(Vec<bool>, Snapshot)> = None;
         for (k, step) in steps.iter().enumerate() {
-            let (jobs, skipped) = on.jobs(k, step, &self.have)?;
+            let (jobs, skipped) = on.jobs(k, step, self)?;
             for rec in skipped {
                 self.log_not_run(rec)?;
             }
@@ -187,7 +182,7 @@ impl MatrixRun<'_> {
                 &jobs,
                 &mut self.prog,
                 &mut self.log,
-                &mut self.done,
+                &mut |r| self.done.push(&r),
             )
             .map_err(|e| format!("{}: {e}", cfg.out.display()))?;
             let after = on.snapshot(self.bin, &involved);

@@ -10,12 +10,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::results::{Record, Status};
+use super::results::Status;
+use super::view::View;
 
 pub const MAX_MATRIX: usize = 32;
 
-fn cell(r: &Record) -> String {
-    match (r.status, r.value) {
+fn cell<'a>(r: impl View<'a>) -> String {
+    match (r.status(), r.value()) {
         (Status::Ok, Some(v)) => fmt_value(v),
         (Status::Low, Some(v)) => format!("{}!", fmt_value(v)),
         (Status::Unreachable, _) => "UNREACH".into(),
@@ -33,25 +34,25 @@ fn fmt_value(v: f64) -> String {
 }
 
 /// The matrices of every test and rail in `records`, for the nodes in `nodes` (their order).
-pub fn text(nodes: &[String], records: &[Record]) -> String {
-    let mut groups: BTreeMap<(&str, &str), Vec<&Record>> = BTreeMap::new();
+pub fn text<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item = V>) -> String {
+    let mut groups: BTreeMap<(&str, &str), Vec<V>> = BTreeMap::new();
     for r in records {
-        groups.entry((r.test.as_str(), r.rail.as_str())).or_default().push(r);
+        groups.entry((r.test(), r.rail())).or_default().push(r);
     }
     let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     let mut s = String::new();
     for ((test, rail), rs) in groups {
-        let unit = rs.iter().find(|r| !r.unit.is_empty()).map(|r| r.unit.as_str()).unwrap_or("");
+        let unit = rs.iter().map(|r| r.unit()).find(|u| !u.is_empty()).unwrap_or("");
         let what = if super::judge::is_lat(test) { "typical latency" } else { "BW average" };
-        let ok = rs.iter().filter(|r| r.status == Status::Ok).count();
+        let ok = rs.iter().filter(|r| r.status() == Status::Ok).count();
         let _ = write!(s, "{test} on rail {rail}: {what} [{unit}], {ok} of {} pairs OK", rs.len());
-        if let Some(m) = rs.iter().find_map(|r| r.median) {
+        if let Some(m) = rs.iter().find_map(|r| r.median()) {
             let _ = write!(s, ", median {}", fmt_value(m));
         }
         s.push_str(" (! = LOW)\n");
         if nodes.len() > MAX_MATRIX {
-            for r in rs.iter().filter(|r| r.status != Status::Ok) {
-                let _ = writeln!(s, "  {} - {}: {} {}", r.server.node, r.client.node, cell(r), r.reason);
+            for &r in rs.iter().filter(|r| r.status() != Status::Ok) {
+                let _ = writeln!(s, "  {} - {}: {} {}", r.server().node, r.client().node, cell(r), r.reason());
             }
             s.push('\n');
             continue;
@@ -61,8 +62,8 @@ pub fn text(nodes: &[String], records: &[Record]) -> String {
         for (i, row) in grid.iter_mut().enumerate() {
             row[i] = ".".into();
         }
-        for r in &rs {
-            if let (Some(&i), Some(&j)) = (index.get(r.server.node.as_str()), index.get(r.client.node.as_str())) {
+        for &r in &rs {
+            if let (Some(&i), Some(&j)) = (index.get(r.server().node.as_str()), index.get(r.client().node.as_str())) {
                 grid[i][j] = cell(r);
             }
         }
@@ -82,8 +83,8 @@ pub fn text(nodes: &[String], records: &[Record]) -> String {
             }
             s.push('\n');
         }
-        for r in rs.iter().filter(|r| !matches!(r.status, Status::Ok | Status::Unreachable | Status::Skipped)) {
-            let _ = writeln!(s, "  {} - {}: {}: {}", r.server.node, r.client.node, r.status.name(), r.reason);
+        for r in rs.iter().filter(|r| !matches!(r.status(), Status::Ok | Status::Unreachable | Status::Skipped)) {
+            let _ = writeln!(s, "  {} - {}: {}: {}", r.server().node, r.client().node, r.status().name(), r.reason());
         }
         s.push('\n');
     }
@@ -107,13 +108,7 @@ pub(crate) fn mirror_missing<T: Clone>(grid: &mut [Vec<T>], missing: impl Fn(&T)
 
 /// The node x rail grid's cells: the rails (by name), and per node and rail that NIC's worst
 /// pair over every test (None: it had none). Empty with fewer than two rails.
-pub fn grid_cells(nodes: &[String], records: &[Record]) -> (Vec<String>, Vec<Vec<Option<Status>>>) {
-    let mut rails: Vec<String> = records.iter().map(|r| r.rail.clone()).collect();
-    rails.sort_unstable();
-    rails.dedup();
-    if rails.len() < 2 {
-        return (Vec::new(), Vec::new());
-    }
+pub fn grid_cells<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item = V>) -> (Vec<String>, Vec<Vec<Option<Status>>>) {
     let rank = |s: Status| {
         [
             Status::Ok,
@@ -127,28 +122,32 @@ pub fn grid_cells(nodes: &[String], records: &[Record]) -> (Vec<String>, Vec<Vec
         .position(|&x| x == s)
         .unwrap_or(0)
     };
-    let cells = nodes
-        .iter()
-        .map(|n| {
-            rails
-                .iter()
-                .map(|rail| {
-                    records
-                        .iter()
-                        .filter(|r| r.rail == *rail && (r.server.node == *n || r.client.node == *n))
-                        .map(|r| r.status)
-                        .max_by_key(|&st| rank(st))
-                })
-                .collect()
-        })
-        .collect();
-    (rails, cells)
+    // One pass: per (node, rail) the worst status seen.
+    let mut worst: BTreeMap<(&str, &str), Status> = BTreeMap::new();
+    let mut rails: Vec<&str> = Vec::new();
+    for r in records {
+        if !rails.contains(&r.rail()) {
+            rails.push(r.rail());
+        }
+        for n in [r.server().node.as_str(), r.client().node.as_str()] {
+            let w = worst.entry((n, r.rail())).or_insert(r.status());
+            if rank(r.status()) > rank(*w) {
+                *w = r.status();
+            }
+        }
+    }
+    rails.sort_unstable();
+    if rails.len() < 2 {
+        return (Vec::new(), Vec::new());
+    }
+    let cells = nodes.iter().map(|n| rails.iter().map(|rail| worst.get(&(n.as_str(), *rail)).copied()).collect()).collect();
+    (rails.into_iter().map(str::to_string).collect(), cells)
 }
 
 /// The node x rail grid as text: each NIC's worst pair (OK, LOW, TIMEOUT, FAIL, UNREACHABLE,
 /// SKIPPED, or - when it had none); with one rail it says nothing the matrix does not, so it
 /// is left out.
-pub fn grid(nodes: &[String], records: &[Record]) -> String {
+pub fn grid<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item = V>) -> String {
     let (rails, cells) = grid_cells(nodes, records);
     if rails.is_empty() {
         return String::new();

@@ -11,6 +11,7 @@
 
 use super::judge::{judge, Rules};
 use super::results::{Record, Status};
+use super::view::{Verdicts, View};
 
 /// At most this many judge/re-run passes per test and rail. The first re-runs the outliers
 /// of the first median (and every FAIL or TIMEOUT, which no median changes); the second the
@@ -23,7 +24,7 @@ use super::results::{Record, Status};
 pub const MAX_PASSES: usize = 3;
 
 /// A pair the judgement holds against: LOW, FAIL or TIMEOUT.
-fn suspect(s: Status) -> bool {
+pub fn suspect(s: Status) -> bool {
     matches!(s, Status::Low | Status::Fail | Status::Timeout)
 }
 
@@ -36,14 +37,51 @@ pub struct Settled {
     pub rerun: Vec<usize>,
 }
 
+/// One test and rail's records as [`settle`] works on them: records, or the run's cells.
+pub trait Group {
+    /// The records judged (on a copy: the group stays as it is) that the judgement holds
+    /// against and that have not run twice, each with its index, in the group's order.
+    fn suspects(&mut self, rules: &Rules) -> Vec<(usize, Record)>;
+    /// Has record `i` been replaced by a re-run?
+    fn was_retried(&self, i: usize) -> bool;
+    /// Record `i` is replaced by its re-run.
+    fn replace(&mut self, i: usize, rec: Record);
+}
+
+impl Group for [Record] {
+    fn suspects(&mut self, rules: &Rules) -> Vec<(usize, Record)> {
+        let mut judged = self.to_vec();
+        judge(&mut judged[..], rules);
+        judged.into_iter().enumerate().filter(|(_, r)| suspect(r.status) && r.retried.is_none()).collect()
+    }
+    fn was_retried(&self, i: usize) -> bool {
+        self[i].retried.is_some()
+    }
+    fn replace(&mut self, i: usize, rec: Record) {
+        self[i] = rec;
+    }
+}
+
+impl Group for Vec<Record> {
+    fn suspects(&mut self, rules: &Rules) -> Vec<(usize, Record)> {
+        self[..].suspects(rules)
+    }
+    fn was_retried(&self, i: usize) -> bool {
+        self[..].was_retried(i)
+    }
+    fn replace(&mut self, i: usize, rec: Record) {
+        self[..].replace(i, rec);
+    }
+}
+
 /// Judge `records` (one test and rail), re-run the suspects that have not run twice through
 /// `rerun`, and repeat while new suspects appear, at most `max_passes` times. `rerun` gets the
 /// suspects as judged (status and reason say why) and returns the fresh records it has, in any
 /// order (fewer when it was stopped); `key` says which fresh record is which pair. A fresh
 /// record replaces its pair in place, with the first run's `STATUS: reason` in `retried`. The
 /// loop also ends when a pass re-runs nothing, so a stopped caller ends it.
-pub fn settle<K: PartialEq, E>(
-    records: &mut [Record],
+pub fn settle<G: Group + ?Sized, K: PartialEq, E>(
+    records: &mut G,
     rules: &Rules,
     max_passes: usize,
     key: impl Fn(&Record) -> K,
@@ -51,9 +89,7 @@ pub fn settle<K: PartialEq, E>(
 ) -> Result<Settled, E> {
     let mut done = Settled::default();
     while done.passes < max_passes {
-        let mut judged = records.to_vec();
-        judge(&mut judged, rules);
-        let suspects: Vec<Record> = judged.into_iter().filter(|r| suspect(r.status) && r.retried.is_none()).collect();
+        let (at, suspects): (Vec<usize>, Vec<Record>) = records.suspects(rules).into_iter().unzip();
         if suspects.is_empty() {
             break;
         }
@@ -61,10 +97,13 @@ pub fn settle<K: PartialEq, E>(
         let mut replaced = 0;
         for mut fresh in rerun(&suspects)? {
             let k = key(&fresh);
-            let Some(first) = suspects.iter().find(|s| key(s) == k) else { continue };
-            let Some(i) = records.iter().position(|r| key(r) == k && r.retried.is_none()) else { continue };
+            let Some(j) = suspects.iter().position(|s| key(s) == k) else { continue };
+            let (first, i) = (&suspects[j], at[j]);
+            if records.was_retried(i) {
+                continue;
+            }
             fresh.retried = Some(format!("{}: {}", first.status.name(), first.reason));
-            records[i] = fresh;
+            records.replace(i, fresh);
             done.rerun.push(i);
             replaced += 1;
         }
@@ -79,20 +118,28 @@ pub fn settle<K: PartialEq, E>(
 /// the judgement finds LOW but that never ran twice (the passes ran out, or the run was
 /// stopped before its re-run) is reported OK instead; one line each says so. FAIL and TIMEOUT
 /// are what the tools said and stay.
-pub fn final_verdict(records: &mut [Record], rules: &Rules, reruns: bool) -> Vec<String> {
+pub fn final_verdict<R: Verdicts + ?Sized>(records: &mut R, rules: &Rules, reruns: bool) -> Vec<String> {
     judge(records, rules);
     let mut lines = Vec::new();
     if !reruns {
         return lines;
     }
     // Only pairs are re-run: a fabric pattern's flow alone would not be under its load.
-    for r in records.iter_mut().filter(|r| r.status == Status::Low && r.retried.is_none() && r.pattern == crate::results::PAIRS) {
+    for i in 0..records.count() {
+        let r = records.at(i);
+        if r.status() != Status::Low || r.retried().is_some() || r.pattern() != crate::results::PAIRS {
+            continue;
+        }
         lines.push(format!(
             "not re-run, so not reported LOW: {} - {} ({}, {}): {} (re-run passes used up or the run stopped; run the matrix again)",
-            r.server.node, r.client.node, r.test, r.rail, r.reason
+            r.server().node,
+            r.client().node,
+            r.test(),
+            r.rail(),
+            r.reason()
         ));
-        r.status = Status::Ok;
-        r.reason.clear();
+        let med = r.median();
+        records.set_verdict(i, Status::Ok, Some(String::new()), med);
     }
     lines
 }

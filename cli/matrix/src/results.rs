@@ -213,18 +213,22 @@ impl JsonlLog {
     /// the lines of records not kept (a pair's first run, when it was re-run) go. The file is
     /// read a line at a time, written next to it and renamed over it, so it is always whole.
     pub fn rewrite(&mut self, kept: &[Record]) -> std::io::Result<()> {
-        // A start read back from JSON may differ from the one written in its last bit (serde_json
-        // parses floats fast, not exactly), so runs of a pair are told apart by a start within a
-        // millisecond: two runs of one pair in one round cannot start that close.
         let mut index: HashMap<Identity, Vec<(f64, usize)>> = HashMap::new();
         for (i, r) in kept.iter().enumerate() {
             index.entry(r.identity()).or_default().push((r.started_unix, i));
         }
         let find = |full: &Record| {
             let runs = index.get(&full.identity())?;
-            runs.iter().find(|(t, _)| (t - full.started_unix).abs() < 1e-3).map(|&(_, i)| i)
+            runs.iter().find(|(t, _)| same_start(*t, full.started_unix)).map(|&(_, i)| i)
         };
-        let mut written = vec![false; kept.len()];
+        self.rewrite_by(kept.len(), find, |i| kept[i].clone())
+    }
+
+    /// [`JsonlLog::rewrite`] for `count` kept records held elsewhere: `find` says which kept
+    /// record a line of the file is (the pair, its round and a start within 1 ms: see
+    /// [`same_start`]), `record` gives kept record `i`, slim.
+    pub fn rewrite_by(&mut self, count: usize, find: impl Fn(&Record) -> Option<usize>, record: impl Fn(usize) -> Record) -> std::io::Result<()> {
+        let mut written = vec![false; count];
         let tmp = self.path.with_extension("jsonl.tmp");
         {
             let mut f = BufWriter::new(File::create(&tmp)?);
@@ -234,13 +238,13 @@ impl JsonlLog {
                 if std::mem::replace(&mut written[i], true) {
                     continue;
                 }
-                let mut r = kept[i].clone();
+                let mut r = record(i);
                 (r.server.json, r.server.tail, r.client.json, r.client.tail) = (full.server.json, full.server.tail, full.client.json, full.client.tail);
                 writeln!(f, "{}", r.to_json())?;
             }
             // A kept record whose line is not in the file (never, unless it was edited): as kept.
-            for (r, _) in kept.iter().zip(&written).filter(|(_, w)| !**w) {
-                writeln!(f, "{}", r.to_json())?;
+            for i in (0..count).filter(|&i| !written[i]) {
+                writeln!(f, "{}", record(i).to_json())?;
             }
             f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         }
@@ -250,22 +254,39 @@ impl JsonlLog {
     }
 }
 
+/// Two starts of one pair's runs in one round are the same run. A start read back from JSON
+/// may differ from the one written in its last bit (serde_json parses floats fast, not
+/// exactly), so runs are told apart by a start within a millisecond: two runs of one pair in
+/// one round cannot start that close.
+pub fn same_start(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-3
+}
+
 /// The records of an earlier run (`--resume`), slim ([`Record::slim`]); lines that do not parse
-/// are skipped and counted. Read a line at a time: memory is the records, not the file.
+/// are skipped and counted.
 pub fn read_jsonl(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
+    let mut out = Vec::new();
+    let bad = each_jsonl(path, |r| out.push(r))?;
+    Ok((out, bad))
+}
+
+/// Each record of results.jsonl, slim, handed to `each` as it is read (a line at a time:
+/// memory is what `each` keeps, not the file); returns how many lines were not records. A
+/// missing file has none.
+pub fn each_jsonl(path: &Path, mut each: impl FnMut(Record)) -> std::io::Result<usize> {
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(e),
     };
-    let (mut out, mut bad) = (Vec::new(), 0);
+    let mut bad = 0;
     for line in BufReader::new(file).split(b'\n') {
         let line = line?;
         let (recs, b) = parse_jsonl(&String::from_utf8_lossy(&line));
-        out.extend(recs.into_iter().map(Record::slim));
+        recs.into_iter().map(Record::slim).for_each(&mut each);
         bad += b;
     }
-    Ok((out, bad))
+    Ok(bad)
 }
 
 /// The records in a results.jsonl text and how many non-blank lines were not records. The file
@@ -294,31 +315,47 @@ pub const CSV_HEADER: &str =
     "test,rail,round,server,client,server_dev,client_dev,status,value,unit,median,wall_s,deadline_s,reason,pattern";
 
 pub fn csv_text(all: &[Record]) -> String {
-    let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
     let mut s = String::from(CSV_HEADER);
     s.push('\n');
     for r in all {
-        let fields = [
-            r.test.clone(),
-            r.rail.clone(),
-            r.round.to_string(),
-            r.server.node.clone(),
-            r.client.node.clone(),
-            r.server.dev.clone(),
-            r.client.dev.clone(),
-            r.status.name().to_string(),
-            num(r.value),
-            r.unit.clone(),
-            num(r.median),
-            format!("{:.3}", r.wall_s),
-            format!("{:.1}", r.deadline_s),
-            r.reason.clone(),
-            r.pattern.clone(),
-        ];
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-        s.push_str(&line.join(","));
-        s.push('\n');
+        s.push_str(&csv_line(r));
     }
+    s
+}
+
+/// results.csv written a record at a time ([`csv_text`] without the whole text in memory).
+pub fn write_csv(w: impl Write, all: impl IntoIterator<Item = Record>) -> std::io::Result<()> {
+    let mut w = BufWriter::new(w);
+    writeln!(w, "{CSV_HEADER}")?;
+    for r in all {
+        w.write_all(csv_line(&r).as_bytes())?;
+    }
+    w.flush()
+}
+
+/// One record's line of results.csv, with its line break.
+fn csv_line(r: &Record) -> String {
+    let num = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
+    let fields = [
+        r.test.clone(),
+        r.rail.clone(),
+        r.round.to_string(),
+        r.server.node.clone(),
+        r.client.node.clone(),
+        r.server.dev.clone(),
+        r.client.dev.clone(),
+        r.status.name().to_string(),
+        num(r.value),
+        r.unit.clone(),
+        num(r.median),
+        format!("{:.3}", r.wall_s),
+        format!("{:.1}", r.deadline_s),
+        r.reason.clone(),
+        r.pattern.clone(),
+    ];
+    let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+    let mut s = line.join(",");
+    s.push('\n');
     s
 }
 

@@ -1,0 +1,925 @@
+//! The run's records, a compact cell per pair: what the coordinator holds of every pair from
+//! the moment it ends to the report, so that its memory at 1,024 nodes × 8 rails (4.2 million
+//! pairs) is a few hundred MB of cells, not gigabytes of `Record`s.
+//!
+//! A [`Cell`] is numbers and indices, no heap: the judged value, the median, the start, the
+//! wall time, the round, the port, the status, and indices into small tables ([`Table`]) of
+//! what pairs share: a *kind* (test, rail, unit, pattern, options, deadline: a handful per
+//! run), a *side* (node, device, address, GID index, rate, GPU, exit code: about nodes × rails)
+//! and strings (reasons and re-run notes: one per pair that went wrong, shared when equal).
+//! A record goes in and comes back out as it was, less each side's perftest report and output
+//! tail (what [`Record::slim`] drops; results.jsonl keeps them and the final rewrite puts them
+//! back). The judgement and the report read cells through [`View`] without materialising them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::results::{Record, Side, Status, PAIRS};
+use super::view::{Verdicts, View};
+
+/// One pair's record, compact. 64 bytes (a unit test holds it to that).
+#[derive(Clone, Copy, Debug)]
+pub struct Cell {
+    value: f64,
+    median: f64,
+    started_unix: f64,
+    wall_s: f64,
+    round: u64,
+    /// Index into [`Table::kinds`].
+    kind: u32,
+    /// Indices into [`Table::sides`].
+    server: u32,
+    client: u32,
+    /// String ids ([`Strings`]); `retried` is [`NONE`] when the pair ran once.
+    reason: u32,
+    retried: u32,
+    port: u16,
+    status: Status,
+    /// [`HAS_VALUE`], [`HAS_MEDIAN`].
+    flags: u8,
+}
+
+const HAS_VALUE: u8 = 1;
+const HAS_MEDIAN: u8 = 2;
+const NONE: u32 = u32::MAX;
+
+/// Interned strings: each distinct string once, named by its id.
+#[derive(Default)]
+struct Strings {
+    all: Vec<Arc<str>>,
+    ids: HashMap<Arc<str>, u32>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = u32::try_from(self.all.len()).expect("fewer than 2^32 distinct strings");
+        let a: Arc<str> = Arc::from(s);
+        self.all.push(a.clone());
+        self.ids.insert(a, i);
+        i
+    }
+    fn find(&self, s: &str) -> Option<u32> {
+        self.ids.get(s).copied()
+    }
+    fn get(&self, i: u32) -> &str {
+        &self.all[i as usize]
+    }
+}
+
+/// What the pairs of one test, rail and pattern share.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Kind {
+    test: u32,
+    rail: u32,
+    unit: u32,
+    pattern: u32,
+    options: Vec<String>,
+    /// `deadline_s`'s bits (a flow of a pattern step gets a share of the step's deadline).
+    deadline_bits: u64,
+}
+
+/// The tables the cells index into.
+#[derive(Default)]
+struct Table {
+    strings: Strings,
+    kinds: Vec<Kind>,
+    kind_ids: HashMap<Kind, u32>,
+    /// Each side without its report and tail, with its node's string id.
+    sides: Vec<(u32, Side)>,
+    side_ids: HashMap<String, u32>,
+}
+
+impl Table {
+    fn kind(&mut self, r: &Record) -> u32 {
+        let k = Kind {
+            test: self.strings.id(&r.test),
+            rail: self.strings.id(&r.rail),
+            unit: self.strings.id(&r.unit),
+            pattern: self.strings.id(&r.pattern),
+            options: r.options.clone(),
+            deadline_bits: r.deadline_s.to_bits(),
+        };
+        if let Some(&i) = self.kind_ids.get(&k) {
+            return i;
+        }
+        let i = u32::try_from(self.kinds.len()).expect("fewer than 2^32 kinds");
+        self.kinds.push(k.clone());
+        self.kind_ids.insert(k, i);
+        i
+    }
+
+    fn side(&mut self, s: &Side) -> u32 {
+        let key = format!(
+            "{:?}",
+            (
+                &s.node,
+                &s.dev,
+                &s.addr,
+                s.gid_index,
+                &s.rate,
+                &s.gpu,
+                s.exit
+            )
+        );
+        if let Some(&i) = self.side_ids.get(&key) {
+            return i;
+        }
+        let i = u32::try_from(self.sides.len()).expect("fewer than 2^32 sides");
+        let slim = Side {
+            json: None,
+            tail: Vec::new(),
+            ..s.clone()
+        };
+        self.sides.push((self.strings.id(&s.node), slim));
+        self.side_ids.insert(key, i);
+        i
+    }
+
+    fn cell(&mut self, r: &Record) -> Cell {
+        Cell {
+            value: r.value.unwrap_or(0.0),
+            median: r.median.unwrap_or(0.0),
+            started_unix: r.started_unix,
+            wall_s: r.wall_s,
+            round: r.round as u64,
+            kind: self.kind(r),
+            server: self.side(&r.server),
+            client: self.side(&r.client),
+            reason: self.strings.id(&r.reason),
+            retried: r.retried.as_deref().map_or(NONE, |s| self.strings.id(s)),
+            port: r.port,
+            status: r.status,
+            flags: if r.value.is_some() { HAS_VALUE } else { 0 }
+                | if r.median.is_some() { HAS_MEDIAN } else { 0 },
+        }
+    }
+
+    fn set_verdict(
+        &mut self,
+        c: &mut Cell,
+        status: Status,
+        reason: Option<String>,
+        median: Option<f64>,
+    ) {
+        c.status = status;
+        if let Some(why) = reason {
+            c.reason = self.strings.id(&why);
+        }
+        c.median = median.unwrap_or(0.0);
+        c.flags = (c.flags & !HAS_MEDIAN) | if median.is_some() { HAS_MEDIAN } else { 0 };
+    }
+}
+
+/// A cell as the judgement and the report read it.
+#[derive(Clone, Copy)]
+pub struct CellRef<'a> {
+    table: &'a Table,
+    cell: &'a Cell,
+}
+
+impl<'a> CellRef<'a> {
+    /// The record as it went in, slim ([`Record::slim`]).
+    pub fn record(self) -> Record {
+        let (c, k) = (self.cell, self.kind());
+        Record {
+            test: self.test().into(),
+            rail: self.rail().into(),
+            round: self.round(),
+            port: c.port,
+            options: k.options.clone(),
+            server: self.server().clone(),
+            client: self.client().clone(),
+            status: c.status,
+            reason: self.reason().into(),
+            value: self.value(),
+            unit: self.unit().into(),
+            median: self.median(),
+            started_unix: c.started_unix,
+            wall_s: c.wall_s,
+            deadline_s: f64::from_bits(k.deadline_bits),
+            retried: self.retried().map(str::to_string),
+            pattern: self.pattern().into(),
+        }
+    }
+
+    fn kind(self) -> &'a Kind {
+        &self.table.kinds[self.cell.kind as usize]
+    }
+    fn str(self, id: u32) -> &'a str {
+        self.table.strings.get(id)
+    }
+}
+
+impl<'a> View<'a> for CellRef<'a> {
+    fn test(self) -> &'a str {
+        self.str(self.kind().test)
+    }
+    fn rail(self) -> &'a str {
+        self.str(self.kind().rail)
+    }
+    fn pattern(self) -> &'a str {
+        self.str(self.kind().pattern)
+    }
+    fn unit(self) -> &'a str {
+        self.str(self.kind().unit)
+    }
+    fn round(self) -> usize {
+        usize::try_from(self.cell.round).unwrap_or(usize::MAX)
+    }
+    fn status(self) -> Status {
+        self.cell.status
+    }
+    fn value(self) -> Option<f64> {
+        (self.cell.flags & HAS_VALUE != 0).then_some(self.cell.value)
+    }
+    fn median(self) -> Option<f64> {
+        (self.cell.flags & HAS_MEDIAN != 0).then_some(self.cell.median)
+    }
+    fn reason(self) -> &'a str {
+        self.str(self.cell.reason)
+    }
+    fn retried(self) -> Option<&'a str> {
+        (self.cell.retried != NONE).then(|| self.str(self.cell.retried))
+    }
+    fn server(self) -> &'a Side {
+        &self.table.sides[self.cell.server as usize].1
+    }
+    fn client(self) -> &'a Side {
+        &self.table.sides[self.cell.client as usize].1
+    }
+}
+
+/// A pair's identity as `--resume` and the re-runs know it (test, rail, the pattern and its
+/// step for a pattern's flow, the two nodes: in order with `--both-directions`, else the lower
+/// id first), in string ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PairId {
+    test: u32,
+    rail: u32,
+    pattern: u32,
+    step: u64,
+    a: u32,
+    b: u32,
+}
+
+/// A test on a rail under a load pattern (a pattern's flow: at one of its steps), by name.
+#[derive(Clone, Copy, Debug)]
+pub struct Phase<'a> {
+    pub test: &'a str,
+    pub rail: &'a str,
+    /// [`PAIRS`] or a fabric pattern.
+    pub pattern: &'a str,
+    /// The pattern's step (not part of a pair's identity under [`PAIRS`]).
+    pub step: usize,
+}
+
+/// Which line of results.jsonl a cell is: test, rail, pattern, round, server, client.
+type LineId = (u32, u32, u32, u64, u32, u32);
+
+/// Every record of the run, a [`Cell`] each.
+#[derive(Default)]
+pub struct Cells {
+    table: Table,
+    cells: Vec<Cell>,
+}
+
+impl Cells {
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    pub fn push(&mut self, r: &Record) {
+        let c = self.table.cell(r);
+        self.cells.push(c);
+    }
+
+    /// The last cell goes (its table entries stay: they are shared).
+    pub fn pop(&mut self) {
+        self.cells.pop();
+    }
+
+    /// Cell `i` holds `r` from now on.
+    pub fn set(&mut self, i: usize, r: &Record) {
+        self.cells[i] = self.table.cell(r);
+    }
+
+    pub fn view(&self, i: usize) -> CellRef<'_> {
+        CellRef {
+            table: &self.table,
+            cell: &self.cells[i],
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = CellRef<'_>> + Clone {
+        self.cells.iter().map(|cell| CellRef {
+            table: &self.table,
+            cell,
+        })
+    }
+
+    /// Record `i` as it went in, slim ([`Record::slim`]).
+    pub fn record(&self, i: usize) -> Record {
+        self.view(i).record()
+    }
+
+    /// The judgement's access to every cell ([`super::judge::judge`], [`super::rerun::final_verdict`]).
+    pub fn verdicts(&mut self) -> CellsMut<'_> {
+        CellsMut {
+            table: &mut self.table,
+            cells: &mut self.cells,
+        }
+    }
+
+    /// The cells at `at` (one test and rail) as a re-run group ([`super::rerun::settle`]).
+    pub fn group(&mut self, at: Vec<usize>) -> Subset<'_> {
+        Subset { cells: self, at }
+    }
+
+    /// Cell `i`'s [`PairId`].
+    pub fn pair_id_of(&self, i: usize, ordered: bool) -> PairId {
+        let c = &self.cells[i];
+        let k = &self.table.kinds[c.kind as usize];
+        let step = if self.table.strings.get(k.pattern) == PAIRS {
+            0
+        } else {
+            c.round
+        };
+        let node = |s: u32| self.table.sides[s as usize].0;
+        pair_id(
+            k.test,
+            k.rail,
+            k.pattern,
+            step,
+            node(c.server),
+            node(c.client),
+            ordered,
+        )
+    }
+
+    /// The [`PairId`] of the pair of nodes `a` (server) and `b` in `phase`; None when a
+    /// name is in no cell (no cell is that pair).
+    pub fn pair_id(&self, ordered: bool, phase: Phase, a: &str, b: &str) -> Option<PairId> {
+        let s = &self.table.strings;
+        let step = if phase.pattern == PAIRS {
+            0
+        } else {
+            phase.step as u64
+        };
+        let (test, rail, pattern) = (
+            s.find(phase.test)?,
+            s.find(phase.rail)?,
+            s.find(phase.pattern)?,
+        );
+        Some(pair_id(
+            test,
+            rail,
+            pattern,
+            step,
+            s.find(a)?,
+            s.find(b)?,
+            ordered,
+        ))
+    }
+
+    fn line_id(&self, i: usize) -> LineId {
+        let c = &self.cells[i];
+        let k = &self.table.kinds[c.kind as usize];
+        let node = |s: u32| self.table.sides[s as usize].0;
+        (
+            k.test,
+            k.rail,
+            k.pattern,
+            c.round,
+            node(c.server),
+            node(c.client),
+        )
+    }
+
+    /// The pairs of the cells there are now, to be asked later whether a pair is one of them
+    /// (`--resume`: the pairs recorded before this invocation): 4 bytes a cell. Those cells
+    /// may be replaced later by a run of the same pair, not removed.
+    pub fn pair_index(&self, ordered: bool) -> PairIndex {
+        let mut order: Vec<u32> = (0..self.cells.len())
+            .map(|i| u32::try_from(i).expect("fewer than 2^32 cells"))
+            .collect();
+        order.sort_by_key(|&i| self.pair_id_of(i as usize, ordered));
+        PairIndex { order, ordered }
+    }
+
+    /// What [`super::results::JsonlLog::rewrite_by`] needs to find a line's cell: the cells
+    /// sorted by line identity (4 bytes a cell while the file is rewritten).
+    pub fn line_index(&self) -> LineIndex<'_> {
+        let mut order: Vec<u32> = (0..self.cells.len())
+            .map(|i| u32::try_from(i).expect("fewer than 2^32 cells"))
+            .collect();
+        order.sort_by_key(|&i| (self.line_id(i as usize), i));
+        LineIndex { cells: self, order }
+    }
+}
+
+fn pair_id(test: u32, rail: u32, pattern: u32, step: u64, a: u32, b: u32, ordered: bool) -> PairId {
+    let (a, b) = if ordered || a <= b { (a, b) } else { (b, a) };
+    PairId {
+        test,
+        rail,
+        pattern,
+        step,
+        a,
+        b,
+    }
+}
+
+/// Some cells sorted by their [`PairId`] ([`Cells::pair_index`]).
+#[derive(Default)]
+pub struct PairIndex {
+    order: Vec<u32>,
+    ordered: bool,
+}
+
+impl PairIndex {
+    /// Is the pair of nodes `a` (server) and `b` in `phase` one of the indexed cells' pairs?
+    pub fn contains(&self, cells: &Cells, phase: Phase, a: &str, b: &str) -> bool {
+        if self.order.is_empty() {
+            return false;
+        }
+        let Some(id) = cells.pair_id(self.ordered, phase, a, b) else {
+            return false;
+        };
+        self.order
+            .binary_search_by_key(&id, |&i| cells.pair_id_of(i as usize, self.ordered))
+            .is_ok()
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+}
+
+/// The cells sorted by the line of results.jsonl each is ([`Cells::line_index`]).
+pub struct LineIndex<'a> {
+    cells: &'a Cells,
+    order: Vec<u32>,
+}
+
+impl LineIndex<'_> {
+    /// The cell that the line `full` (read back from results.jsonl) is: same pair and round,
+    /// started within 1 ms ([`super::results::same_start`]); the first such cell.
+    pub fn find(&self, full: &Record) -> Option<usize> {
+        let s = &self.cells.table.strings;
+        let id = (
+            s.find(&full.test)?,
+            s.find(&full.rail)?,
+            s.find(&full.pattern)?,
+            full.round as u64,
+            s.find(&full.server.node)?,
+            s.find(&full.client.node)?,
+        );
+        let from = self
+            .order
+            .partition_point(|&i| self.cells.line_id(i as usize) < id);
+        self.order[from..]
+            .iter()
+            .map(|&i| i as usize)
+            .take_while(|&i| self.cells.line_id(i) == id)
+            .find(|&i| {
+                super::results::same_start(self.cells.cells[i].started_unix, full.started_unix)
+            })
+    }
+}
+
+/// Every cell, as the judgement writes its verdicts.
+pub struct CellsMut<'a> {
+    table: &'a mut Table,
+    cells: &'a mut [Cell],
+}
+
+impl Verdicts for CellsMut<'_> {
+    type V<'b>
+        = CellRef<'b>
+    where
+        Self: 'b;
+    fn count(&self) -> usize {
+        self.cells.len()
+    }
+    fn at(&self, i: usize) -> CellRef<'_> {
+        CellRef {
+            table: self.table,
+            cell: &self.cells[i],
+        }
+    }
+    fn set_verdict(
+        &mut self,
+        i: usize,
+        status: Status,
+        reason: Option<String>,
+        median: Option<f64>,
+    ) {
+        self.table
+            .set_verdict(&mut self.cells[i], status, reason, median);
+    }
+}
+
+/// Some cells of the store (one test and rail), as the re-run rule works on them.
+pub struct Subset<'a> {
+    cells: &'a mut Cells,
+    /// The cells' indices in the store.
+    pub at: Vec<usize>,
+}
+
+impl Subset<'_> {
+    /// Record `g` of the group, slim.
+    pub fn record(&self, g: usize) -> Record {
+        self.cells.record(self.at[g])
+    }
+}
+
+impl super::rerun::Group for Subset<'_> {
+    fn suspects(&mut self, rules: &super::judge::Rules) -> Vec<(usize, Record)> {
+        // Judged on a copy of the group's cells (64 bytes each); only the suspects become
+        // records. Their reasons stay in the strings (a few per pair that went wrong).
+        let mut copy: Vec<Cell> = self.at.iter().map(|&i| self.cells.cells[i]).collect();
+        super::judge::judge(
+            &mut CellsMut {
+                table: &mut self.cells.table,
+                cells: &mut copy,
+            },
+            rules,
+        );
+        let table = &self.cells.table;
+        copy.iter()
+            .enumerate()
+            .filter(|(_, c)| super::rerun::suspect(c.status) && c.retried == NONE)
+            .map(|(g, cell)| (g, CellRef { table, cell }.record()))
+            .collect()
+    }
+    fn was_retried(&self, g: usize) -> bool {
+        self.cells.cells[self.at[g]].retried != NONE
+    }
+    fn replace(&mut self, g: usize, rec: Record) {
+        self.cells.set(self.at[g], &rec);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::{self, Rules};
+    use crate::results::{sample, JsonlLog};
+    use crate::{html, report, rerun};
+
+    const RULES: Rules = Rules {
+        min_bw: None,
+        max_lat: None,
+        rel: 0.9,
+        rel_lat: 1.5,
+        port_rate: None,
+    };
+
+    fn store(rs: &[Record]) -> Cells {
+        let mut c = Cells::default();
+        rs.iter().for_each(|r| c.push(r));
+        c
+    }
+
+    fn back(c: &Cells) -> Vec<Record> {
+        (0..c.len()).map(|i| c.record(i)).collect()
+    }
+
+    /// Records of every shape: figures and none, reasons, re-runs, medians, GPUs, exit codes,
+    /// a pattern's flow, perftest reports and tails (which the cells leave out).
+    fn assorted() -> Vec<Record> {
+        let gpu = crate::gpu::Pick {
+            gpu: crate::gpu::GpuLink {
+                index: 1,
+                vendor: "nvidia".into(),
+                bdf: "0000:07:00.0".into(),
+                link: "PIX".into(),
+            },
+        };
+        let mut rs = vec![
+            sample("ib_write_bw", "rxe0", "n1", "n2", Status::Ok, Some(5.125)),
+            sample("ib_write_bw", "rxe0", "n3", "n2", Status::Fail, None),
+            sample("ib_send_lat", "rxe1", "n2", "n1", Status::Low, Some(1e-300)),
+            sample("ib_write_bw", "rxe0", "n1", "n3", Status::Unreachable, None),
+        ];
+        rs[0].server.json = Some(serde_json::json!({"results": {"BW_average": 5.125}}));
+        rs[0].client.tail = vec!["a line".into()];
+        (rs[0].server.exit, rs[0].client.exit, rs[0].server.gpu) = (Some(0), Some(0), Some(gpu));
+        (rs[0].started_unix, rs[0].wall_s, rs[0].median) =
+            (1_765_029_600.123_457, 0.1 + 0.2, Some(5.0));
+        (rs[1].reason, rs[1].client.exit, rs[1].retried) = (
+            "client: Couldn't connect".into(),
+            Some(-9),
+            Some("TIMEOUT: killed".into()),
+        );
+        (rs[2].reason, rs[2].unit, rs[2].port, rs[2].round) = (
+            "1.00 usec above 1.5 x the median 0.10".into(),
+            "usec".into(),
+            65535,
+            1 << 40,
+        );
+        (rs[2].server.gid_index, rs[2].server.rate, rs[2].options) =
+            (Some(3), "100 Gb/sec (4X EDR)".into(), vec!["-a".into()]);
+        (rs[3].pattern, rs[3].deadline_s, rs[3].retried) =
+            ("incast".into(), f64::NAN, Some(String::new()));
+        rs
+    }
+
+    #[test]
+    fn a_cell_is_64_bytes_and_owns_no_heap() {
+        assert!(
+            std::mem::size_of::<Cell>() <= 64,
+            "a cell grew to {} bytes",
+            std::mem::size_of::<Cell>()
+        );
+        // A thousand OK pairs of the same nodes add cells, not table entries.
+        let mut c = Cells::default();
+        for k in 0..1000 {
+            let mut r = sample(
+                "ib_write_bw",
+                "rxe0",
+                &format!("n{}", k % 10),
+                &format!("n{}", (k + 1) % 10),
+                Status::Ok,
+                Some(k as f64),
+            );
+            r.started_unix = f64::from(k);
+            c.push(&r);
+        }
+        assert_eq!(
+            (c.len(), c.table.sides.len(), c.table.kinds.len()),
+            (1000, 10, 1)
+        );
+        assert!(
+            c.table.strings.all.len() <= 15,
+            "{}",
+            c.table.strings.all.len()
+        );
+    }
+
+    #[test]
+    fn a_record_comes_back_as_it_went_in_less_its_reports() {
+        let rs = assorted();
+        let mut c = store(&rs);
+        let want: Vec<Record> = rs.iter().cloned().map(Record::slim).collect();
+        let got = back(&c);
+        // NaN is not equal to itself: compare that deadline by its bits.
+        assert_eq!(got[3].deadline_s.to_bits(), want[3].deadline_s.to_bits());
+        let fix = |mut v: Vec<Record>| {
+            v[3].deadline_s = 0.0;
+            v
+        };
+        assert_eq!(fix(got), fix(want.clone()));
+        // What the views read is what the records say.
+        for (i, r) in want.iter().enumerate() {
+            let v = c.view(i);
+            assert_eq!(
+                (
+                    v.test(),
+                    v.rail(),
+                    v.pattern(),
+                    v.unit(),
+                    v.round(),
+                    v.status()
+                ),
+                (
+                    r.test.as_str(),
+                    r.rail.as_str(),
+                    r.pattern.as_str(),
+                    r.unit.as_str(),
+                    r.round,
+                    r.status
+                )
+            );
+            assert_eq!(
+                (
+                    v.value(),
+                    v.median(),
+                    v.reason(),
+                    v.retried(),
+                    v.server(),
+                    v.client()
+                ),
+                (
+                    r.value,
+                    r.median,
+                    r.reason.as_str(),
+                    r.retried.as_deref(),
+                    &r.server,
+                    &r.client
+                )
+            );
+            assert_eq!(v.key(), r.key());
+        }
+        c.set(1, &rs[0]);
+        assert_eq!(c.record(1), want[0]);
+        c.pop();
+        assert_eq!(c.len(), 3);
+    }
+
+    /// A run of `n` nodes on two rails: n4's pairs slow on rail1, one pair FAIL, one node down.
+    fn run(n: usize) -> Vec<Record> {
+        let nodes: Vec<String> = (1..=n).map(|i| format!("n{i}")).collect();
+        let mut rs = Vec::new();
+        for rail in ["rail0", "rail1"] {
+            for (k, round) in crate::schedule::circle_rounds(n).iter().enumerate() {
+                for p in round {
+                    let (a, b) = (&nodes[p.a], &nodes[p.b]);
+                    let slow = rail == "rail1" && (p.a == 3 || p.b == 3);
+                    let mut r = sample(
+                        "ib_write_bw",
+                        rail,
+                        a,
+                        b,
+                        Status::Ok,
+                        Some(if slow { 100.0 } else { 1000.0 + k as f64 }),
+                    );
+                    (r.round, r.started_unix) = (k, 1000.0 + k as f64);
+                    if p.a == 1 && p.b == 2 {
+                        (r.status, r.value, r.reason) = (Status::Fail, None, "server: bad".into());
+                    }
+                    if p.a == n - 1 || p.b == n - 1 {
+                        (r.status, r.value, r.reason) = (
+                            Status::Unreachable,
+                            None,
+                            format!("{} unreachable: ssh", nodes[n - 1]),
+                        );
+                    }
+                    rs.push(r);
+                }
+            }
+        }
+        rs
+    }
+
+    #[test]
+    fn the_judgement_and_the_report_read_cells_as_they_read_records() {
+        for n in [6, 40] {
+            let nodes: Vec<String> = (1..=n).map(|i| format!("n{i}")).collect();
+            let mut rs = run(n);
+            let mut c = store(&rs);
+            judge::judge(&mut rs, &RULES);
+            judge::judge(&mut c.verdicts(), &RULES);
+            assert_eq!(back(&c), rs, "{n} nodes: the judgement");
+            assert!(
+                rs.iter().any(|r| r.status == Status::Low),
+                "the test has LOW pairs"
+            );
+            let (mut rs2, mut c2) = (rs.clone(), store(&rs));
+            assert_eq!(
+                rerun::final_verdict(&mut c2.verdicts(), &RULES, true),
+                rerun::final_verdict(&mut rs2, &RULES, true)
+            );
+            assert_eq!(back(&c2), rs2);
+            assert_eq!(report::text(&nodes, c.iter()), report::text(&nodes, &rs));
+            assert_eq!(report::grid(&nodes, c.iter()), report::grid(&nodes, &rs));
+            assert_eq!(judge::diagnose(c.iter()), judge::diagnose(&rs));
+            let page = |p: String| p;
+            assert_eq!(
+                page(html::page(&nodes, c.iter(), &[], &[], "s").expect("page")),
+                html::page(&nodes, &rs, &[], &[], "s").expect("page")
+            );
+        }
+    }
+
+    #[test]
+    fn re_runs_settle_on_cells_as_on_records() {
+        let rs = run(6);
+        let key = |r: &Record| r.key();
+        // Each suspect's re-run comes back at the others' figure, except n4's on rail1.
+        let again = |sus: &[Record]| -> Result<Vec<Record>, ()> {
+            Ok(sus
+                .iter()
+                .map(|r| {
+                    let mut f = sample(
+                        &r.test,
+                        &r.rail,
+                        &r.server.node,
+                        &r.client.node,
+                        Status::Ok,
+                        Some(if r.value == Some(100.0) {
+                            101.0
+                        } else {
+                            1000.0
+                        }),
+                    );
+                    f.started_unix = 5000.0;
+                    f
+                })
+                .collect())
+        };
+        let mut group: Vec<Record> = rs.iter().filter(|r| r.rail == "rail1").cloned().collect();
+        let want =
+            rerun::settle(&mut group, &RULES, rerun::MAX_PASSES, key, again).expect("records");
+        let mut c = store(&rs);
+        let at: Vec<usize> = (0..c.len())
+            .filter(|&i| c.view(i).rail() == "rail1")
+            .collect();
+        let mut sub = c.group(at.clone());
+        let got = rerun::settle(&mut sub, &RULES, rerun::MAX_PASSES, key, again).expect("cells");
+        assert_eq!(got, want);
+        assert!(!got.rerun.is_empty());
+        assert_eq!(at.iter().map(|&i| c.record(i)).collect::<Vec<_>>(), group);
+    }
+
+    #[test]
+    fn ids_find_pairs_and_lines() {
+        let ph = |pattern, step| Phase {
+            test: "ib_write_bw",
+            rail: "rail0",
+            pattern,
+            step,
+        };
+        let mut rs = run(4);
+        rs[0].pattern = "bisection".into();
+        let c = store(&rs);
+        let (a, b) = (rs[1].server.node.as_str(), rs[1].client.node.as_str());
+        assert_eq!(
+            c.pair_id(false, ph(PAIRS, 7), b, a),
+            Some(c.pair_id_of(1, false))
+        );
+        assert_ne!(
+            c.pair_id(true, ph(PAIRS, 0), b, a),
+            Some(c.pair_id_of(1, true))
+        );
+        assert_eq!(c.pair_id(false, ph(PAIRS, 0), a, "n9"), None);
+        let (a0, b0) = (rs[0].server.node.as_str(), rs[0].client.node.as_str());
+        let step = rs[0].round;
+        assert_eq!(
+            c.pair_id(false, ph("bisection", step), a0, b0),
+            Some(c.pair_id_of(0, false))
+        );
+        assert_ne!(
+            c.pair_id(false, ph("bisection", step + 1), a0, b0),
+            Some(c.pair_id_of(0, false))
+        );
+        let pairs = c.pair_index(false);
+        assert_eq!(pairs.len(), rs.len());
+        assert!(
+            pairs.contains(&c, ph(PAIRS, 3), b, a) && !pairs.contains(&c, ph(PAIRS, 0), a, "n9")
+        );
+        assert!(
+            pairs.contains(&c, ph("bisection", step), b0, a0)
+                && !pairs.contains(&c, ph("bisection", step + 1), a0, b0)
+        );
+        assert!(!Cells::default()
+            .pair_index(false)
+            .contains(&c, ph(PAIRS, 0), a, b));
+        let ordered = c.pair_index(true);
+        assert!(
+            ordered.contains(&c, ph(PAIRS, 0), a, b) && !ordered.contains(&c, ph(PAIRS, 0), b, a)
+        );
+        let index = c.line_index();
+        for (i, r) in rs.iter().enumerate() {
+            let mut near = r.clone();
+            near.started_unix += 0.0004;
+            assert_eq!(index.find(&near), Some(i));
+            near.started_unix += 0.01;
+            assert_eq!(index.find(&near), None);
+        }
+    }
+
+    #[test]
+    fn the_rewrite_from_cells_is_the_rewrite_from_records() {
+        let dir = std::env::temp_dir().join(format!("rpt-matrix-cells-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut rs = run(5);
+        rs.extend(assorted());
+        let mut files = Vec::new();
+        for (k, from_cells) in [false, true].into_iter().enumerate() {
+            let d = dir.join(k.to_string());
+            std::fs::create_dir_all(&d).expect("dir");
+            let mut log = JsonlLog::open(&d).expect("open");
+            rs.iter().for_each(|r| log.append(r).expect("append"));
+            // Kept: all but the first record (a first run), judged.
+            let mut kept: Vec<Record> = rs[1..].iter().cloned().map(Record::slim).collect();
+            judge::judge(&mut kept, &RULES);
+            if from_cells {
+                let c = store(&kept);
+                let index = c.line_index();
+                log.rewrite_by(c.len(), |f| index.find(f), |i| c.record(i))
+                    .expect("rewrite");
+            } else {
+                log.rewrite(&kept).expect("rewrite");
+            }
+            files.push(std::fs::read(d.join("results.jsonl")).expect("read"));
+        }
+        assert_eq!(files[0], files[1]);
+        assert_eq!(
+            String::from_utf8_lossy(&files[0]).lines().count(),
+            rs.len() - 1
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
