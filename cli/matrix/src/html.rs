@@ -21,29 +21,92 @@ fn cell_of<'a>(r: impl View<'a>) -> Cell {
     Cell { value: if r.status().measured() { r.value() } else { None }, text, flagged: r.status() != Status::Ok }
 }
 
+/// Up to this many nodes a heatmap has a cell per pair; beyond, its rows and columns are groups
+/// of nodes (at most [`FOLDED_SIDE`] a side), each cell the worst pair between two groups. A
+/// 1,024-node grid of a million cells is neither readable nor small (about 100 MB of SVG);
+/// the pairs not OK are listed under the heatmap and results.csv holds every pair.
+pub const HEATMAP_FULL: usize = 128;
+/// The most groups a side of a folded heatmap has.
+pub const FOLDED_SIDE: usize = 64;
+
 /// The heatmap of one test and rail: row = server, column = client; a pair run one way only
-/// fills both cells (as the text matrix does).
+/// fills both cells (as the text matrix does). Folded beyond [`HEATMAP_FULL`] nodes.
 pub fn heatmap_of<'a, V: View<'a>>(nodes: &[String], test: &str, rail: &str, records: &[V]) -> Heatmap {
     let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
-    let n = nodes.len();
-    let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; n]; n];
-    for &r in records {
-        if let (Some(&i), Some(&j)) = (index.get(r.server().node.as_str()), index.get(r.client().node.as_str())) {
-            cells[i][j] = Some(cell_of(r));
-        }
-    }
-    super::report::mirror_missing(&mut cells, Option::is_none);
     let lat = super::judge::is_lat(test);
     let unit = records.iter().map(|r| r.unit()).find(|u| !u.is_empty()).unwrap_or_default().to_string();
     let what = if lat { "typical latency" } else { "BW average" };
+    let ends = records.iter().filter_map(|&r| Some((*index.get(r.server().node.as_str())?, *index.get(r.client().node.as_str())?, r)));
+    let (labels, cells) = if nodes.len() <= HEATMAP_FULL {
+        (nodes.to_vec(), full_cells(nodes.len(), ends))
+    } else {
+        folded_cells(nodes, ends, lat)
+    };
     Heatmap {
         title: format!("{test} on rail {rail}: {what} [{unit}]"),
         unit,
-        rows: nodes.to_vec(),
-        cols: nodes.to_vec(),
+        rows: labels.clone(),
+        cols: labels,
         cells,
         higher_is_better: !lat,
     }
+}
+
+/// A cell per pair, at (server, client), mirrored where the pair ran one way only.
+fn full_cells<'a, V: View<'a>>(n: usize, ends: impl Iterator<Item = (usize, usize, V)>) -> Vec<Vec<Option<Cell>>> {
+    let mut cells: Vec<Vec<Option<Cell>>> = vec![vec![None; n]; n];
+    for (i, j, r) in ends {
+        cells[i][j] = Some(cell_of(r));
+    }
+    super::report::mirror_missing(&mut cells, Option::is_none);
+    cells
+}
+
+/// What a folded cell keeps of its pairs: how many, how many not OK, the worst figure.
+#[derive(Clone, Copy, Default)]
+struct Worst {
+    pairs: usize,
+    bad: usize,
+    figure: Option<f64>,
+}
+
+/// Groups of consecutive nodes (their labels `first-last`) and, per two groups, the worst of the
+/// pairs between them (both ways: the grid is symmetric). Memory is the groups', not the pairs'.
+fn folded_cells<'a, V: View<'a>>(nodes: &[String], ends: impl Iterator<Item = (usize, usize, V)>, lat: bool) -> (Vec<String>, Vec<Vec<Option<Cell>>>) {
+    let per = nodes.len().div_ceil(FOLDED_SIDE);
+    let side = nodes.len().div_ceil(per);
+    let labels = (0..side).map(|g| format!("{}-{}", nodes[g * per], nodes[((g + 1) * per).min(nodes.len()) - 1])).collect();
+    let mut acc = vec![vec![Worst::default(); side]; side];
+    for (i, j, r) in ends {
+        for (a, b) in [(i / per, j / per), (j / per, i / per)] {
+            let w = &mut acc[a][b];
+            w.pairs += 1;
+            if r.status() != Status::Ok {
+                w.bad += 1;
+            }
+            if let Some(v) = r.value().filter(|_| r.status().measured()) {
+                let worse = |old: f64| if lat { v > old } else { v < old };
+                if w.figure.is_none_or(worse) {
+                    w.figure = Some(v);
+                }
+            }
+            if a == b {
+                break; // a pair inside one group counts once there
+            }
+        }
+    }
+    let cell = |w: &Worst| {
+        (w.pairs > 0).then(|| Cell {
+            value: w.figure,
+            text: match (w.bad, w.figure) {
+                (0, Some(v)) if v >= 1000.0 => format!("{v:.0}"),
+                (0, Some(v)) => format!("{v:.2}"),
+                (bad, _) => format!("{bad} bad"),
+            },
+            flagged: w.bad > 0,
+        })
+    };
+    (labels, acc.iter().map(|row| row.iter().map(cell).collect()).collect())
 }
 
 /// How many of the notes the page shows before folding the rest into a `<details>`.
@@ -82,6 +145,10 @@ pub fn page<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item =
         h.push_str(&format!("<h2>{} on rail {}: {ok} of {} pairs OK</h2>\n", html_escape(test), html_escape(rail), rs.len()));
         if let Some(m) = rs.iter().find_map(|r| r.median()) {
             h.push_str(&format!("<p>median {m:.2} {}; outlined cells are not OK</p>\n", html_escape(rs[0].unit())));
+        }
+        if nodes.len() > HEATMAP_FULL {
+            let per = nodes.len().div_ceil(FOLDED_SIDE);
+            h.push_str(&format!("<p>{} nodes: each cell is the worst pair between two groups of up to {per} nodes (outlined: how many are not OK, listed below); results.csv has every pair</p>\n", nodes.len()));
         }
         let svg = heatmap::to_svg(&heatmap_of(nodes, test, rail, rs))?;
         let svg = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
@@ -163,6 +230,44 @@ mod tests {
         assert!(page.contains("<li>2 of 2 bad pairs include node3</li>"));
         assert!(!page.contains("<script") && !page.contains("http://") || page.matches("http://").count() == page.matches("xmlns=\"http://www.w3.org/2000/svg\"").count(), "nothing fetched");
         plot::render::check_xml(&page.replace("<!DOCTYPE html>", "").replace("<meta charset=\"utf-8\"/>", "")).expect("well-formed");
+    }
+
+    #[test]
+    fn beyond_128_nodes_the_heatmap_folds_nodes_into_groups() {
+        // 200 nodes: groups of 4 (50 a side); every pair OK at 10 but n7-n150 LOW at 2 and
+        // n3-n4 (inside group 0) FAIL; n200 sits the rail out.
+        let nodes: Vec<String> = (1..=200).map(|i| format!("n{i}")).collect();
+        let mut rs = Vec::new();
+        for a in 1..200 {
+            for b in a + 1..200 {
+                let (st, v) = match (a, b) {
+                    (7, 150) => (Status::Low, Some(2.0)),
+                    (3, 4) => (Status::Fail, None),
+                    _ => (Status::Ok, Some(10.0 + (a % 5) as f64)),
+                };
+                rs.push(sample("ib_write_bw", "rxe0", &format!("n{a}"), &format!("n{b}"), st, v));
+            }
+        }
+        let h = heatmap_of(&nodes, "ib_write_bw", "rxe0", &rs.iter().collect::<Vec<_>>());
+        assert_eq!((h.rows.len(), h.cols.len()), (50, 50));
+        assert_eq!((h.rows[0].as_str(), h.rows[49].as_str()), ("n1-n4", "n197-n200"));
+        let at = |i: usize, j: usize| h.cells[i][j].as_ref().expect("cell");
+        // n7 is in group 1, n150 in group 37: flagged both ways, the worst figure shown.
+        for (i, j) in [(1, 37), (37, 1)] {
+            assert!(at(i, j).flagged && at(i, j).value == Some(2.0) && at(i, j).text == "1 bad", "{:?}", at(i, j));
+        }
+        // Inside group 0: n3-n4 FAIL (no figure); the worst figure of the others, 11 (n1).
+        assert!(at(0, 0).flagged && at(0, 0).text == "1 bad" && at(0, 0).value == Some(11.0), "{:?}", at(0, 0));
+        assert!(!at(2, 5).flagged && at(2, 5).text == "10.00", "{:?}", at(2, 5));
+        // n200 ran no pair: its group still has n197-n199's.
+        assert!(!at(49, 0).flagged);
+        let page = page(&nodes, rs.iter(), &[], &[], "19701 pairs").expect("page");
+        assert!(page.contains("200 nodes: each cell is the worst pair between two groups of up to 4 nodes"));
+        assert_eq!(page.matches("class=\"bad\"").count(), 2, "the pairs not OK listed");
+        plot::render::check_xml(&page.replace("<!DOCTYPE html>", "").replace("<meta charset=\"utf-8\"/>", "")).expect("well-formed");
+        // 128 nodes keep a cell per pair.
+        let few: Vec<String> = nodes[..128].to_vec();
+        assert_eq!(heatmap_of(&few, "ib_write_bw", "rxe0", &rs[..10].iter().collect::<Vec<_>>()).rows.len(), 128);
     }
 
     #[test]
