@@ -317,12 +317,7 @@ impl Proc {
             return;
         }
         match &mut self.runner {
-            Runner::Local { child, .. } => {
-                if let Ok(pid) = i32::try_from(child.id()) {
-                    // SAFETY: kill(2) on our own child, not yet reaped (exit is None).
-                    unsafe { libc::kill(pid, libc::SIGTERM) };
-                }
-            }
+            Runner::Local { child, .. } => sigterm(child),
             Runner::Agent(side) => side.kill(),
         }
         if self.wait_until(Instant::now() + Duration::from_secs(3)) {
