@@ -122,18 +122,25 @@ fn signal(child: &Child, sig: i32) {
 }
 
 /// Stop the tool: SIGINT first (it releases its resources and exits within a second on its
-/// own), SIGKILL 3 s later.
-fn stop(child: &mut Child) -> Option<std::process::ExitStatus> {
+/// own), SIGKILL 3 s later. Its exit comes on `events` (the waiter thread); should that thread
+/// have failed, the 3 s pass and the kill finds it gone or ends it.
+fn stop(child: &mut Child, events: &Receiver<Event>) {
     signal(child, libc::SIGINT);
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(3) {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Some(s);
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(Event::Exited) => {
+                let _ = child.wait();
+                return;
+            }
+            Ok(_) => {} // another cancel, or the waiter's failure: keep to the bound
+            Err(_) => break,
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    let _ = child.kill();
-    child.wait().ok()
+    if !matches!(child.try_wait(), Ok(Some(_))) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }
 
 fn forward<R: Read + Send + 'static>(r: R, sink: Arc<dyn Sink>, to_out: bool) -> std::thread::JoinHandle<()> {
@@ -275,7 +282,7 @@ fn run_in(dir: &Path, exe: &Path, side: &SideArgs, own_group: bool, events: Even
             Ok(Event::WaitFailed) => poll_exit = true,
             Ok(Event::Cancel) => {
                 sink.out(&format!("{TAG}cancelled"));
-                stop(&mut child);
+                stop(&mut child, &events);
                 break None;
             }
             Err(_) => {}
@@ -291,7 +298,7 @@ fn run_in(dir: &Path, exe: &Path, side: &SideArgs, own_group: bool, events: Even
         }
         if t0.elapsed() >= deadline {
             sink.out(&format!("{TAG}timeout after {} s", deadline.as_secs()));
-            stop(&mut child);
+            stop(&mut child, &events);
             break None;
         }
     };
@@ -414,6 +421,12 @@ mod tests {
     #[test]
     fn the_deadline_stops_the_tool_with_124() {
         let (code, lines) = sh("exec sleep 600", Duration::from_secs(1), None);
+        assert_eq!((code, lines), (124, vec![format!("{TAG}timeout after 1 s")]));
+    }
+
+    #[test]
+    fn a_tool_deaf_to_sigint_is_killed_after_its_grace() {
+        let (code, lines) = sh("trap '' INT; exec sleep 600", Duration::from_secs(1), None);
         assert_eq!((code, lines), (124, vec![format!("{TAG}timeout after 1 s")]));
     }
 
