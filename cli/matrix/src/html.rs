@@ -31,12 +31,12 @@ pub const FOLDED_SIDE: usize = 64;
 
 /// The heatmap of one test and rail: row = server, column = client; a pair run one way only
 /// fills both cells (as the text matrix does). Folded beyond [`HEATMAP_FULL`] nodes.
-pub fn heatmap_of<'a, V: View<'a>>(nodes: &[String], test: &str, rail: &str, records: &[V]) -> Heatmap {
+pub fn heatmap_of<'a, V: View<'a>>(nodes: &[String], test: &str, rail: &str, records: impl IntoIterator<Item = V> + Clone) -> Heatmap {
     let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     let lat = super::judge::is_lat(test);
-    let unit = records.iter().map(|r| r.unit()).find(|u| !u.is_empty()).unwrap_or_default().to_string();
+    let unit = records.clone().into_iter().map(|r| r.unit()).find(|u| !u.is_empty()).unwrap_or_default().to_string();
     let what = if lat { "typical latency" } else { "BW average" };
-    let ends = records.iter().filter_map(|&r| Some((*index.get(r.server().node.as_str())?, *index.get(r.client().node.as_str())?, r)));
+    let ends = records.into_iter().filter_map(|r| Some((*index.get(r.server().node.as_str())?, *index.get(r.client().node.as_str())?, r)));
     let (labels, cells) = if nodes.len() <= HEATMAP_FULL {
         (nodes.to_vec(), full_cells(nodes.len(), ends))
     } else {
@@ -109,14 +109,32 @@ fn folded_cells<'a, V: View<'a>>(nodes: &[String], ends: impl Iterator<Item = (u
     (labels, acc.iter().map(|row| row.iter().map(cell).collect()).collect())
 }
 
+/// What a test and rail's heading says: its pairs, those OK, the first median and the first
+/// pair's unit.
+type GroupHead<'a> = (usize, usize, Option<f64>, &'a str);
+
 /// How many of the notes the page shows before folding the rest into a `<details>`.
 const NOTES_SHOWN: usize = 8;
 
 /// The whole page. `notes`: the preflight's and the re-runs' lines; `diagnosis`: the judge's.
-pub fn page<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item = V>, notes: &[String], diagnosis: &[String], summary: &str) -> Result<String, String> {
-    let mut groups: BTreeMap<(&str, &str), Vec<V>> = BTreeMap::new();
-    for r in records {
-        groups.entry((r.test(), r.rail())).or_default().push(r);
+///
+/// The records are read in passes (a count, then per test and rail its heatmap and its pairs not
+/// OK), so that what is held at once is one heatmap and those pairs, not every pair.
+pub fn page<'a, V, I>(nodes: &[String], records: I, notes: &[String], diagnosis: &[String], summary: &str) -> Result<String, String>
+where
+    V: View<'a>,
+    I: IntoIterator<Item = V>,
+    I::IntoIter: Clone,
+{
+    let records = records.into_iter();
+    let mut groups: BTreeMap<(&str, &str), GroupHead> = BTreeMap::new();
+    for r in records.clone() {
+        let g = groups.entry((r.test(), r.rail())).or_insert((0, 0, None, r.unit()));
+        g.0 += 1;
+        g.1 += usize::from(r.status() == Status::Ok);
+        if g.2.is_none() {
+            g.2 = r.median();
+        }
     }
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>rperftest matrix</title>\n");
@@ -139,23 +157,23 @@ pub fn page<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item =
             h.push_str("</ul>\n</details>\n");
         }
     }
-    h.push_str(&grid_table(nodes, groups.values().flatten().copied()));
-    for ((test, rail), rs) in &groups {
-        let ok = rs.iter().filter(|r| r.status() == Status::Ok).count();
-        h.push_str(&format!("<h2>{} on rail {}: {ok} of {} pairs OK</h2>\n", html_escape(test), html_escape(rail), rs.len()));
-        if let Some(m) = rs.iter().find_map(|r| r.median()) {
-            h.push_str(&format!("<p>median {m:.2} {}; outlined cells are not OK</p>\n", html_escape(rs[0].unit())));
+    h.push_str(&grid_table(nodes, records.clone()));
+    for (&(test, rail), &(total, ok, median, unit)) in &groups {
+        h.push_str(&format!("<h2>{} on rail {}: {ok} of {total} pairs OK</h2>\n", html_escape(test), html_escape(rail)));
+        if let Some(m) = median {
+            h.push_str(&format!("<p>median {m:.2} {}; outlined cells are not OK</p>\n", html_escape(unit)));
         }
         if nodes.len() > HEATMAP_FULL {
             let per = nodes.len().div_ceil(FOLDED_SIDE);
             h.push_str(&format!("<p>{} nodes: each cell is the worst pair between two groups of up to {per} nodes (outlined: how many are not OK, listed below); results.csv has every pair</p>\n", nodes.len()));
         }
-        let svg = heatmap::to_svg(&heatmap_of(nodes, test, rail, rs))?;
+        let rs = records.clone().filter(move |r| r.test() == test && r.rail() == rail);
+        let svg = heatmap::to_svg(&heatmap_of(nodes, test, rail, rs.clone()))?;
         let svg = svg.find("<svg").map_or(svg.as_str(), |i| &svg[i..]);
         h.push_str(svg);
         h.push('\n');
-        let bad: Vec<V> = rs.iter().copied().filter(|r| r.status() != Status::Ok).collect();
-        if !bad.is_empty() {
+        let mut bad = rs.filter(|r| r.status() != Status::Ok).peekable();
+        if bad.peek().is_some() {
             h.push_str("<table>\n<tr><th>server</th><th>client</th><th>status</th><th>figure</th><th>reason</th></tr>\n");
             for r in bad {
                 let v = r.value().map(|v| format!("{v:.2} {}", r.unit())).unwrap_or_default();
@@ -218,7 +236,7 @@ mod tests {
             sample("ib_send_lat", "rxe0", "node1", "node2", Status::Ok, Some(8.0)),
         ];
         rs[1].reason = "1.00 MB/sec below 0.9 x the median <5>".into();
-        let h = heatmap_of(&nodes, "ib_write_bw", "rxe0", &rs[..3].iter().collect::<Vec<_>>());
+        let h = heatmap_of(&nodes, "ib_write_bw", "rxe0", rs[..3].iter());
         assert_eq!(h.cells[0][1].as_ref().map(|c| c.text.as_str()), Some("5.00"));
         assert_eq!(h.cells[1][0], h.cells[0][1], "one way fills both cells");
         assert!(h.cells[1][2].as_ref().is_some_and(|c| c.flagged && c.value == Some(1.0)));
@@ -248,7 +266,7 @@ mod tests {
                 rs.push(sample("ib_write_bw", "rxe0", &format!("n{a}"), &format!("n{b}"), st, v));
             }
         }
-        let h = heatmap_of(&nodes, "ib_write_bw", "rxe0", &rs.iter().collect::<Vec<_>>());
+        let h = heatmap_of(&nodes, "ib_write_bw", "rxe0", rs.iter());
         assert_eq!((h.rows.len(), h.cols.len()), (50, 50));
         assert_eq!((h.rows[0].as_str(), h.rows[49].as_str()), ("n1-n4", "n197-n200"));
         let at = |i: usize, j: usize| h.cells[i][j].as_ref().expect("cell");
@@ -267,7 +285,7 @@ mod tests {
         plot::render::check_xml(&page.replace("<!DOCTYPE html>", "").replace("<meta charset=\"utf-8\"/>", "")).expect("well-formed");
         // 128 nodes keep a cell per pair.
         let few: Vec<String> = nodes[..128].to_vec();
-        assert_eq!(heatmap_of(&few, "ib_write_bw", "rxe0", &rs[..10].iter().collect::<Vec<_>>()).rows.len(), 128);
+        assert_eq!(heatmap_of(&few, "ib_write_bw", "rxe0", rs[..10].iter()).rows.len(), 128);
     }
 
     #[test]

@@ -147,36 +147,27 @@ fn ran(s: Status) -> bool {
 /// only the one bad pair with it. Its pairs on the other rails are mentioned when they are
 /// fine, which points at the rail (cable, port) rather than the node.
 pub fn diagnose<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> Vec<String> {
-    let mut groups: BTreeMap<(String, String), Vec<V>> = BTreeMap::new();
+    // One pass, keeping per test and rail only its nodes' counts: memory follows the nodes,
+    // not the pairs.
+    let mut groups: BTreeMap<(String, String), Tally<'a, V>> = BTreeMap::new();
     for r in records.into_iter().filter(|r| ran(r.status())) {
-        groups.entry(group_key(r)).or_default().push(r);
+        groups.entry(group_key(r)).or_insert_with(Tally::new).add(r);
     }
     let mut out = Vec::new();
-    for ((test, rail), rs) in &groups {
-        let nbad = rs.iter().filter(|r| bad(r.status())).count();
-        if nbad == 0 {
+    for ((test, rail), g) in &groups {
+        let Some(first_bad) = g.first_bad else {
             continue;
-        }
-        let mut per: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-        for r in rs {
-            for n in [r.server().node.as_str(), r.client().node.as_str()] {
-                let e = per.entry(n).or_default();
-                e.1 += 1;
-                if bad(r.status()) {
-                    e.0 += 1;
-                }
-            }
-        }
+        };
+        let nbad = g.bad;
         let suspects: Vec<(&str, usize)> =
-            per.iter().filter(|(_, (b, t))| *b >= 2 && 2 * b > *t).map(|(n, (b, _))| (*n, *b)).collect();
+            g.per.iter().filter(|(_, c)| c.bad >= 2 && 2 * c.bad > c.pairs).map(|(n, c)| (*n, c.bad)).collect();
         if suspects.is_empty() {
             if nbad == 1 {
-                let r = rs.iter().find(|r| bad(r.status())).expect("one bad pair");
                 out.push(format!(
                     "1 bad pair of {test} on rail {rail}: {} - {} ({}); one pair cannot tell which node",
-                    r.server().node,
-                    r.client().node,
-                    r.status().name()
+                    first_bad.server().node,
+                    first_bad.client().node,
+                    first_bad.status().name()
                 ));
             } else {
                 out.push(format!("{nbad} bad pairs of {test} on rail {rail}; no node is in most of them"));
@@ -188,10 +179,7 @@ pub fn diagnose<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> Vec<St
             let fine: Vec<&str> = groups
                 .iter()
                 .filter(|((t, r), _)| t == test && r != rail)
-                .filter(|(_, rs2)| {
-                    let mine: Vec<_> = rs2.iter().filter(|r| r.server().node == node || r.client().node == node).collect();
-                    !mine.is_empty() && mine.iter().all(|r| r.status() == Status::Ok)
-                })
+                .filter(|(_, g2)| g2.per.get(node).is_some_and(|c| c.pairs > 0 && c.not_ok == 0))
                 .map(|((_, r), _)| r.as_str())
                 .collect();
             if !fine.is_empty() {
@@ -201,6 +189,42 @@ pub fn diagnose<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> Vec<St
         }
     }
     out
+}
+
+/// A node's pairs in one test and rail, as the diagnosis counts them.
+#[derive(Default)]
+struct NodeCount {
+    pairs: usize,
+    bad: usize,
+    not_ok: usize,
+}
+
+/// What [`diagnose`] keeps of one test and rail: per node its counts, the bad pairs' count and
+/// the first bad pair (named when it is the only one).
+struct Tally<'a, V> {
+    per: BTreeMap<&'a str, NodeCount>,
+    bad: usize,
+    first_bad: Option<V>,
+}
+
+impl<'a, V: View<'a>> Tally<'a, V> {
+    fn new() -> Self {
+        Tally { per: BTreeMap::new(), bad: 0, first_bad: None }
+    }
+
+    fn add(&mut self, r: V) {
+        let is_bad = bad(r.status());
+        if is_bad {
+            self.bad += 1;
+            self.first_bad.get_or_insert(r);
+        }
+        for n in [r.server().node.as_str(), r.client().node.as_str()] {
+            let c = self.per.entry(n).or_default();
+            c.pairs += 1;
+            c.bad += usize::from(is_bad);
+            c.not_ok += usize::from(r.status() != Status::Ok);
+        }
+    }
 }
 
 #[cfg(test)]

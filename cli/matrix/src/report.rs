@@ -34,61 +34,109 @@ fn fmt_value(v: f64) -> String {
 }
 
 /// The matrices of every test and rail in `records`, for the nodes in `nodes` (their order).
+/// One pass: what is kept per test and rail is its grid (up to [`MAX_MATRIX`] nodes) and the
+/// pairs it lists, not every pair.
 pub fn text<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item = V>) -> String {
-    let mut groups: BTreeMap<(&str, &str), Vec<V>> = BTreeMap::new();
-    for r in records {
-        groups.entry((r.test(), r.rail())).or_default().push(r);
-    }
     let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    let mut groups: BTreeMap<(&str, &str), TextGroup<'a, V>> = BTreeMap::new();
+    for r in records {
+        groups.entry((r.test(), r.rail())).or_insert_with(|| TextGroup::new(nodes.len())).add(r, &index);
+    }
     let mut s = String::new();
-    for ((test, rail), rs) in groups {
-        let unit = rs.iter().map(|r| r.unit()).find(|u| !u.is_empty()).unwrap_or("");
+    for ((test, rail), g) in groups {
         let what = if super::judge::is_lat(test) { "typical latency" } else { "BW average" };
-        let ok = rs.iter().filter(|r| r.status() == Status::Ok).count();
-        let _ = write!(s, "{test} on rail {rail}: {what} [{unit}], {ok} of {} pairs OK", rs.len());
-        if let Some(m) = rs.iter().find_map(|r| r.median()) {
+        let _ = write!(s, "{test} on rail {rail}: {what} [{}], {} of {} pairs OK", g.unit, g.ok, g.total);
+        if let Some(m) = g.median {
             let _ = write!(s, ", median {}", fmt_value(m));
         }
         s.push_str(" (! = LOW)\n");
-        if nodes.len() > MAX_MATRIX {
-            for &r in rs.iter().filter(|r| r.status() != Status::Ok) {
-                let _ = writeln!(s, "  {} - {}: {} {}", r.server().node, r.client().node, cell(r), r.reason());
+        match g.grid {
+            None => {
+                for r in g.listed {
+                    let _ = writeln!(s, "  {} - {}: {} {}", r.server().node, r.client().node, cell(r), r.reason());
+                }
             }
-            s.push('\n');
-            continue;
-        }
-        let n = nodes.len();
-        let mut grid = vec![vec![String::new(); n]; n];
-        for (i, row) in grid.iter_mut().enumerate() {
-            row[i] = ".".into();
-        }
-        for &r in &rs {
-            if let (Some(&i), Some(&j)) = (index.get(r.server().node.as_str()), index.get(r.client().node.as_str())) {
-                grid[i][j] = cell(r);
+            Some(mut grid) => {
+                mirror_missing(&mut grid, String::is_empty);
+                write_grid(&mut s, nodes, &grid);
+                for r in g.listed {
+                    let _ = writeln!(s, "  {} - {}: {}: {}", r.server().node, r.client().node, r.status().name(), r.reason());
+                }
             }
-        }
-        mirror_missing(&mut grid, String::is_empty);
-        let name_w = nodes.iter().map(|x| x.len()).max().unwrap_or(0);
-        let col_w = grid.iter().flatten().map(String::len).chain(nodes.iter().map(String::len)).max().unwrap_or(1);
-        let _ = write!(s, "  {:name_w$}", "");
-        for x in nodes {
-            let _ = write!(s, " {x:>col_w$}");
-        }
-        s.push('\n');
-        for (x, row) in nodes.iter().zip(&grid) {
-            let _ = write!(s, "  {x:<name_w$}");
-            for c in row {
-                let c = if c.is_empty() { "-" } else { c.as_str() };
-                let _ = write!(s, " {c:>col_w$}");
-            }
-            s.push('\n');
-        }
-        for r in rs.iter().filter(|r| !matches!(r.status(), Status::Ok | Status::Unreachable | Status::Skipped)) {
-            let _ = writeln!(s, "  {} - {}: {}: {}", r.server().node, r.client().node, r.status().name(), r.reason());
         }
         s.push('\n');
     }
     s
+}
+
+/// What [`text`] keeps of one test and rail.
+struct TextGroup<'a, V> {
+    total: usize,
+    ok: usize,
+    /// The first unit that is not empty.
+    unit: &'a str,
+    /// The first median.
+    median: Option<f64>,
+    /// The cells, server by client: up to [`MAX_MATRIX`] nodes; None beyond.
+    grid: Option<Vec<Vec<String>>>,
+    /// The pairs listed under the matrix: beyond [`MAX_MATRIX`] nodes every pair not OK; with
+    /// a grid those that failed (an unreachable or skipped pair says so in its cell).
+    listed: Vec<V>,
+}
+
+impl<'a, V: View<'a>> TextGroup<'a, V> {
+    fn new(n: usize) -> Self {
+        let grid = (n <= MAX_MATRIX).then(|| {
+            let mut g = vec![vec![String::new(); n]; n];
+            for (i, row) in g.iter_mut().enumerate() {
+                row[i] = ".".into();
+            }
+            g
+        });
+        TextGroup { total: 0, ok: 0, unit: "", median: None, grid, listed: Vec::new() }
+    }
+
+    fn add(&mut self, r: V, index: &BTreeMap<&str, usize>) {
+        self.total += 1;
+        self.ok += usize::from(r.status() == Status::Ok);
+        if self.unit.is_empty() {
+            self.unit = r.unit();
+        }
+        if self.median.is_none() {
+            self.median = r.median();
+        }
+        let Some(grid) = &mut self.grid else {
+            if r.status() != Status::Ok {
+                self.listed.push(r);
+            }
+            return;
+        };
+        if let (Some(&i), Some(&j)) = (index.get(r.server().node.as_str()), index.get(r.client().node.as_str())) {
+            grid[i][j] = cell(r);
+        }
+        if !matches!(r.status(), Status::Ok | Status::Unreachable | Status::Skipped) {
+            self.listed.push(r);
+        }
+    }
+}
+
+/// The grid under its header of node names, right-aligned in columns as wide as the widest.
+fn write_grid(s: &mut String, nodes: &[String], grid: &[Vec<String>]) {
+    let name_w = nodes.iter().map(|x| x.len()).max().unwrap_or(0);
+    let col_w = grid.iter().flatten().map(String::len).chain(nodes.iter().map(String::len)).max().unwrap_or(1);
+    let _ = write!(s, "  {:name_w$}", "");
+    for x in nodes {
+        let _ = write!(s, " {x:>col_w$}");
+    }
+    s.push('\n');
+    for (x, row) in nodes.iter().zip(grid) {
+        let _ = write!(s, "  {x:<name_w$}");
+        for c in row {
+            let c = if c.is_empty() { "-" } else { c.as_str() };
+            let _ = write!(s, " {c:>col_w$}");
+        }
+        s.push('\n');
+    }
 }
 
 /// A pair measured one way only shows the same cell both ways: fill each missing cell of the
