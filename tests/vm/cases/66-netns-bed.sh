@@ -12,9 +12,8 @@
 # leaves no namespace, link, rdma device, sshd or hosts line. About 5.5 minutes of the VM: a
 # pair costs about 1 s of its two TCG vCPUs through the node agents (the agents run the sides in
 # threads; twice that and more with an ssh session per side), and n3's re-runs are one after
-# another. Odd node counts (the circle
-# method's byes) are the scheduler's unit tests and the plan's; 64 nodes is
-# tests/vm/netns-bench.sh's (docs/benchmarks-data).
+# another. Then a 7-node matrix on the same boot: an odd count, a bye in every round, every
+# pair once and OK. 64 nodes is tests/vm/netns-bench.sh's (docs/benchmarks-data).
 # kernel: trixie-backports
 # overlay: cluster
 # mode: any
@@ -117,6 +116,26 @@ awk -v half=$((N / 2)) '{ n[$5]++; seen[$5 " " $1]++; seen[$5 " " $2]++ }
 [ "$(awk '($1 == "n3" || $2 == "n3") && $4 == "retried"' "$VMTEST_TMP/final" | grep -c .)" = "$n3bad" ] || fail "a pair of n3 not re-run"
 [ -s "$M/report.html" ] || fail "no report.html"
 log "matrix on $N nodes: $total pairs in $rounds rounds ($ok OK, n3's $n3bad LOW or FAIL, $LAST's $unr UNREACHABLE), SIGINT after $first, resumed"
+
+# An odd node count on the same boot: 7 nodes (n4..n10, no fault among them), so the circle
+# method's rounds have a bye each: 21 pairs in 7 rounds of 3, every pair once and OK, each node
+# sitting out exactly one round.
+M7=$VMTEST_TMP/m7
+J=$M7/results.jsonl
+run "$RPT" matrix --hosts "n[4-10]" --launcher ssh --ssh "$S" --remote-bin "$RPT" --preflight-timeout 120 \
+    --rel 0.1 --max-pairs 3 --out "$M7" "${TEST[@]}"
+[ "$LAST_RC" = 0 ] || fail "7-node run: exit $LAST_RC, want 0 (every pair OK)"
+recs >"$VMTEST_TMP/odd"
+[ "$(grep -c . "$VMTEST_TMP/odd")" = 21 ] || fail "7 nodes: $(grep -c . "$VMTEST_TMP/odd") records, want 21"
+[ "$(awk '{print $1, $2}' "$VMTEST_TMP/odd" | sort -u | grep -c .)" = 21 ] || fail "7 nodes: a pair twice"
+[ "$(grep -c ' OK - ' "$VMTEST_TMP/odd")" = 21 ] || fail "7 nodes: not every pair OK, once: $(grep -v ' OK - ' "$VMTEST_TMP/odd" | tr '\n' ';')"
+awk '{ n[$5]++; seen[$5 " " $1]++; seen[$5 " " $2]++; busy[$1]++; busy[$2]++ }
+     END { for (k in seen) if (seen[k] > 1) { print "node twice in round: " k; bad = 1 }
+           if (length(n) != 7) { print length(n) " rounds"; bad = 1 }
+           for (r in n) if (n[r] != 3) { print "round " r ": " n[r] " pairs"; bad = 1 }
+           for (x in busy) if (busy[x] != 6) { print x " in " busy[x] " rounds"; bad = 1 }
+           exit bad }' "$VMTEST_TMP/odd" || fail "7-node schedule"
+log "matrix on 7 nodes: 21 pairs OK in 7 rounds of 3, each node out of one"
 
 expect_rc 0 bash "$NC" down
 [ -z "$(ip netns list)" ] || fail "namespaces left: $(ip netns list)"
