@@ -59,15 +59,53 @@ fn line_rate<'a>(r: impl View<'a>) -> Option<(f64, f64)> {
     Some((gbps, in_unit))
 }
 
-/// The median of each group ([`group_key`]) of the measured records.
-pub fn medians<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> BTreeMap<(String, String), f64> {
-    let mut values: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    for r in records.into_iter().filter(|r| r.status().measured()) {
-        if let Some(v) = r.value() {
-            values.entry(group_key(r)).or_default().push(v);
+/// The median of each group ([`group_key`]) of the measured records, exact, in up to four
+/// passes over them ([`super::select`]) rather than a copy of every value: `records` is walked
+/// again for each pass.
+pub fn medians<'a, V, I>(records: I) -> BTreeMap<(String, String), f64>
+where
+    V: View<'a>,
+    I: IntoIterator<Item = V>,
+    I::IntoIter: Clone,
+{
+    let all = records.into_iter();
+    let mut ids = GroupIds::default();
+    let found = super::select::medians(|sink| {
+        for r in all.clone().filter(|r| r.status().measured()) {
+            if let Some(v) = r.value() {
+                sink(ids.id(r), v);
+            }
         }
+    });
+    ids.keys.into_iter().zip(found).filter_map(|(k, m)| Some((k, m?))).collect()
+}
+
+/// Groups ([`group_key`]) numbered as they are met; the last one's names kept, since
+/// consecutive records mostly share a group (no key is built for them).
+#[derive(Default)]
+struct GroupIds<'a> {
+    keys: Vec<(String, String)>,
+    ids: BTreeMap<(String, String), usize>,
+    last: Option<(&'a str, &'a str, &'a str, usize)>,
+}
+
+impl<'a> GroupIds<'a> {
+    fn id(&mut self, r: impl View<'a>) -> usize {
+        let names = (r.test(), r.rail(), r.pattern());
+        if let Some((t, rl, p, id)) = self.last {
+            if (t, rl, p) == names {
+                return id;
+            }
+        }
+        let key = group_key(r);
+        let next = self.keys.len();
+        let id = *self.ids.entry(key.clone()).or_insert(next);
+        if id == next {
+            self.keys.push(key);
+        }
+        self.last = Some((names.0, names.1, names.2, id));
+        id
     }
-    values.into_iter().filter_map(|(k, mut v)| median(&mut v).map(|m| (k, m))).collect()
 }
 
 /// Why a pair that measured `r.value()` is LOW against the median `med` of its group, or
@@ -97,6 +135,18 @@ pub fn low_reason<'a>(r: impl View<'a>, med: Option<f64>, rules: &Rules) -> Opti
     }
 }
 
+/// The verdict [`judge`] gives a record against its group's median `med`: a measured pair
+/// (OK, or LOW from an earlier judgement) is LOW with why, or OK; any other status stays.
+pub fn verdict<'a>(r: impl View<'a>, med: Option<f64>, rules: &Rules) -> (Status, Option<String>) {
+    match r.status() {
+        Status::Ok | Status::Low => match low_reason(r, med, rules) {
+            Some(why) => (Status::Low, Some(why)),
+            None => (Status::Ok, None),
+        },
+        s => (s, None),
+    }
+}
+
 /// Fill in each record's median and turn OK into LOW where the rules say so. A LOW from an
 /// earlier judgement (a resumed file, a pass before a re-run moved the median) is judged
 /// afresh, so judging twice gives what judging once does.
@@ -118,13 +168,7 @@ pub fn judge<R: Verdicts + ?Sized>(records: &mut R, rules: &Rules) {
             Some((k, m)) if *k == key => *m,
             _ => medians.get(&key).copied(),
         };
-        let (status, why) = match r.status() {
-            Status::Ok => match low_reason(r, med, rules) {
-                Some(why) => (Status::Low, Some(why)),
-                None => (Status::Ok, None),
-            },
-            s => (s, None),
-        };
+        let (status, why) = verdict(r, med, rules);
         records.set_verdict(i, status, why, med);
         last = Some((key, med));
     }

@@ -56,6 +56,8 @@ pub mod results;
 #[forbid(unsafe_code)]
 pub mod schedule;
 #[forbid(unsafe_code)]
+pub mod select;
+#[forbid(unsafe_code)]
 pub mod view;
 #[forbid(unsafe_code)]
 pub mod wire;
