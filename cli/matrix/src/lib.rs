@@ -58,6 +58,8 @@ pub mod schedule;
 #[forbid(unsafe_code)]
 pub mod select;
 #[forbid(unsafe_code)]
+pub mod spill;
+#[forbid(unsafe_code)]
 pub mod view;
 #[forbid(unsafe_code)]
 pub mod wire;
@@ -507,7 +509,7 @@ type PairKey = (String, String, String, String);
 /// their pairs first appear), and their identities. Without it, an existing results.jsonl is
 /// an error (another run's records are not mixed in).
 fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, PairIndex), String> {
-    let mut done = Cells::default();
+    let mut done = Cells::spilling(&cfg.out, cells::SPILL_AFTER);
     if !cfg.resume {
         if jsonl.exists() {
             return Err(format!("{} exists: give --resume to continue that run, or another --out", jsonl.display()));
@@ -808,8 +810,8 @@ impl MatrixRun<'_> {
     fn rerun_suspects(&mut self, on: &TestOnRail) -> Result<(), String> {
         let (cfg, bin, test, rail) = (self.cfg, self.bin, on.test, on.rail);
         let index_of = |node: &str| cfg.hosts.iter().position(|h| h == node);
-        let at: Vec<usize> = self.done.iter().enumerate().filter(|(_, v)| v.test() == test && v.rail() == rail.label).map(|(i, _)| i).collect();
-        let mut group = self.done.group(at);
+        self.done.error().map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+        let mut group = self.done.group(test, &rail.label);
         let (prog, log, stopped) = (&mut self.prog, &mut self.log, &mut self.stopped);
         let rounds = &self.rounds;
         let mut extra = 0;
@@ -843,7 +845,7 @@ impl MatrixRun<'_> {
             let was = rec.retried.as_deref().unwrap_or_default();
             // Its verdict comes from the final judgement (a re-run is LOW only against
             // the median of its test and rail), so the line is finished after it.
-            self.retried.push((group.at[g], format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
+            self.retried.push((g, format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
         }
         prog.not_ok = self.done.iter().filter(|r| r.status() != Status::Ok).count();
         Ok(())
@@ -855,7 +857,7 @@ impl MatrixRun<'_> {
         let cfg = self.cfg;
         self.prog.clear();
         // No pair is LOW without its re-run: pairs the passes or a stop left are named instead.
-        self.notes.extend(rerun::final_verdict(&mut self.done.verdicts(), &cfg.rules, cfg.retry));
+        self.notes.extend(rerun::final_verdict(self.done.verdicts(), &cfg.rules, cfg.retry));
         let done = &self.done;
         std::mem::take(&mut self.retried)
             .into_iter()
@@ -867,6 +869,9 @@ impl MatrixRun<'_> {
     /// on stdout, report.html. Ok(true) when the run is complete and every pair is OK.
     fn report(mut self, retried: &[String]) -> Result<bool, String> {
         let (cfg, done, notes, jsonl, total, stopped) = (self.cfg, &self.done, &self.notes, &self.jsonl, self.total, self.stopped);
+        // A failure of the cells' file (the disk full) leaves cells unread: no verdict from them.
+        let cells_ok = || done.error().map_err(|e| format!("{}: {e}", cfg.out.display()));
+        cells_ok()?;
         let index = done.line_index();
         self.log.rewrite_by(done.len(), |full| index.find(full), |i| done.record(i)).map_err(|e| format!("{}: {e}", jsonl.display()))?;
         drop(index);
@@ -904,6 +909,7 @@ impl MatrixRun<'_> {
         if stopped {
             println!("stopped by a signal: {} of {total} pairs recorded; --resume runs the rest", done.len());
         }
+        cells_ok()?;
         let complete = !stopped && done.len() >= total;
         // No rail or a node down is never a pass, even with no pair recorded.
         Ok(complete && total > 0 && notes.is_empty() && done.iter().all(|r| r.status() == Status::Ok))
