@@ -345,6 +345,12 @@ type LineId = (u32, u32, u32, u64, u32, u32);
 pub struct Cells {
     table: Table,
     store: Spill<CELL_BYTES>,
+    /// Per line of results.jsonl, the cell it became ([`NONE`]: no record's line), a u32
+    /// each: how the final rewrite finds a line's cell.
+    lines: Spill<4>,
+    /// results.jsonl ended inside a line (`--resume` of a file cut short): the next line
+    /// appended joins that one, so it is no new line.
+    glued: bool,
 }
 
 /// Cells kept in memory before they go to a file: 4 MB of them.
@@ -356,6 +362,8 @@ impl Cells {
         Cells {
             table: Table::default(),
             store: Spill::new(Some(dir), threshold),
+            lines: Spill::new(Some(dir), threshold),
+            glued: false,
         }
     }
 
@@ -375,7 +383,7 @@ impl Cells {
     /// The first failure of the cells' file (the disk full), if any: the run's cells are not
     /// all there, so its judgement and report are not to be trusted.
     pub fn error(&self) -> Result<(), String> {
-        self.store.error()
+        self.store.error().and(self.lines.error())
     }
 
     fn get(&self, i: usize) -> Cell {
@@ -391,9 +399,55 @@ impl Cells {
         self.store.set(i, encode(c));
     }
 
+    /// A record just appended to results.jsonl: a new cell, and the line it is.
     pub fn push(&mut self, r: &Record) {
+        self.push_unlined(r);
+        self.note_line(Some(self.len() - 1));
+    }
+
+    /// A new cell, its line noted by the caller ([`Cells::note_line`]).
+    pub fn push_unlined(&mut self, r: &Record) {
         let c = self.table.cell(r);
         self.store.push(encode(&c));
+    }
+
+    /// The next line of results.jsonl is cell `cell`'s (None: no record's, or one not kept).
+    pub fn note_line(&mut self, cell: Option<usize>) {
+        if std::mem::take(&mut self.glued) {
+            return;
+        }
+        let c = cell.map_or(NONE, |c| u32::try_from(c).unwrap_or(NONE));
+        self.lines.push(c.to_le_bytes());
+    }
+
+    /// The last line noted has no newline in the file: the next line appended joins it.
+    pub fn glue_next_line(&mut self) {
+        self.glued = true;
+    }
+
+    /// The cell that line `k` of results.jsonl, read back as `full`, is: the one noted for
+    /// it, while it still holds that run (same pair and round, started within 1 ms:
+    /// [`super::results::same_start`]); a line whose cell a later run replaced is no cell's.
+    pub fn line_cell(&self, k: usize, full: &Record) -> Option<usize> {
+        if k >= self.lines.len() {
+            return None;
+        }
+        let i = u32::from_le_bytes(self.lines.get(k));
+        let i = usize::try_from(i)
+            .ok()
+            .filter(|&i| i != NONE as usize && i < self.len())?;
+        let s = &self.table.strings;
+        let id = (
+            s.find(&full.test)?,
+            s.find(&full.rail)?,
+            s.find(&full.pattern)?,
+            full.round as u64,
+            s.find(&full.server.node)?,
+            s.find(&full.client.node)?,
+        );
+        let same = self.line_id(i) == id
+            && super::results::same_start(self.get(i).started_unix, full.started_unix);
+        same.then_some(i)
     }
 
     /// The last cell goes (its table entries stay: they are shared).
@@ -513,16 +567,6 @@ impl Cells {
         order.sort_by_key(|&i| self.pair_id_of(i as usize, ordered));
         PairIndex { order, ordered }
     }
-
-    /// What [`super::results::JsonlLog::rewrite_by`] needs to find a line's cell: the cells
-    /// sorted by line identity (4 bytes a cell while the file is rewritten).
-    pub fn line_index(&self) -> LineIndex<'_> {
-        let mut order: Vec<u32> = (0..self.len())
-            .map(|i| u32::try_from(i).expect("fewer than 2^32 cells"))
-            .collect();
-        order.sort_by_key(|&i| (self.line_id(i as usize), i));
-        LineIndex { cells: self, order }
-    }
 }
 
 fn pair_id(test: u32, rail: u32, pattern: u32, step: u64, a: u32, b: u32, ordered: bool) -> PairId {
@@ -564,38 +608,6 @@ impl PairIndex {
 
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()
-    }
-}
-
-/// The cells sorted by the line of results.jsonl each is ([`Cells::line_index`]).
-pub struct LineIndex<'a> {
-    cells: &'a Cells,
-    order: Vec<u32>,
-}
-
-impl LineIndex<'_> {
-    /// The cell that the line `full` (read back from results.jsonl) is: same pair and round,
-    /// started within 1 ms ([`super::results::same_start`]); the first such cell.
-    pub fn find(&self, full: &Record) -> Option<usize> {
-        let s = &self.cells.table.strings;
-        let id = (
-            s.find(&full.test)?,
-            s.find(&full.rail)?,
-            s.find(&full.pattern)?,
-            full.round as u64,
-            s.find(&full.server.node)?,
-            s.find(&full.client.node)?,
-        );
-        let from = self
-            .order
-            .partition_point(|&i| self.cells.line_id(i as usize) < id);
-        self.order[from..]
-            .iter()
-            .map(|&i| i as usize)
-            .take_while(|&i| self.cells.line_id(i) == id)
-            .find(|&i| {
-                super::results::same_start(self.cells.get(i).started_unix, full.started_unix)
-            })
     }
 }
 
@@ -676,6 +688,9 @@ impl super::rerun::Group for Subset<'_> {
     }
     fn replace(&mut self, i: usize, rec: Record) {
         self.cells.set(i, &rec);
+    }
+    fn appended(&mut self, replaced: Option<usize>) {
+        self.cells.note_line(replaced);
     }
 }
 
@@ -1067,14 +1082,28 @@ mod tests {
         assert!(
             ordered.contains(&c, ph(PAIRS, 0), a, b) && !ordered.contains(&c, ph(PAIRS, 0), b, a)
         );
-        let index = c.line_index();
+        // Each cell was pushed as its line was appended: line i is cell i, while it holds
+        // that run.
         for (i, r) in rs.iter().enumerate() {
             let mut near = r.clone();
             near.started_unix += 0.0004;
-            assert_eq!(index.find(&near), Some(i));
+            assert_eq!(c.line_cell(i, &near), Some(i));
+            assert_eq!(c.line_cell(i + 1, &near), None);
             near.started_unix += 0.01;
-            assert_eq!(index.find(&near), None);
+            assert_eq!(c.line_cell(i, &near), None);
         }
+        assert_eq!(c.line_cell(rs.len(), &rs[0]), None);
+        // A line appended after a file that ended inside a line joins that one.
+        let mut g = Cells::default();
+        g.push_unlined(&rs[0]);
+        g.note_line(Some(0));
+        g.glue_next_line();
+        g.push(&rs[1]);
+        g.push(&rs[2]);
+        assert_eq!(
+            (g.line_cell(0, &rs[0]), g.line_cell(1, &rs[2])),
+            (Some(0), Some(2))
+        );
     }
 
     #[test]
@@ -1083,6 +1112,9 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let mut rs = run(5);
         rs.extend(assorted());
+        // The pair of line 3 re-run: its fresh line at the end, in its place in the records.
+        let mut again = rs[3].clone();
+        (again.started_unix, again.value) = (9000.0, Some(999.0));
         let mut files = Vec::new();
         // From records, from cells in memory, from cells in a file.
         for k in 0..3 {
@@ -1090,13 +1122,31 @@ mod tests {
             std::fs::create_dir_all(&d).expect("dir");
             let mut log = JsonlLog::open(&d).expect("open");
             rs.iter().for_each(|r| log.append(r).expect("append"));
-            // Kept: all but the first record (a first run), judged.
+            // A line that is no record, and a blank one, as a hand edit leaves them.
+            let path = d.join("results.jsonl");
+            let mut text = std::fs::read_to_string(&path).expect("read");
+            text.push_str("not json\n\n");
+            std::fs::write(&path, text).expect("write");
+            log.append(&again).expect("append");
+            // Kept: all but the first record (a first run), the re-run in its place, judged.
             let mut kept: Vec<Record> = rs[1..].iter().cloned().map(Record::slim).collect();
+            kept[2] = again.clone().slim();
             judge::judge(&mut kept, &RULES);
             if k > 0 {
-                let c = if k == 1 { store(&kept) } else { spilled(&kept) };
-                let index = c.line_index();
-                log.rewrite_by(c.len(), |f| index.find(f), |i| c.record(i))
+                let mut c = if k == 1 {
+                    Cells::default()
+                } else {
+                    Cells::spilling(&std::env::temp_dir(), 3)
+                };
+                c.note_line(None);
+                rs[1..].iter().for_each(|r| c.push(r));
+                // The line that is no record and the blank one.
+                c.note_line(None);
+                c.note_line(None);
+                c.set(2, &kept[2]);
+                c.note_line(Some(2));
+                judge::judge(c.verdicts(), &RULES);
+                log.rewrite_by(c.len(), |k, f| c.line_cell(k, f), |i| c.record(i))
                     .expect("rewrite");
             } else {
                 log.rewrite(&kept).expect("rewrite");

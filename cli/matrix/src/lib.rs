@@ -518,17 +518,24 @@ fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, PairIndex), 
     }
     // A pair re-run before the stop is in the file twice: the later record is the one.
     let mut at: HashMap<PairId, usize> = HashMap::new();
-    let bad = results::each_jsonl(jsonl, |r| {
-        done.push(&r);
+    // Each line's cell is noted, for the final rewrite (Cells::line_cell).
+    let (bad, cut) = results::each_jsonl_line(jsonl, |r| {
+        let Some(r) = r else { return done.note_line(None) };
+        done.push_unlined(&r);
         let k = done.pair_id_of(done.len() - 1, cfg.both_directions);
         if let Some(&i) = at.get(&k) {
             done.pop();
             done.set(i, &r);
+            done.note_line(Some(i));
         } else {
             at.insert(k, done.len() - 1);
+            done.note_line(Some(done.len() - 1));
         }
     })
     .map_err(|e| format!("{}: {e}", jsonl.display()))?;
+    if cut {
+        done.glue_next_line();
+    }
     eprintln!("resume: {} pair(s) already in {}{}", done.len(), jsonl.display(), if bad > 0 { format!(" ({bad} unreadable line(s) skipped)") } else { String::new() });
     drop(at);
     let have = done.pair_index(cfg.both_directions);
@@ -872,9 +879,7 @@ impl MatrixRun<'_> {
         // A failure of the cells' file (the disk full) leaves cells unread: no verdict from them.
         let cells_ok = || done.error().map_err(|e| format!("{}: {e}", cfg.out.display()));
         cells_ok()?;
-        let index = done.line_index();
-        self.log.rewrite_by(done.len(), |full| index.find(full), |i| done.record(i)).map_err(|e| format!("{}: {e}", jsonl.display()))?;
-        drop(index);
+        self.log.rewrite_by(done.len(), |k, full| done.line_cell(k, full), |i| done.record(i)).map_err(|e| format!("{}: {e}", jsonl.display()))?;
         let csv = cfg.out.join("results.csv");
         let file = std::fs::File::create(&csv).map_err(|e| format!("{}: {e}", csv.display()))?;
         results::write_csv(file, (0..done.len()).map(|i| done.record(i))).map_err(|e| format!("{}: {e}", csv.display()))?;

@@ -46,6 +46,9 @@ pub trait Group {
     fn was_retried(&self, i: usize) -> bool;
     /// Record `i` is replaced by its re-run.
     fn replace(&mut self, i: usize, rec: Record);
+    /// A fresh record from the re-run went into results.jsonl (each does, in the order
+    /// returned): `replaced` says which record it became, None when it was not kept.
+    fn appended(&mut self, _replaced: Option<usize>) {}
 }
 
 impl Group for [Record] {
@@ -97,13 +100,15 @@ pub fn settle<G: Group + ?Sized, K: PartialEq, E>(
         let mut replaced = 0;
         for mut fresh in rerun(&suspects)? {
             let k = key(&fresh);
-            let Some(j) = suspects.iter().position(|s| key(s) == k) else { continue };
-            let (first, i) = (&suspects[j], at[j]);
-            if records.was_retried(i) {
+            let asked = suspects.iter().position(|s| key(s) == k).filter(|&j| !records.was_retried(at[j]));
+            let Some(j) = asked else {
+                records.appended(None);
                 continue;
-            }
+            };
+            let (first, i) = (&suspects[j], at[j]);
             fresh.retried = Some(format!("{}: {}", first.status.name(), first.reason));
             records.replace(i, fresh);
+            records.appended(Some(i));
             done.rerun.push(i);
             replaced += 1;
         }
