@@ -16,6 +16,14 @@
 //! read through a one-block cache: a [`CellRef`] holds its cell by value. The judgement's
 //! medians are found in passes over the cells ([`super::select`]), and a re-run group is a
 //! filter over them ([`Cells::group`]), so neither copies a test and rail's cells.
+//!
+//! What stays in memory per pair, once past the threshold: nothing of the cells (64 bytes a
+//! pair on disk) nor of the line notes ([`Cells::note_line`]: the cell each line of
+//! results.jsonl became, 4 bytes a line on disk, for the final rewrite, which keeps one bit a
+//! cell in memory while it runs); with `--resume`, one bit per pair of each phase recorded
+//! before (`resume.rs`: n(n-1)/2 bits a phase, a few bytes a flow for a pattern's sparse
+//! steps) and a few words per pair that was in the file twice. The tables grow with the nodes
+//! × rails and with the pairs that went wrong (their reasons), not with the pairs.
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -325,6 +333,16 @@ pub struct PairId {
     b: u32,
 }
 
+/// A phase's identity in string ids: test, rail, pattern, step (0 under [`PAIRS`]).
+pub type PhaseKey = (u32, u32, u32, u64);
+
+impl PairId {
+    /// The test, rail, pattern and step the pair ran in.
+    pub fn phase(&self) -> PhaseKey {
+        (self.test, self.rail, self.pattern, self.step)
+    }
+}
+
 /// A test on a rail under a load pattern (a pattern's flow: at one of its steps), by name.
 #[derive(Clone, Copy, Debug)]
 pub struct Phase<'a> {
@@ -557,15 +575,57 @@ impl Cells {
         )
     }
 
-    /// The pairs of the cells there are now, to be asked later whether a pair is one of them
-    /// (`--resume`: the pairs recorded before this invocation): 4 bytes a cell. Those cells
-    /// may be replaced later by a run of the same pair, not removed.
-    pub fn pair_index(&self, ordered: bool) -> PairIndex {
-        let mut order: Vec<u32> = (0..self.len())
-            .map(|i| u32::try_from(i).expect("fewer than 2^32 cells"))
-            .collect();
-        order.sort_by_key(|&i| self.pair_id_of(i as usize, ordered));
-        PairIndex { order, ordered }
+    /// Cells `repeats` (ascending) each repeat the pair of an earlier cell (a pair re-run
+    /// before a stop is in results.jsonl twice): the last of a pair's cells goes in the place
+    /// of its first, the repeats go, the cells after them move down, and the lines' notes
+    /// follow. Passes over the cells; what is held is a few words a repeat.
+    pub fn merge_repeats(&mut self, repeats: &[usize], ordered: bool) {
+        let Some(&from) = repeats.first() else {
+            return;
+        };
+        // Each repeated pair's last cell, then its first (the lowest cell with its id).
+        let mut last: HashMap<PairId, usize> = HashMap::new();
+        for &d in repeats {
+            last.insert(self.pair_id_of(d, ordered), d);
+        }
+        let mut first: HashMap<PairId, usize> = HashMap::new();
+        for i in (0..self.len()).filter(|i| repeats.binary_search(i).is_err()) {
+            let id = self.pair_id_of(i, ordered);
+            if last.contains_key(&id) {
+                first.entry(id).or_insert(i);
+            }
+        }
+        // Where each cell goes: a repeat to its pair's first, the others down past the repeats.
+        let down = |c: usize| c - repeats.partition_point(|&d| d < c);
+        let mut to_first: HashMap<usize, usize> = HashMap::new();
+        for &d in repeats {
+            if let Some(&f) = first.get(&self.pair_id_of(d, ordered)) {
+                to_first.insert(d, down(f));
+            }
+        }
+        for (id, &d) in &last {
+            if let Some(&f) = first.get(id) {
+                let b = self.store.get(d);
+                self.store.set(f, b);
+            }
+        }
+        for i in from..self.len() {
+            if repeats.binary_search(&i).is_err() {
+                let b = self.store.get(i);
+                self.store.set(down(i), b);
+            }
+        }
+        repeats.iter().for_each(|_| self.store.pop());
+        for k in 0..self.lines.len() {
+            let c = u32::from_le_bytes(self.lines.get(k));
+            if c == NONE || (c as usize) < from {
+                continue;
+            }
+            let c = c as usize;
+            let moved = to_first.get(&c).copied().unwrap_or_else(|| down(c));
+            let moved = u32::try_from(moved).unwrap_or(NONE);
+            self.lines.set(k, moved.to_le_bytes());
+        }
     }
 }
 
@@ -578,36 +638,6 @@ fn pair_id(test: u32, rail: u32, pattern: u32, step: u64, a: u32, b: u32, ordere
         step,
         a,
         b,
-    }
-}
-
-/// Some cells sorted by their [`PairId`] ([`Cells::pair_index`]).
-#[derive(Default)]
-pub struct PairIndex {
-    order: Vec<u32>,
-    ordered: bool,
-}
-
-impl PairIndex {
-    /// Is the pair of nodes `a` (server) and `b` in `phase` one of the indexed cells' pairs?
-    pub fn contains(&self, cells: &Cells, phase: Phase, a: &str, b: &str) -> bool {
-        if self.order.is_empty() {
-            return false;
-        }
-        let Some(id) = cells.pair_id(self.ordered, phase, a, b) else {
-            return false;
-        };
-        self.order
-            .binary_search_by_key(&id, |&i| cells.pair_id_of(i as usize, self.ordered))
-            .is_ok()
-    }
-
-    pub fn len(&self) -> usize {
-        self.order.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
     }
 }
 
@@ -1065,22 +1095,6 @@ mod tests {
         assert_ne!(
             c.pair_id(false, ph("bisection", step + 1), a0, b0),
             Some(c.pair_id_of(0, false))
-        );
-        let pairs = c.pair_index(false);
-        assert_eq!(pairs.len(), rs.len());
-        assert!(
-            pairs.contains(&c, ph(PAIRS, 3), b, a) && !pairs.contains(&c, ph(PAIRS, 0), a, "n9")
-        );
-        assert!(
-            pairs.contains(&c, ph("bisection", step), b0, a0)
-                && !pairs.contains(&c, ph("bisection", step + 1), a0, b0)
-        );
-        assert!(!Cells::default()
-            .pair_index(false)
-            .contains(&c, ph(PAIRS, 0), a, b));
-        let ordered = c.pair_index(true);
-        assert!(
-            ordered.contains(&c, ph(PAIRS, 0), a, b) && !ordered.contains(&c, ph(PAIRS, 0), b, a)
         );
         // Each cell was pushed as its line was appended: line i is cell i, while it holds
         // that run.

@@ -39,6 +39,8 @@ mod loads;
 #[forbid(unsafe_code)]
 pub mod pair;
 #[forbid(unsafe_code)]
+pub mod pairsets;
+#[forbid(unsafe_code)]
 pub mod pattern;
 pub mod plan;
 #[forbid(unsafe_code)]
@@ -54,6 +56,8 @@ pub mod rerun;
 #[forbid(unsafe_code)]
 pub mod results;
 #[forbid(unsafe_code)]
+pub mod resume;
+#[forbid(unsafe_code)]
 pub mod schedule;
 #[forbid(unsafe_code)]
 pub mod select;
@@ -64,11 +68,12 @@ pub mod view;
 #[forbid(unsafe_code)]
 pub mod wire;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
 use args::{Config, Devices};
-use cells::{Cells, PairId, PairIndex};
+use cells::Cells;
+use resume::Recorded;
 use view::View;
 use pair::{Endpoint, Job};
 use probe::DevProbe;
@@ -508,37 +513,17 @@ type PairKey = (String, String, String, String);
 /// `--resume`: the records already in results.jsonl, the last one of each pair (in the order
 /// their pairs first appear), and their identities. Without it, an existing results.jsonl is
 /// an error (another run's records are not mixed in).
-fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, PairIndex), String> {
+fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, Recorded), String> {
     let mut done = Cells::spilling(&cfg.out, cells::SPILL_AFTER);
     if !cfg.resume {
         if jsonl.exists() {
             return Err(format!("{} exists: give --resume to continue that run, or another --out", jsonl.display()));
         }
-        return Ok((done, PairIndex::default()));
+        return Ok((done, Recorded::none(&cfg.hosts, cfg.both_directions)));
     }
     // A pair re-run before the stop is in the file twice: the later record is the one.
-    let mut at: HashMap<PairId, usize> = HashMap::new();
-    // Each line's cell is noted, for the final rewrite (Cells::line_cell).
-    let (bad, cut) = results::each_jsonl_line(jsonl, |r| {
-        let Some(r) = r else { return done.note_line(None) };
-        done.push_unlined(&r);
-        let k = done.pair_id_of(done.len() - 1, cfg.both_directions);
-        if let Some(&i) = at.get(&k) {
-            done.pop();
-            done.set(i, &r);
-            done.note_line(Some(i));
-        } else {
-            at.insert(k, done.len() - 1);
-            done.note_line(Some(done.len() - 1));
-        }
-    })
-    .map_err(|e| format!("{}: {e}", jsonl.display()))?;
-    if cut {
-        done.glue_next_line();
-    }
+    let (have, bad) = Recorded::read(jsonl, &cfg.hosts, cfg.both_directions, &mut done).map_err(|e| format!("{}: {e}", jsonl.display()))?;
     eprintln!("resume: {} pair(s) already in {}{}", done.len(), jsonl.display(), if bad > 0 { format!(" ({bad} unreadable line(s) skipped)") } else { String::new() });
-    drop(at);
-    let have = done.pair_index(cfg.both_directions);
     Ok((done, have))
 }
 
@@ -615,7 +600,7 @@ struct MatrixRun<'a> {
     /// Every record so far, resumed ones first, a compact cell each.
     done: Cells,
     /// The pairs recorded before this invocation (`--resume`): not run again.
-    have: PairIndex,
+    have: Recorded,
     notes: Vec<String>,
     rounds: Vec<Vec<schedule::Pair>>,
     total: usize,
