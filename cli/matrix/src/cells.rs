@@ -13,9 +13,10 @@
 //!
 //! The tables stay in memory; the cells too up to [`SPILL_AFTER`] (4 MB), then all of them
 //! go to an unnamed file in the run's `--out` ([`super::spill`]), each [`encode`]d to 64 bytes,
-//! read through a one-block cache: a [`CellRef`] holds its cell by value. The judgement's
-//! medians are found in passes over the cells ([`super::select`]), and a re-run group is a
-//! filter over them ([`Cells::group`]), so neither copies a test and rail's cells.
+//! read through a one-block cache: a [`CellRef`] is the store and an index, and reads its
+//! cell at each question (16 bytes a handle where the report gathers them by the pair). The
+//! judgement's medians are found in passes over the cells ([`super::select`]), and a re-run
+//! group is a filter over them ([`Cells::group`]), so neither copies a test and rail's cells.
 //!
 //! What stays in memory per pair, once past the threshold: nothing of the cells (64 bytes a
 //! pair on disk) nor of the line notes ([`Cells::note_line`]: the cell each line of
@@ -241,14 +242,39 @@ impl Table {
     }
 }
 
-/// A cell as the judgement and the report read it.
+/// A cell as the judgement and the report read it: a handle (the store, an index; 16
+/// bytes) that reads its cell at each question, since the report gathers handles by the
+/// pair (the diagnosis, the text matrix, the page's tables): the decoded cell with its table
+/// would be 72 bytes each.
 #[derive(Clone, Copy)]
 pub struct CellRef<'a> {
+    cells: &'a Cells,
+    i: usize,
+}
+
+impl<'a> CellRef<'a> {
+    /// The record as it went in, slim ([`Record::slim`]).
+    pub fn record(self) -> Record {
+        self.open().record()
+    }
+
+    /// The cell read, with its tables.
+    fn open(self) -> Opened<'a> {
+        Opened {
+            table: &self.cells.table,
+            cell: self.cells.get(self.i),
+        }
+    }
+}
+
+/// A cell read back, with the tables it indexes into.
+#[derive(Clone, Copy)]
+struct Opened<'a> {
     table: &'a Table,
     cell: Cell,
 }
 
-impl<'a> CellRef<'a> {
+impl<'a> Opened<'a> {
     /// The record as it went in, slim ([`Record::slim`]).
     pub fn record(self) -> Record {
         let (c, k) = (&self.cell, self.kind());
@@ -281,7 +307,7 @@ impl<'a> CellRef<'a> {
     }
 }
 
-impl<'a> View<'a> for CellRef<'a> {
+impl<'a> View<'a> for Opened<'a> {
     fn test(self) -> &'a str {
         self.str(self.kind().test)
     }
@@ -317,6 +343,46 @@ impl<'a> View<'a> for CellRef<'a> {
     }
     fn client(self) -> &'a Side {
         &self.table.sides[self.cell.client as usize].1
+    }
+}
+
+/// Each question reads the cell (from the file's cached block, past the threshold).
+impl<'a> View<'a> for CellRef<'a> {
+    fn test(self) -> &'a str {
+        self.open().test()
+    }
+    fn rail(self) -> &'a str {
+        self.open().rail()
+    }
+    fn pattern(self) -> &'a str {
+        self.open().pattern()
+    }
+    fn unit(self) -> &'a str {
+        self.open().unit()
+    }
+    fn round(self) -> usize {
+        self.open().round()
+    }
+    fn status(self) -> Status {
+        self.open().status()
+    }
+    fn value(self) -> Option<f64> {
+        self.open().value()
+    }
+    fn median(self) -> Option<f64> {
+        self.open().median()
+    }
+    fn reason(self) -> &'a str {
+        self.open().reason()
+    }
+    fn retried(self) -> Option<&'a str> {
+        self.open().retried()
+    }
+    fn server(self) -> &'a Side {
+        self.open().server()
+    }
+    fn client(self) -> &'a Side {
+        self.open().client()
     }
 }
 
@@ -480,10 +546,7 @@ impl Cells {
     }
 
     pub fn view(&self, i: usize) -> CellRef<'_> {
-        CellRef {
-            table: &self.table,
-            cell: self.get(i),
-        }
+        CellRef { cells: self, i }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = CellRef<'_>> + Clone {
@@ -684,7 +747,7 @@ impl Subset<'_> {
     fn members(&self) -> impl Iterator<Item = (usize, CellRef<'_>)> + Clone {
         let (test, rail) = (self.test, self.rail);
         self.cells.iter().enumerate().filter(move |(_, v)| {
-            let k = v.kind();
+            let k = v.open().kind();
             Some(k.test) == test && Some(k.rail) == rail
         })
     }
