@@ -802,7 +802,7 @@ impl MatrixRun<'_> {
     fn rerun_suspects(&mut self, on: &TestOnRail) -> Result<(), String> {
         let (cfg, bin, test, rail) = (self.cfg, self.bin, on.test, on.rail);
         let index_of = |node: &str| cfg.hosts.iter().position(|h| h == node);
-        self.done.error().map_err(|e| format!("{}: {e}", cfg.out.display()))?;
+        self.done.error().map_err(|e| cells_failed(cfg, &e))?;
         let mut group = self.done.group(test, &rail.label);
         let (prog, log, stopped) = (&mut self.prog, &mut self.log, &mut self.stopped);
         let rounds = &self.rounds;
@@ -862,7 +862,7 @@ impl MatrixRun<'_> {
     fn report(mut self, retried: &[String]) -> Result<bool, String> {
         let (cfg, done, notes, jsonl, total, stopped) = (self.cfg, &self.done, &self.notes, &self.jsonl, self.total, self.stopped);
         // A failure of the cells' file (the disk full) leaves cells unread: no verdict from them.
-        let cells_ok = || done.error().map_err(|e| format!("{}: {e}", cfg.out.display()));
+        let cells_ok = || done.error().map_err(|e| cells_failed(cfg, &e));
         cells_ok()?;
         self.log.rewrite_by(done.len(), |k, full| done.line_cell(k, full), |i| done.record(i)).map_err(|e| format!("{}: {e}", jsonl.display()))?;
         let csv = cfg.out.join("results.csv");
@@ -904,6 +904,12 @@ impl MatrixRun<'_> {
         // No rail or a node down is never a pass, even with no pair recorded.
         Ok(complete && total > 0 && notes.is_empty() && done.iter().all(|r| r.status() == Status::Ok))
     }
+}
+
+/// The line for a failure of the cells' file ([`Cells::error`]): the run's verdicts are not
+/// to be trusted, and what to do about it.
+fn cells_failed(cfg: &Config, e: &str) -> String {
+    format!("{}: {e} (past {} pairs the run keeps its cells in a file there: free some space or give another --out, then --resume)", cfg.out.display(), cells::SPILL_AFTER)
 }
 
 /// The records the fabric patterns' lines read ([`pattern::step_lines`],
