@@ -35,23 +35,28 @@ fn fmt_value(v: f64) -> String {
 
 /// The matrices of every test and rail in `records`, for the nodes in `nodes` (their order).
 pub fn text<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item = V>) -> String {
-    let mut groups: BTreeMap<(&str, &str), Vec<V>> = BTreeMap::new();
+    // Beyond MAX_MATRIX nodes only the pairs not OK are listed, so only they are kept.
+    let listed_only = nodes.len() > MAX_MATRIX;
+    let mut groups: BTreeMap<(&str, &str), Group<V>> = BTreeMap::new();
     for r in records {
-        groups.entry((r.test(), r.rail())).or_default().push(r);
+        let g = groups.entry((r.test(), r.rail())).or_default();
+        g.add(r);
+        if !listed_only || r.status() != Status::Ok {
+            g.kept.push(r);
+        }
     }
     let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     let mut s = String::new();
-    for ((test, rail), rs) in groups {
-        let unit = rs.iter().map(|r| r.unit()).find(|u| !u.is_empty()).unwrap_or("");
+    for ((test, rail), g) in groups {
+        let (unit, rs) = (g.unit.unwrap_or(""), g.kept);
         let what = if super::judge::is_lat(test) { "typical latency" } else { "BW average" };
-        let ok = rs.iter().filter(|r| r.status() == Status::Ok).count();
-        let _ = write!(s, "{test} on rail {rail}: {what} [{unit}], {ok} of {} pairs OK", rs.len());
-        if let Some(m) = rs.iter().find_map(|r| r.median()) {
+        let _ = write!(s, "{test} on rail {rail}: {what} [{unit}], {} of {} pairs OK", g.ok, g.total);
+        if let Some(m) = g.median {
             let _ = write!(s, ", median {}", fmt_value(m));
         }
         s.push_str(" (! = LOW)\n");
-        if nodes.len() > MAX_MATRIX {
-            for &r in rs.iter().filter(|r| r.status() != Status::Ok) {
+        if listed_only {
+            for &r in &rs {
                 let _ = writeln!(s, "  {} - {}: {} {}", r.server().node, r.client().node, cell(r), r.reason());
             }
             s.push('\n');
@@ -89,6 +94,35 @@ pub fn text<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item =
         s.push('\n');
     }
     s
+}
+
+/// One test and rail's heading figures for [`text`], and the pairs it shows.
+struct Group<'a, V> {
+    total: usize,
+    ok: usize,
+    /// The first unit given, the first median.
+    unit: Option<&'a str>,
+    median: Option<f64>,
+    kept: Vec<V>,
+}
+
+impl<V> Default for Group<'_, V> {
+    fn default() -> Self {
+        Group { total: 0, ok: 0, unit: None, median: None, kept: Vec::new() }
+    }
+}
+
+impl<'a, V: View<'a>> Group<'a, V> {
+    fn add(&mut self, r: V) {
+        self.total += 1;
+        self.ok += usize::from(r.status() == Status::Ok);
+        if self.unit.is_none() && !r.unit().is_empty() {
+            self.unit = Some(r.unit());
+        }
+        if self.median.is_none() {
+            self.median = r.median();
+        }
+    }
 }
 
 /// A pair measured one way only shows the same cell both ways: fill each missing cell of the
