@@ -534,11 +534,6 @@ impl Cells {
         same.then_some(i)
     }
 
-    /// The last cell goes (its table entries stay: they are shared).
-    pub fn pop(&mut self) {
-        self.store.pop();
-    }
-
     /// Cell `i` holds `r` from now on.
     pub fn set(&mut self, i: usize, r: &Record) {
         let c = self.table.cell(r);
@@ -954,8 +949,6 @@ mod tests {
         }
         c.set(1, &rs[0]);
         assert_eq!(c.record(1), want[0]);
-        c.pop();
-        assert_eq!(c.len(), 3);
     }
 
     /// A run of `n` nodes on two rails: n4's pairs slow on rail1, one pair FAIL, one node down.

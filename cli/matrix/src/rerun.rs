@@ -39,8 +39,9 @@ pub struct Settled {
 
 /// One test and rail's records as [`settle`] works on them: records, or the run's cells.
 pub trait Group {
-    /// The records judged (on a copy: the group stays as it is) that the judgement holds
-    /// against and that have not run twice, each with its index, in the group's order.
+    /// The records judged (the verdicts not written: the group stays as it is) that the
+    /// judgement holds against and that have not run twice, each with its index, in the
+    /// group's order.
     fn suspects(&mut self, rules: &Rules) -> Vec<(usize, Record)>;
     /// Has record `i` been replaced by a re-run?
     fn was_retried(&self, i: usize) -> bool;
