@@ -1,6 +1,6 @@
 //! The run's records, a compact cell per pair: what the coordinator holds of every pair from
 //! the moment it ends to the report, so that its memory at 1,024 nodes × 8 rails (4.2 million
-//! pairs) is a few hundred MB of cells, not gigabytes of `Record`s.
+//! pairs) is tables of what pairs share and a few MB of cells, not gigabytes of `Record`s.
 //!
 //! A [`Cell`] is numbers and indices, no heap: the judged value, the median, the start, the
 //! wall time, the round, the port, the status, and indices into small tables ([`Table`]) of
@@ -10,11 +10,27 @@
 //! A record goes in and comes back out as it was, less each side's perftest report and output
 //! tail (what [`Record::slim`] drops; results.jsonl keeps them and the final rewrite puts them
 //! back). The judgement and the report read cells through [`View`] without materialising them.
-
+//!
+//! The tables stay in memory; the cells too up to [`SPILL_AFTER`] (4 MB), then all of them
+//! go to an unnamed file in the run's `--out` ([`super::spill`]), each [`encode`]d to 64 bytes,
+//! read through a one-block cache: a [`CellRef`] is the store and an index, and reads its
+//! cell at each question (16 bytes a handle where the report gathers them by the pair). The
+//! judgement's medians are found in passes over the cells ([`super::select`]), and a re-run
+//! group is a filter over them ([`Cells::group`]), so neither copies a test and rail's cells.
+//!
+//! What stays in memory per pair, once past the threshold: nothing of the cells (64 bytes a
+//! pair on disk) nor of the line notes ([`Cells::note_line`]: the cell each line of
+//! results.jsonl became, 4 bytes a line on disk, for the final rewrite, which keeps one bit a
+//! cell in memory while it runs); with `--resume`, one bit per pair of each phase recorded
+//! before (`resume.rs`: n(n-1)/2 bits a phase, a few bytes a flow for a pattern's sparse
+//! steps) and a few words per pair that was in the file twice. The tables grow with the nodes
+//! × rails and with the pairs that went wrong (their reasons), not with the pairs.
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use super::results::{Record, Side, Status, PAIRS};
+use super::spill::Spill;
 use super::view::{Verdicts, View};
 
 /// One pair's record, compact. 64 bytes (a unit test holds it to that).
@@ -42,6 +58,59 @@ pub struct Cell {
 const HAS_VALUE: u8 = 1;
 const HAS_MEDIAN: u8 = 2;
 const NONE: u32 = u32::MAX;
+
+/// A cell's size on file ([`encode`]).
+pub const CELL_BYTES: usize = 64;
+
+/// The statuses by their byte in an encoded cell.
+const STATUSES: [Status; 6] = [
+    Status::Ok,
+    Status::Low,
+    Status::Fail,
+    Status::Timeout,
+    Status::Unreachable,
+    Status::Skipped,
+];
+
+/// A cell as 64 bytes, little-endian: value, median, start, wall time (f64 bits), round (u64),
+/// kind, server, client, reason, retried (u32), port (u16), status, flags (u8).
+pub fn encode(c: &Cell) -> [u8; CELL_BYTES] {
+    let mut b = [0u8; CELL_BYTES];
+    let f64s = [c.value, c.median, c.started_unix, c.wall_s];
+    for (k, x) in f64s.iter().enumerate() {
+        b[8 * k..][..8].copy_from_slice(&x.to_bits().to_le_bytes());
+    }
+    b[32..40].copy_from_slice(&c.round.to_le_bytes());
+    let u32s = [c.kind, c.server, c.client, c.reason, c.retried];
+    for (k, x) in u32s.iter().enumerate() {
+        b[40 + 4 * k..][..4].copy_from_slice(&x.to_le_bytes());
+    }
+    b[60..62].copy_from_slice(&c.port.to_le_bytes());
+    b[62] = STATUSES.iter().position(|&s| s == c.status).unwrap_or(0) as u8;
+    b[63] = c.flags;
+    b
+}
+
+/// [`encode`]'s inverse; None for a status byte no status has.
+pub fn decode(b: &[u8; CELL_BYTES]) -> Option<Cell> {
+    let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
+    Some(Cell {
+        value: f64::from_bits(u64_at(0)),
+        median: f64::from_bits(u64_at(8)),
+        started_unix: f64::from_bits(u64_at(16)),
+        wall_s: f64::from_bits(u64_at(24)),
+        round: u64_at(32),
+        kind: u32_at(40),
+        server: u32_at(44),
+        client: u32_at(48),
+        reason: u32_at(52),
+        retried: u32_at(56),
+        port: u16::from_le_bytes([b[60], b[61]]),
+        status: *STATUSES.get(usize::from(b[62]))?,
+        flags: b[63],
+    })
+}
 
 /// Interned strings: each distinct string once, named by its id.
 #[derive(Default)]
@@ -173,17 +242,42 @@ impl Table {
     }
 }
 
-/// A cell as the judgement and the report read it.
+/// A cell as the judgement and the report read it: a handle (the store, an index; 16
+/// bytes) that reads its cell at each question, since the report gathers handles by the
+/// pair (the diagnosis, the text matrix, the page's tables): the decoded cell with its table
+/// would be 72 bytes each.
 #[derive(Clone, Copy)]
 pub struct CellRef<'a> {
-    table: &'a Table,
-    cell: &'a Cell,
+    cells: &'a Cells,
+    i: usize,
 }
 
 impl<'a> CellRef<'a> {
     /// The record as it went in, slim ([`Record::slim`]).
     pub fn record(self) -> Record {
-        let (c, k) = (self.cell, self.kind());
+        self.open().record()
+    }
+
+    /// The cell read, with its tables.
+    fn open(self) -> Opened<'a> {
+        Opened {
+            table: &self.cells.table,
+            cell: self.cells.get(self.i),
+        }
+    }
+}
+
+/// A cell read back, with the tables it indexes into.
+#[derive(Clone, Copy)]
+struct Opened<'a> {
+    table: &'a Table,
+    cell: Cell,
+}
+
+impl<'a> Opened<'a> {
+    /// The record as it went in, slim ([`Record::slim`]).
+    pub fn record(self) -> Record {
+        let (c, k) = (&self.cell, self.kind());
         Record {
             test: self.test().into(),
             rail: self.rail().into(),
@@ -213,7 +307,7 @@ impl<'a> CellRef<'a> {
     }
 }
 
-impl<'a> View<'a> for CellRef<'a> {
+impl<'a> View<'a> for Opened<'a> {
     fn test(self) -> &'a str {
         self.str(self.kind().test)
     }
@@ -252,6 +346,46 @@ impl<'a> View<'a> for CellRef<'a> {
     }
 }
 
+/// Each question reads the cell (from the file's cached block, past the threshold).
+impl<'a> View<'a> for CellRef<'a> {
+    fn test(self) -> &'a str {
+        self.open().test()
+    }
+    fn rail(self) -> &'a str {
+        self.open().rail()
+    }
+    fn pattern(self) -> &'a str {
+        self.open().pattern()
+    }
+    fn unit(self) -> &'a str {
+        self.open().unit()
+    }
+    fn round(self) -> usize {
+        self.open().round()
+    }
+    fn status(self) -> Status {
+        self.open().status()
+    }
+    fn value(self) -> Option<f64> {
+        self.open().value()
+    }
+    fn median(self) -> Option<f64> {
+        self.open().median()
+    }
+    fn reason(self) -> &'a str {
+        self.open().reason()
+    }
+    fn retried(self) -> Option<&'a str> {
+        self.open().retried()
+    }
+    fn server(self) -> &'a Side {
+        self.open().server()
+    }
+    fn client(self) -> &'a Side {
+        self.open().client()
+    }
+}
+
 /// A pair's identity as `--resume` and the re-runs know it (test, rail, the pattern and its
 /// step for a pattern's flow, the two nodes: in order with `--both-directions`, else the lower
 /// id first), in string ids.
@@ -263,6 +397,16 @@ pub struct PairId {
     step: u64,
     a: u32,
     b: u32,
+}
+
+/// A phase's identity in string ids: test, rail, pattern, step (0 under [`PAIRS`]).
+pub type PhaseKey = (u32, u32, u32, u64);
+
+impl PairId {
+    /// The test, rail, pattern and step the pair ran in.
+    pub fn phase(&self) -> PhaseKey {
+        (self.test, self.rail, self.pattern, self.step)
+    }
 }
 
 /// A test on a rail under a load pattern (a pattern's flow: at one of its steps), by name.
@@ -279,49 +423,129 @@ pub struct Phase<'a> {
 /// Which line of results.jsonl a cell is: test, rail, pattern, round, server, client.
 type LineId = (u32, u32, u32, u64, u32, u32);
 
-/// Every record of the run, a [`Cell`] each.
+/// Every record of the run, a [`Cell`] each: in memory up to a threshold, then in an unnamed
+/// file ([`Spill`]).
 #[derive(Default)]
 pub struct Cells {
     table: Table,
-    cells: Vec<Cell>,
+    store: Spill<CELL_BYTES>,
+    /// Per line of results.jsonl, the cell it became ([`NONE`]: no record's line), a u32
+    /// each: how the final rewrite finds a line's cell.
+    lines: Spill<4>,
+    /// results.jsonl ended inside a line (`--resume` of a file cut short): the next line
+    /// appended joins that one, so it is no new line.
+    glued: bool,
 }
 
+/// Cells kept in memory before they go to a file: 4 MB of them.
+pub const SPILL_AFTER: usize = 65_536;
+
 impl Cells {
+    /// Cells in memory up to `threshold` of them, then in an unnamed file in `dir`.
+    pub fn spilling(dir: &Path, threshold: usize) -> Cells {
+        Cells {
+            table: Table::default(),
+            store: Spill::new(Some(dir), threshold),
+            lines: Spill::new(Some(dir), threshold),
+            glued: false,
+        }
+    }
+
     pub fn len(&self) -> usize {
-        self.cells.len()
+        self.store.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.store.is_empty()
     }
 
+    /// Are the cells in the file?
+    pub fn spilled(&self) -> bool {
+        self.store.spilled()
+    }
+
+    /// The first failure of the cells' file (the disk full), if any: the run's cells are not
+    /// all there, so its judgement and report are not to be trusted.
+    pub fn error(&self) -> Result<(), String> {
+        self.store.error().and(self.lines.error())
+    }
+
+    fn get(&self, i: usize) -> Cell {
+        let b = self.store.get(i);
+        decode(&b).unwrap_or_else(|| {
+            self.store
+                .fail(format!("cell {i} read back with status byte {}", b[62]));
+            decode(&[0; CELL_BYTES]).expect("zeroes decode")
+        })
+    }
+
+    fn put(&mut self, i: usize, c: &Cell) {
+        self.store.set(i, encode(c));
+    }
+
+    /// A record just appended to results.jsonl: a new cell, and the line it is.
     pub fn push(&mut self, r: &Record) {
-        let c = self.table.cell(r);
-        self.cells.push(c);
+        self.push_unlined(r);
+        self.note_line(Some(self.len() - 1));
     }
 
-    /// The last cell goes (its table entries stay: they are shared).
-    pub fn pop(&mut self) {
-        self.cells.pop();
+    /// A new cell, its line noted by the caller ([`Cells::note_line`]).
+    pub fn push_unlined(&mut self, r: &Record) {
+        let c = self.table.cell(r);
+        self.store.push(encode(&c));
+    }
+
+    /// The next line of results.jsonl is cell `cell`'s (None: no record's, or one not kept).
+    pub fn note_line(&mut self, cell: Option<usize>) {
+        if std::mem::take(&mut self.glued) {
+            return;
+        }
+        let c = cell.map_or(NONE, |c| u32::try_from(c).unwrap_or(NONE));
+        self.lines.push(c.to_le_bytes());
+    }
+
+    /// The last line noted has no newline in the file: the next line appended joins it.
+    pub fn glue_next_line(&mut self) {
+        self.glued = true;
+    }
+
+    /// The cell that line `k` of results.jsonl, read back as `full`, is: the one noted for
+    /// it, while it still holds that run (same pair and round, started within 1 ms:
+    /// [`super::results::same_start`]); a line whose cell a later run replaced is no cell's.
+    pub fn line_cell(&self, k: usize, full: &Record) -> Option<usize> {
+        if k >= self.lines.len() {
+            return None;
+        }
+        let i = u32::from_le_bytes(self.lines.get(k));
+        let i = usize::try_from(i)
+            .ok()
+            .filter(|&i| i != NONE as usize && i < self.len())?;
+        let s = &self.table.strings;
+        let id = (
+            s.find(&full.test)?,
+            s.find(&full.rail)?,
+            s.find(&full.pattern)?,
+            full.round as u64,
+            s.find(&full.server.node)?,
+            s.find(&full.client.node)?,
+        );
+        let same = self.line_id(i) == id
+            && super::results::same_start(self.get(i).started_unix, full.started_unix);
+        same.then_some(i)
     }
 
     /// Cell `i` holds `r` from now on.
     pub fn set(&mut self, i: usize, r: &Record) {
-        self.cells[i] = self.table.cell(r);
+        let c = self.table.cell(r);
+        self.put(i, &c);
     }
 
     pub fn view(&self, i: usize) -> CellRef<'_> {
-        CellRef {
-            table: &self.table,
-            cell: &self.cells[i],
-        }
+        CellRef { cells: self, i }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = CellRef<'_>> + Clone {
-        self.cells.iter().map(|cell| CellRef {
-            table: &self.table,
-            cell,
-        })
+        (0..self.len()).map(|i| self.view(i))
     }
 
     /// Record `i` as it went in, slim ([`Record::slim`]).
@@ -330,21 +554,28 @@ impl Cells {
     }
 
     /// The judgement's access to every cell ([`super::judge::judge`], [`super::rerun::final_verdict`]).
-    pub fn verdicts(&mut self) -> CellsMut<'_> {
-        CellsMut {
-            table: &mut self.table,
-            cells: &mut self.cells,
-        }
+    pub fn verdicts(&mut self) -> &mut Cells {
+        self
     }
 
-    /// The cells at `at` (one test and rail) as a re-run group ([`super::rerun::settle`]).
-    pub fn group(&mut self, at: Vec<usize>) -> Subset<'_> {
-        Subset { cells: self, at }
+    /// The cells of `test` on `rail` (every pattern's) as a re-run group
+    /// ([`super::rerun::settle`]): a filter over the store, indexed as the store is.
+    pub fn group(&mut self, test: &str, rail: &str) -> Subset<'_> {
+        let s = &self.table.strings;
+        let (test, rail) = (s.find(test), s.find(rail));
+        Subset {
+            cells: self,
+            test,
+            rail,
+        }
     }
 
     /// Cell `i`'s [`PairId`].
     pub fn pair_id_of(&self, i: usize, ordered: bool) -> PairId {
-        let c = &self.cells[i];
+        self.pair_id_of_cell(&self.get(i), ordered)
+    }
+
+    fn pair_id_of_cell(&self, c: &Cell, ordered: bool) -> PairId {
         let k = &self.table.kinds[c.kind as usize];
         let step = if self.table.strings.get(k.pattern) == PAIRS {
             0
@@ -389,7 +620,7 @@ impl Cells {
     }
 
     fn line_id(&self, i: usize) -> LineId {
-        let c = &self.cells[i];
+        let c = self.get(i);
         let k = &self.table.kinds[c.kind as usize];
         let node = |s: u32| self.table.sides[s as usize].0;
         (
@@ -402,25 +633,57 @@ impl Cells {
         )
     }
 
-    /// The pairs of the cells there are now, to be asked later whether a pair is one of them
-    /// (`--resume`: the pairs recorded before this invocation): 4 bytes a cell. Those cells
-    /// may be replaced later by a run of the same pair, not removed.
-    pub fn pair_index(&self, ordered: bool) -> PairIndex {
-        let mut order: Vec<u32> = (0..self.cells.len())
-            .map(|i| u32::try_from(i).expect("fewer than 2^32 cells"))
-            .collect();
-        order.sort_by_key(|&i| self.pair_id_of(i as usize, ordered));
-        PairIndex { order, ordered }
-    }
-
-    /// What [`super::results::JsonlLog::rewrite_by`] needs to find a line's cell: the cells
-    /// sorted by line identity (4 bytes a cell while the file is rewritten).
-    pub fn line_index(&self) -> LineIndex<'_> {
-        let mut order: Vec<u32> = (0..self.cells.len())
-            .map(|i| u32::try_from(i).expect("fewer than 2^32 cells"))
-            .collect();
-        order.sort_by_key(|&i| (self.line_id(i as usize), i));
-        LineIndex { cells: self, order }
+    /// Cells `repeats` (ascending) each repeat the pair of an earlier cell (a pair re-run
+    /// before a stop is in results.jsonl twice): the last of a pair's cells goes in the place
+    /// of its first, the repeats go, the cells after them move down, and the lines' notes
+    /// follow. Passes over the cells; what is held is a few words a repeat.
+    pub fn merge_repeats(&mut self, repeats: &[usize], ordered: bool) {
+        let Some(&from) = repeats.first() else {
+            return;
+        };
+        // Each repeated pair's last cell, then its first (the lowest cell with its id).
+        let mut last: HashMap<PairId, usize> = HashMap::new();
+        for &d in repeats {
+            last.insert(self.pair_id_of(d, ordered), d);
+        }
+        let mut first: HashMap<PairId, usize> = HashMap::new();
+        for i in (0..self.len()).filter(|i| repeats.binary_search(i).is_err()) {
+            let id = self.pair_id_of(i, ordered);
+            if last.contains_key(&id) {
+                first.entry(id).or_insert(i);
+            }
+        }
+        // Where each cell goes: a repeat to its pair's first, the others down past the repeats.
+        let down = |c: usize| c - repeats.partition_point(|&d| d < c);
+        let mut to_first: HashMap<usize, usize> = HashMap::new();
+        for &d in repeats {
+            if let Some(&f) = first.get(&self.pair_id_of(d, ordered)) {
+                to_first.insert(d, down(f));
+            }
+        }
+        for (id, &d) in &last {
+            if let Some(&f) = first.get(id) {
+                let b = self.store.get(d);
+                self.store.set(f, b);
+            }
+        }
+        for i in from..self.len() {
+            if repeats.binary_search(&i).is_err() {
+                let b = self.store.get(i);
+                self.store.set(down(i), b);
+            }
+        }
+        repeats.iter().for_each(|_| self.store.pop());
+        for k in 0..self.lines.len() {
+            let c = u32::from_le_bytes(self.lines.get(k));
+            if c == NONE || (c as usize) < from {
+                continue;
+            }
+            let c = c as usize;
+            let moved = to_first.get(&c).copied().unwrap_or_else(|| down(c));
+            let moved = u32::try_from(moved).unwrap_or(NONE);
+            self.lines.set(k, moved.to_le_bytes());
+        }
     }
 }
 
@@ -436,87 +699,17 @@ fn pair_id(test: u32, rail: u32, pattern: u32, step: u64, a: u32, b: u32, ordere
     }
 }
 
-/// Some cells sorted by their [`PairId`] ([`Cells::pair_index`]).
-#[derive(Default)]
-pub struct PairIndex {
-    order: Vec<u32>,
-    ordered: bool,
-}
-
-impl PairIndex {
-    /// Is the pair of nodes `a` (server) and `b` in `phase` one of the indexed cells' pairs?
-    pub fn contains(&self, cells: &Cells, phase: Phase, a: &str, b: &str) -> bool {
-        if self.order.is_empty() {
-            return false;
-        }
-        let Some(id) = cells.pair_id(self.ordered, phase, a, b) else {
-            return false;
-        };
-        self.order
-            .binary_search_by_key(&id, |&i| cells.pair_id_of(i as usize, self.ordered))
-            .is_ok()
-    }
-
-    pub fn len(&self) -> usize {
-        self.order.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
-    }
-}
-
-/// The cells sorted by the line of results.jsonl each is ([`Cells::line_index`]).
-pub struct LineIndex<'a> {
-    cells: &'a Cells,
-    order: Vec<u32>,
-}
-
-impl LineIndex<'_> {
-    /// The cell that the line `full` (read back from results.jsonl) is: same pair and round,
-    /// started within 1 ms ([`super::results::same_start`]); the first such cell.
-    pub fn find(&self, full: &Record) -> Option<usize> {
-        let s = &self.cells.table.strings;
-        let id = (
-            s.find(&full.test)?,
-            s.find(&full.rail)?,
-            s.find(&full.pattern)?,
-            full.round as u64,
-            s.find(&full.server.node)?,
-            s.find(&full.client.node)?,
-        );
-        let from = self
-            .order
-            .partition_point(|&i| self.cells.line_id(i as usize) < id);
-        self.order[from..]
-            .iter()
-            .map(|&i| i as usize)
-            .take_while(|&i| self.cells.line_id(i) == id)
-            .find(|&i| {
-                super::results::same_start(self.cells.cells[i].started_unix, full.started_unix)
-            })
-    }
-}
-
 /// Every cell, as the judgement writes its verdicts.
-pub struct CellsMut<'a> {
-    table: &'a mut Table,
-    cells: &'a mut [Cell],
-}
-
-impl Verdicts for CellsMut<'_> {
+impl Verdicts for Cells {
     type V<'b>
         = CellRef<'b>
     where
         Self: 'b;
     fn count(&self) -> usize {
-        self.cells.len()
+        self.len()
     }
     fn at(&self, i: usize) -> CellRef<'_> {
-        CellRef {
-            table: self.table,
-            cell: &self.cells[i],
-        }
+        self.view(i)
     }
     fn set_verdict(
         &mut self,
@@ -525,49 +718,67 @@ impl Verdicts for CellsMut<'_> {
         reason: Option<String>,
         median: Option<f64>,
     ) {
-        self.table
-            .set_verdict(&mut self.cells[i], status, reason, median);
+        let mut c = self.get(i);
+        self.table.set_verdict(&mut c, status, reason, median);
+        self.put(i, &c);
     }
 }
 
-/// Some cells of the store (one test and rail), as the re-run rule works on them.
+/// The cells of one test and rail, as the re-run rule works on them: a filter over the store
+/// (a group index is a store index), so nothing of the group is copied.
 pub struct Subset<'a> {
     cells: &'a mut Cells,
-    /// The cells' indices in the store.
-    pub at: Vec<usize>,
+    /// The test's and the rail's string ids (None: no cell has it, the group is empty).
+    test: Option<u32>,
+    rail: Option<u32>,
 }
 
 impl Subset<'_> {
-    /// Record `g` of the group, slim.
-    pub fn record(&self, g: usize) -> Record {
-        self.cells.record(self.at[g])
+    /// Record `i` (a store index), slim.
+    pub fn record(&self, i: usize) -> Record {
+        self.cells.record(i)
+    }
+
+    fn members(&self) -> impl Iterator<Item = (usize, CellRef<'_>)> + Clone {
+        let (test, rail) = (self.test, self.rail);
+        self.cells.iter().enumerate().filter(move |(_, v)| {
+            let k = v.open().kind();
+            Some(k.test) == test && Some(k.rail) == rail
+        })
     }
 }
 
 impl super::rerun::Group for Subset<'_> {
+    /// In passes over the store: the group's medians ([`super::judge::medians`]), then each
+    /// cell's verdict as [`super::judge::judge`] would give it, unwritten; only the suspects
+    /// become records.
     fn suspects(&mut self, rules: &super::judge::Rules) -> Vec<(usize, Record)> {
-        // Judged on a copy of the group's cells (64 bytes each); only the suspects become
-        // records. Their reasons stay in the strings (a few per pair that went wrong).
-        let mut copy: Vec<Cell> = self.at.iter().map(|&i| self.cells.cells[i]).collect();
-        super::judge::judge(
-            &mut CellsMut {
-                table: &mut self.cells.table,
-                cells: &mut copy,
-            },
-            rules,
-        );
-        let table = &self.cells.table;
-        copy.iter()
-            .enumerate()
-            .filter(|(_, c)| super::rerun::suspect(c.status) && c.retried == NONE)
-            .map(|(g, cell)| (g, CellRef { table, cell }.record()))
-            .collect()
+        use super::judge;
+        let medians = judge::medians(self.members().map(|(_, v)| v));
+        let mut out = Vec::new();
+        for (i, v) in self.members() {
+            let med = medians.get(&judge::group_key(v)).copied();
+            let (status, why) = judge::verdict(v, med, rules);
+            if !super::rerun::suspect(status) || v.retried().is_some() {
+                continue;
+            }
+            let mut r = v.record();
+            (r.status, r.median) = (status, med);
+            if let Some(why) = why {
+                r.reason = why;
+            }
+            out.push((i, r));
+        }
+        out
     }
-    fn was_retried(&self, g: usize) -> bool {
-        self.cells.cells[self.at[g]].retried != NONE
+    fn was_retried(&self, i: usize) -> bool {
+        self.cells.get(i).retried != NONE
     }
-    fn replace(&mut self, g: usize, rec: Record) {
-        self.cells.set(self.at[g], &rec);
+    fn replace(&mut self, i: usize, rec: Record) {
+        self.cells.set(i, &rec);
+    }
+    fn appended(&mut self, replaced: Option<usize>) {
+        self.cells.note_line(replaced);
     }
 }
 
@@ -590,6 +801,20 @@ mod tests {
         let mut c = Cells::default();
         rs.iter().for_each(|r| c.push(r));
         c
+    }
+
+    /// The cells past a threshold of 3, in a file (unlinked at once, so the temporary
+    /// directory is as good as any).
+    fn spilled(rs: &[Record]) -> Cells {
+        let mut c = Cells::spilling(&std::env::temp_dir(), 3);
+        rs.iter().for_each(|r| c.push(r));
+        assert!(c.spilled() || rs.len() <= 3);
+        c
+    }
+
+    /// Both stores: in memory, and in a file.
+    fn stores(rs: &[Record]) -> [Cells; 2] {
+        [store(rs), spilled(rs)]
     }
 
     fn back(c: &Cells) -> Vec<Record> {
@@ -724,8 +949,6 @@ mod tests {
         }
         c.set(1, &rs[0]);
         assert_eq!(c.record(1), want[0]);
-        c.pop();
-        assert_eq!(c.len(), 3);
     }
 
     /// A run of `n` nodes on two rails: n4's pairs slow on rail1, one pair FAIL, one node down.
@@ -765,37 +988,45 @@ mod tests {
 
     #[test]
     fn the_judgement_and_the_report_read_cells_as_they_read_records() {
+        // 40 nodes on two rails: 1,560 cells, two blocks of the file's cache.
         for n in [6, 40] {
             let nodes: Vec<String> = (1..=n).map(|i| format!("n{i}")).collect();
             let mut rs = run(n);
-            let mut c = store(&rs);
+            let first = rs.clone();
             judge::judge(&mut rs, &RULES);
-            judge::judge(&mut c.verdicts(), &RULES);
-            assert_eq!(back(&c), rs, "{n} nodes: the judgement");
             assert!(
                 rs.iter().any(|r| r.status == Status::Low),
                 "the test has LOW pairs"
             );
-            let (mut rs2, mut c2) = (rs.clone(), store(&rs));
-            assert_eq!(
-                rerun::final_verdict(&mut c2.verdicts(), &RULES, true),
-                rerun::final_verdict(&mut rs2, &RULES, true)
-            );
-            assert_eq!(back(&c2), rs2);
-            assert_eq!(report::text(&nodes, c.iter()), report::text(&nodes, &rs));
-            assert_eq!(report::grid(&nodes, c.iter()), report::grid(&nodes, &rs));
-            assert_eq!(judge::diagnose(c.iter()), judge::diagnose(&rs));
-            let page = |p: String| p;
-            assert_eq!(
-                page(html::page(&nodes, c.iter(), &[], &[], "s").expect("page")),
-                html::page(&nodes, &rs, &[], &[], "s").expect("page")
-            );
+            for (mut c, mut c2) in stores(&first).into_iter().zip(stores(&rs)) {
+                let at = if c.spilled() {
+                    "in a file"
+                } else {
+                    "in memory"
+                };
+                judge::judge(c.verdicts(), &RULES);
+                assert_eq!(back(&c), rs, "{n} nodes {at}: the judgement");
+                let mut rs2 = rs.clone();
+                assert_eq!(
+                    rerun::final_verdict(c2.verdicts(), &RULES, true),
+                    rerun::final_verdict(&mut rs2, &RULES, true)
+                );
+                assert_eq!(back(&c2), rs2, "{n} nodes {at}");
+                assert_eq!(report::text(&nodes, c.iter()), report::text(&nodes, &rs));
+                assert_eq!(report::grid(&nodes, c.iter()), report::grid(&nodes, &rs));
+                assert_eq!(judge::diagnose(c.iter()), judge::diagnose(&rs));
+                assert_eq!(
+                    html::page(&nodes, c.iter(), &[], &[], "s").expect("page"),
+                    html::page(&nodes, &rs, &[], &[], "s").expect("page")
+                );
+                assert!(c.error().is_ok() && c2.error().is_ok());
+            }
         }
     }
 
     #[test]
     fn re_runs_settle_on_cells_as_on_records() {
-        let rs = run(6);
+        let rs = run(40);
         let key = |r: &Record| r.key();
         // Each suspect's re-run comes back at the others' figure, except n4's on rail1.
         let again = |sus: &[Record]| -> Result<Vec<Record>, ()> {
@@ -822,15 +1053,72 @@ mod tests {
         let mut group: Vec<Record> = rs.iter().filter(|r| r.rail == "rail1").cloned().collect();
         let want =
             rerun::settle(&mut group, &RULES, rerun::MAX_PASSES, key, again).expect("records");
+        assert!(!want.rerun.is_empty());
+        for mut c in stores(&rs) {
+            let at: Vec<usize> = (0..c.len())
+                .filter(|&i| c.view(i).rail() == "rail1")
+                .collect();
+            let mut sub = c.group("ib_write_bw", "rail1");
+            let got =
+                rerun::settle(&mut sub, &RULES, rerun::MAX_PASSES, key, again).expect("cells");
+            // The group's indices are the store's.
+            let want_at: Vec<usize> = want.rerun.iter().map(|&g| at[g]).collect();
+            assert_eq!((got.passes, got.rerun), (want.passes, want_at));
+            assert_eq!(at.iter().map(|&i| c.record(i)).collect::<Vec<_>>(), group);
+            assert!(c.error().is_ok());
+        }
+        // A test or rail no cell has is an empty group.
         let mut c = store(&rs);
-        let at: Vec<usize> = (0..c.len())
-            .filter(|&i| c.view(i).rail() == "rail1")
-            .collect();
-        let mut sub = c.group(at.clone());
-        let got = rerun::settle(&mut sub, &RULES, rerun::MAX_PASSES, key, again).expect("cells");
-        assert_eq!(got, want);
-        assert!(!got.rerun.is_empty());
-        assert_eq!(at.iter().map(|&i| c.record(i)).collect::<Vec<_>>(), group);
+        let mut none = c.group("ib_write_bw", "rail9");
+        assert!(rerun::Group::suspects(&mut none, &RULES).is_empty());
+    }
+
+    #[test]
+    fn a_cell_encodes_to_its_golden_bytes_and_back() {
+        let c = Cell {
+            value: 5.125,
+            median: -0.0,
+            started_unix: 1_765_029_600.5,
+            wall_s: f64::NAN,
+            round: 0x0102_0304_0506_0708,
+            kind: 1,
+            server: 0x0a0b_0c0d,
+            client: 2,
+            reason: 3,
+            retried: NONE,
+            port: 18515,
+            status: Status::Timeout,
+            flags: HAS_VALUE | HAS_MEDIAN,
+        };
+        let b = encode(&c);
+        let golden: [u8; 64] = [
+            0, 0, 0, 0, 0, 0x80, 0x14, 0x40, // 5.125
+            0, 0, 0, 0, 0, 0, 0, 0x80, // -0.0
+            0, 0, 0x20, 0xb8, 0x0d, 0x4d, 0xda, 0x41, // 1765029600.5
+            0, 0, 0, 0, 0, 0, 0xf8, 0x7f, // NaN
+            8, 7, 6, 5, 4, 3, 2, 1, // round
+            1, 0, 0, 0, 0x0d, 0x0c, 0x0b, 0x0a, 2, 0, 0, 0, 3, 0, 0,
+            0, // kind, server, client, reason
+            0xff, 0xff, 0xff, 0xff, // retried: none
+            0x53, 0x48, 3, 3, // port, TIMEOUT, value and median
+        ];
+        assert_eq!(b, golden);
+        let d = decode(&b).expect("decodes");
+        assert_eq!(encode(&d), b);
+        assert_eq!(
+            (d.status, d.port, d.round),
+            (Status::Timeout, 18515, c.round)
+        );
+        // Every status round-trips; a byte past them does not decode.
+        for s in STATUSES {
+            assert_eq!(
+                decode(&encode(&Cell { status: s, ..c })).map(|x| x.status),
+                Some(s)
+            );
+        }
+        let mut bad = b;
+        bad[62] = 6;
+        assert!(decode(&bad).is_none());
     }
 
     #[test]
@@ -864,30 +1152,28 @@ mod tests {
             c.pair_id(false, ph("bisection", step + 1), a0, b0),
             Some(c.pair_id_of(0, false))
         );
-        let pairs = c.pair_index(false);
-        assert_eq!(pairs.len(), rs.len());
-        assert!(
-            pairs.contains(&c, ph(PAIRS, 3), b, a) && !pairs.contains(&c, ph(PAIRS, 0), a, "n9")
-        );
-        assert!(
-            pairs.contains(&c, ph("bisection", step), b0, a0)
-                && !pairs.contains(&c, ph("bisection", step + 1), a0, b0)
-        );
-        assert!(!Cells::default()
-            .pair_index(false)
-            .contains(&c, ph(PAIRS, 0), a, b));
-        let ordered = c.pair_index(true);
-        assert!(
-            ordered.contains(&c, ph(PAIRS, 0), a, b) && !ordered.contains(&c, ph(PAIRS, 0), b, a)
-        );
-        let index = c.line_index();
+        // Each cell was pushed as its line was appended: line i is cell i, while it holds
+        // that run.
         for (i, r) in rs.iter().enumerate() {
             let mut near = r.clone();
             near.started_unix += 0.0004;
-            assert_eq!(index.find(&near), Some(i));
+            assert_eq!(c.line_cell(i, &near), Some(i));
+            assert_eq!(c.line_cell(i + 1, &near), None);
             near.started_unix += 0.01;
-            assert_eq!(index.find(&near), None);
+            assert_eq!(c.line_cell(i, &near), None);
         }
+        assert_eq!(c.line_cell(rs.len(), &rs[0]), None);
+        // A line appended after a file that ended inside a line joins that one.
+        let mut g = Cells::default();
+        g.push_unlined(&rs[0]);
+        g.note_line(Some(0));
+        g.glue_next_line();
+        g.push(&rs[1]);
+        g.push(&rs[2]);
+        assert_eq!(
+            (g.line_cell(0, &rs[0]), g.line_cell(1, &rs[2])),
+            (Some(0), Some(2))
+        );
     }
 
     #[test]
@@ -896,19 +1182,41 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let mut rs = run(5);
         rs.extend(assorted());
+        // The pair of line 3 re-run: its fresh line at the end, in its place in the records.
+        let mut again = rs[3].clone();
+        (again.started_unix, again.value) = (9000.0, Some(999.0));
         let mut files = Vec::new();
-        for (k, from_cells) in [false, true].into_iter().enumerate() {
+        // From records, from cells in memory, from cells in a file.
+        for k in 0..3 {
             let d = dir.join(k.to_string());
             std::fs::create_dir_all(&d).expect("dir");
             let mut log = JsonlLog::open(&d).expect("open");
             rs.iter().for_each(|r| log.append(r).expect("append"));
-            // Kept: all but the first record (a first run), judged.
+            // A line that is no record, and a blank one, as a hand edit leaves them.
+            let path = d.join("results.jsonl");
+            let mut text = std::fs::read_to_string(&path).expect("read");
+            text.push_str("not json\n\n");
+            std::fs::write(&path, text).expect("write");
+            log.append(&again).expect("append");
+            // Kept: all but the first record (a first run), the re-run in its place, judged.
             let mut kept: Vec<Record> = rs[1..].iter().cloned().map(Record::slim).collect();
+            kept[2] = again.clone().slim();
             judge::judge(&mut kept, &RULES);
-            if from_cells {
-                let c = store(&kept);
-                let index = c.line_index();
-                log.rewrite_by(c.len(), |f| index.find(f), |i| c.record(i))
+            if k > 0 {
+                let mut c = if k == 1 {
+                    Cells::default()
+                } else {
+                    Cells::spilling(&std::env::temp_dir(), 3)
+                };
+                c.note_line(None);
+                rs[1..].iter().for_each(|r| c.push(r));
+                // The line that is no record and the blank one.
+                c.note_line(None);
+                c.note_line(None);
+                c.set(2, &kept[2]);
+                c.note_line(Some(2));
+                judge::judge(c.verdicts(), &RULES);
+                log.rewrite_by(c.len(), |k, f| c.line_cell(k, f), |i| c.record(i))
                     .expect("rewrite");
             } else {
                 log.rewrite(&kept).expect("rewrite");
@@ -916,6 +1224,7 @@ mod tests {
             files.push(std::fs::read(d.join("results.jsonl")).expect("read"));
         }
         assert_eq!(files[0], files[1]);
+        assert_eq!(files[0], files[2]);
         assert_eq!(
             String::from_utf8_lossy(&files[0]).lines().count(),
             rs.len() - 1

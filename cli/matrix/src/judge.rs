@@ -59,15 +59,53 @@ fn line_rate<'a>(r: impl View<'a>) -> Option<(f64, f64)> {
     Some((gbps, in_unit))
 }
 
-/// The median of each group ([`group_key`]) of the measured records.
-pub fn medians<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> BTreeMap<(String, String), f64> {
-    let mut values: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    for r in records.into_iter().filter(|r| r.status().measured()) {
-        if let Some(v) = r.value() {
-            values.entry(group_key(r)).or_default().push(v);
+/// The median of each group ([`group_key`]) of the measured records, exact, in up to four
+/// passes over them ([`super::select`]) rather than a copy of every value: `records` is walked
+/// again for each pass.
+pub fn medians<'a, V, I>(records: I) -> BTreeMap<(String, String), f64>
+where
+    V: View<'a>,
+    I: IntoIterator<Item = V>,
+    I::IntoIter: Clone,
+{
+    let all = records.into_iter();
+    let mut ids = GroupIds::default();
+    let found = super::select::medians(|sink| {
+        for r in all.clone().filter(|r| r.status().measured()) {
+            if let Some(v) = r.value() {
+                sink(ids.id(r), v);
+            }
         }
+    });
+    ids.keys.into_iter().zip(found).filter_map(|(k, m)| Some((k, m?))).collect()
+}
+
+/// Groups ([`group_key`]) numbered as they are met; the last one's names kept, since
+/// consecutive records mostly share a group (no key is built for them).
+#[derive(Default)]
+struct GroupIds<'a> {
+    keys: Vec<(String, String)>,
+    ids: BTreeMap<(String, String), usize>,
+    last: Option<(&'a str, &'a str, &'a str, usize)>,
+}
+
+impl<'a> GroupIds<'a> {
+    fn id(&mut self, r: impl View<'a>) -> usize {
+        let names = (r.test(), r.rail(), r.pattern());
+        if let Some((t, rl, p, id)) = self.last {
+            if (t, rl, p) == names {
+                return id;
+            }
+        }
+        let key = group_key(r);
+        let next = self.keys.len();
+        let id = *self.ids.entry(key.clone()).or_insert(next);
+        if id == next {
+            self.keys.push(key);
+        }
+        self.last = Some((names.0, names.1, names.2, id));
+        id
     }
-    values.into_iter().filter_map(|(k, mut v)| median(&mut v).map(|m| (k, m))).collect()
 }
 
 /// Why a pair that measured `r.value()` is LOW against the median `med` of its group, or
@@ -97,6 +135,18 @@ pub fn low_reason<'a>(r: impl View<'a>, med: Option<f64>, rules: &Rules) -> Opti
     }
 }
 
+/// The verdict [`judge`] gives a record against its group's median `med`: a measured pair
+/// (OK, or LOW from an earlier judgement) is LOW with why, or OK; any other status stays.
+pub fn verdict<'a>(r: impl View<'a>, med: Option<f64>, rules: &Rules) -> (Status, Option<String>) {
+    match r.status() {
+        Status::Ok | Status::Low => match low_reason(r, med, rules) {
+            Some(why) => (Status::Low, Some(why)),
+            None => (Status::Ok, None),
+        },
+        s => (s, None),
+    }
+}
+
 /// Fill in each record's median and turn OK into LOW where the rules say so. A LOW from an
 /// earlier judgement (a resumed file, a pass before a re-run moved the median) is judged
 /// afresh, so judging twice gives what judging once does.
@@ -118,13 +168,7 @@ pub fn judge<R: Verdicts + ?Sized>(records: &mut R, rules: &Rules) {
             Some((k, m)) if *k == key => *m,
             _ => medians.get(&key).copied(),
         };
-        let (status, why) = match r.status() {
-            Status::Ok => match low_reason(r, med, rules) {
-                Some(why) => (Status::Low, Some(why)),
-                None => (Status::Ok, None),
-            },
-            s => (s, None),
-        };
+        let (status, why) = verdict(r, med, rules);
         records.set_verdict(i, status, why, med);
         last = Some((key, med));
     }
@@ -147,39 +191,35 @@ fn ran(s: Status) -> bool {
 /// only the one bad pair with it. Its pairs on the other rails are mentioned when they are
 /// fine, which points at the rail (cable, port) rather than the node.
 pub fn diagnose<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> Vec<String> {
-    // One pass, keeping per test and rail only its nodes' counts: memory follows the nodes,
-    // not the pairs.
-    let mut groups: BTreeMap<(String, String), Tally<'a, V>> = BTreeMap::new();
+    // Counts per group and node, not the records: the run's pairs may be millions.
+    let mut groups: BTreeMap<(String, String), Tally<'a>> = BTreeMap::new();
     for r in records.into_iter().filter(|r| ran(r.status())) {
-        groups.entry(group_key(r)).or_insert_with(Tally::new).add(r);
+        groups.entry(group_key(r)).or_default().add(r);
     }
     let mut out = Vec::new();
-    for ((test, rail), g) in &groups {
-        let Some(first_bad) = g.first_bad else {
+    for ((test, rail), t) in &groups {
+        let nbad = t.nbad;
+        if nbad == 0 {
             continue;
-        };
-        let nbad = g.bad;
+        }
         let suspects: Vec<(&str, usize)> =
-            g.per.iter().filter(|(_, c)| c.bad >= 2 && 2 * c.bad > c.pairs).map(|(n, c)| (*n, c.bad)).collect();
+            t.per.iter().filter(|(_, (b, n, _))| *b >= 2 && 2 * b > *n).map(|(node, (b, _, _))| (*node, *b)).collect();
         if suspects.is_empty() {
-            if nbad == 1 {
-                out.push(format!(
-                    "1 bad pair of {test} on rail {rail}: {} - {} ({}); one pair cannot tell which node",
-                    first_bad.server().node,
-                    first_bad.client().node,
-                    first_bad.status().name()
-                ));
-            } else {
-                out.push(format!("{nbad} bad pairs of {test} on rail {rail}; no node is in most of them"));
+            match t.first_bad {
+                Some((server, client, status)) if nbad == 1 => out.push(format!(
+                    "1 bad pair of {test} on rail {rail}: {server} - {client} ({}); one pair cannot tell which node",
+                    status.name()
+                )),
+                _ => out.push(format!("{nbad} bad pairs of {test} on rail {rail}; no node is in most of them")),
             }
             continue;
         }
         for (node, b) in suspects {
             let mut s = format!("{b} of {nbad} bad pairs of {test} on rail {rail} include {node}");
+            // The node's pairs on the test's other rails: it has some there, all OK.
             let fine: Vec<&str> = groups
                 .iter()
-                .filter(|((t, r), _)| t == test && r != rail)
-                .filter(|(_, g2)| g2.per.get(node).is_some_and(|c| c.pairs > 0 && c.not_ok == 0))
+                .filter(|((t2, r), other)| t2 == test && r != rail && other.per.get(node).is_some_and(|&(_, _, ok)| ok))
                 .map(|((_, r), _)| r.as_str())
                 .collect();
             if !fine.is_empty() {
@@ -191,38 +231,31 @@ pub fn diagnose<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> Vec<St
     out
 }
 
-/// A node's pairs in one test and rail, as the diagnosis counts them.
+/// One group's pairs as [`diagnose`] counts them.
 #[derive(Default)]
-struct NodeCount {
-    pairs: usize,
-    bad: usize,
-    not_ok: usize,
+struct Tally<'a> {
+    /// Bad pairs.
+    nbad: usize,
+    /// Per node: its bad pairs and its pairs (a pair counts once for each side), and
+    /// whether every pair it is in is OK.
+    per: BTreeMap<&'a str, (usize, usize, bool)>,
+    /// The first bad pair: server, client, status.
+    first_bad: Option<(&'a str, &'a str, Status)>,
 }
 
-/// What [`diagnose`] keeps of one test and rail: per node its counts, the bad pairs' count and
-/// the first bad pair (named when it is the only one).
-struct Tally<'a, V> {
-    per: BTreeMap<&'a str, NodeCount>,
-    bad: usize,
-    first_bad: Option<V>,
-}
-
-impl<'a, V: View<'a>> Tally<'a, V> {
-    fn new() -> Self {
-        Tally { per: BTreeMap::new(), bad: 0, first_bad: None }
-    }
-
-    fn add(&mut self, r: V) {
+impl<'a> Tally<'a> {
+    fn add(&mut self, r: impl View<'a>) {
+        let (server, client) = (r.server().node.as_str(), r.client().node.as_str());
         let is_bad = bad(r.status());
         if is_bad {
-            self.bad += 1;
-            self.first_bad.get_or_insert(r);
+            self.nbad += 1;
+            self.first_bad.get_or_insert((server, client, r.status()));
         }
-        for n in [r.server().node.as_str(), r.client().node.as_str()] {
-            let c = self.per.entry(n).or_default();
-            c.pairs += 1;
-            c.bad += usize::from(is_bad);
-            c.not_ok += usize::from(r.status() != Status::Ok);
+        for n in [server, client] {
+            let e = self.per.entry(n).or_insert((0, 0, true));
+            e.0 += usize::from(is_bad);
+            e.1 += 1;
+            e.2 &= r.status() == Status::Ok;
         }
     }
 }
@@ -237,6 +270,98 @@ mod tests {
     fn four(test: &str, rail: &str, vals: [f64; 6]) -> Vec<Record> {
         let pairs = [("n1", "n2"), ("n3", "n4"), ("n1", "n3"), ("n2", "n4"), ("n1", "n4"), ("n2", "n3")];
         pairs.iter().zip(vals).map(|((a, b), v)| sample(test, rail, a, b, Status::Ok, Some(v))).collect()
+    }
+
+    /// The diagnosis as it was made from the records themselves (before [`Tally`]): the
+    /// oracle of the test below.
+    fn old_diagnose<'a, V: View<'a>>(records: impl IntoIterator<Item = V>) -> Vec<String> {
+        let mut groups: BTreeMap<(String, String), Vec<V>> = BTreeMap::new();
+        for r in records.into_iter().filter(|r| ran(r.status())) {
+            groups.entry(group_key(r)).or_default().push(r);
+        }
+        let mut out = Vec::new();
+        for ((test, rail), rs) in &groups {
+            let nbad = rs.iter().filter(|r| bad(r.status())).count();
+            if nbad == 0 {
+                continue;
+            }
+            let mut per: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+            for r in rs {
+                for n in [r.server().node.as_str(), r.client().node.as_str()] {
+                    let e = per.entry(n).or_default();
+                    e.1 += 1;
+                    if bad(r.status()) {
+                        e.0 += 1;
+                    }
+                }
+            }
+            let suspects: Vec<(&str, usize)> =
+                per.iter().filter(|(_, (b, t))| *b >= 2 && 2 * b > *t).map(|(n, (b, _))| (*n, *b)).collect();
+            if suspects.is_empty() {
+                if nbad == 1 {
+                    let r = rs.iter().find(|r| bad(r.status())).expect("one bad pair");
+                    out.push(format!(
+                        "1 bad pair of {test} on rail {rail}: {} - {} ({}); one pair cannot tell which node",
+                        r.server().node,
+                        r.client().node,
+                        r.status().name()
+                    ));
+                } else {
+                    out.push(format!("{nbad} bad pairs of {test} on rail {rail}; no node is in most of them"));
+                }
+                continue;
+            }
+            for (node, b) in suspects {
+                let mut s = format!("{b} of {nbad} bad pairs of {test} on rail {rail} include {node}");
+                let fine: Vec<&str> = groups
+                    .iter()
+                    .filter(|((t, r), _)| t == test && r != rail)
+                    .filter(|(_, rs2)| {
+                        let mine: Vec<_> = rs2.iter().filter(|r| r.server().node == node || r.client().node == node).collect();
+                        !mine.is_empty() && mine.iter().all(|r| r.status() == Status::Ok)
+                    })
+                    .map(|((_, r), _)| r.as_str())
+                    .collect();
+                if !fine.is_empty() {
+                    s.push_str(&format!("; {node}'s pairs on rail {} are fine", fine.join(", ")));
+                }
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_tallied_diagnosis_is_the_one_from_the_records() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let statuses = [Status::Ok, Status::Ok, Status::Ok, Status::Low, Status::Fail, Status::Timeout, Status::Unreachable];
+        let (mut named, mut fine) = (0, 0);
+        for round in 0..300 {
+            let n = 2 + next(6);
+            let rs: Vec<Record> = (0..next(40))
+                .map(|_| {
+                    let (a, b) = (next(n), next(n));
+                    let test = if next(3) == 0 { "ib_send_lat" } else { "ib_write_bw" };
+                    let rail = ["r0", "r1", "r2"][next(3) as usize];
+                    let mut r = sample(test, rail, &format!("n{a}"), &format!("n{b}"), statuses[next(7) as usize], Some(1.0));
+                    if next(5) == 0 {
+                        r.pattern = "incast".into();
+                    }
+                    r
+                })
+                .collect();
+            let d = diagnose(&rs);
+            assert_eq!(d, old_diagnose(&rs), "round {round}");
+            named += usize::from(d.iter().any(|l| l.contains(" include ")));
+            fine += usize::from(d.iter().any(|l| l.contains(" are fine")));
+        }
+        assert!(named > 30 && fine > 3, "the draws name nodes: {named}, {fine}");
     }
 
     #[test]

@@ -39,6 +39,8 @@ mod loads;
 #[forbid(unsafe_code)]
 pub mod pair;
 #[forbid(unsafe_code)]
+pub mod pairsets;
+#[forbid(unsafe_code)]
 pub mod pattern;
 pub mod plan;
 #[forbid(unsafe_code)]
@@ -54,17 +56,24 @@ pub mod rerun;
 #[forbid(unsafe_code)]
 pub mod results;
 #[forbid(unsafe_code)]
+pub mod resume;
+#[forbid(unsafe_code)]
 pub mod schedule;
+#[forbid(unsafe_code)]
+pub mod select;
+#[forbid(unsafe_code)]
+pub mod spill;
 #[forbid(unsafe_code)]
 pub mod view;
 #[forbid(unsafe_code)]
 pub mod wire;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
 use args::{Config, Devices};
-use cells::{Cells, PairId, PairIndex};
+use cells::Cells;
+use resume::Recorded;
 use view::View;
 use pair::{Endpoint, Job};
 use probe::DevProbe;
@@ -504,30 +513,17 @@ type PairKey = (String, String, String, String);
 /// `--resume`: the records already in results.jsonl, the last one of each pair (in the order
 /// their pairs first appear), and their identities. Without it, an existing results.jsonl is
 /// an error (another run's records are not mixed in).
-fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, PairIndex), String> {
-    let mut done = Cells::default();
+fn resumed(cfg: &Config, jsonl: &std::path::Path) -> Result<(Cells, Recorded), String> {
+    let mut done = Cells::spilling(&cfg.out, cells::SPILL_AFTER);
     if !cfg.resume {
         if jsonl.exists() {
             return Err(format!("{} exists: give --resume to continue that run, or another --out", jsonl.display()));
         }
-        return Ok((done, PairIndex::default()));
+        return Ok((done, Recorded::none(&cfg.hosts, cfg.both_directions)));
     }
     // A pair re-run before the stop is in the file twice: the later record is the one.
-    let mut at: HashMap<PairId, usize> = HashMap::new();
-    let bad = results::each_jsonl(jsonl, |r| {
-        done.push(&r);
-        let k = done.pair_id_of(done.len() - 1, cfg.both_directions);
-        if let Some(&i) = at.get(&k) {
-            done.pop();
-            done.set(i, &r);
-        } else {
-            at.insert(k, done.len() - 1);
-        }
-    })
-    .map_err(|e| format!("{}: {e}", jsonl.display()))?;
+    let (have, bad) = Recorded::read(jsonl, &cfg.hosts, cfg.both_directions, &mut done).map_err(|e| format!("{}: {e}", jsonl.display()))?;
     eprintln!("resume: {} pair(s) already in {}{}", done.len(), jsonl.display(), if bad > 0 { format!(" ({bad} unreadable line(s) skipped)") } else { String::new() });
-    drop(at);
-    let have = done.pair_index(cfg.both_directions);
     Ok((done, have))
 }
 
@@ -604,7 +600,7 @@ struct MatrixRun<'a> {
     /// Every record so far, resumed ones first, a compact cell each.
     done: Cells,
     /// The pairs recorded before this invocation (`--resume`): not run again.
-    have: PairIndex,
+    have: Recorded,
     notes: Vec<String>,
     rounds: Vec<Vec<schedule::Pair>>,
     total: usize,
@@ -806,8 +802,8 @@ impl MatrixRun<'_> {
     fn rerun_suspects(&mut self, on: &TestOnRail) -> Result<(), String> {
         let (cfg, bin, test, rail) = (self.cfg, self.bin, on.test, on.rail);
         let index_of = |node: &str| cfg.hosts.iter().position(|h| h == node);
-        let at: Vec<usize> = self.done.iter().enumerate().filter(|(_, v)| v.test() == test && v.rail() == rail.label).map(|(i, _)| i).collect();
-        let mut group = self.done.group(at);
+        self.done.error().map_err(|e| cells_failed(cfg, &e))?;
+        let mut group = self.done.group(test, &rail.label);
         let (prog, log, stopped) = (&mut self.prog, &mut self.log, &mut self.stopped);
         let rounds = &self.rounds;
         let mut extra = 0;
@@ -841,7 +837,7 @@ impl MatrixRun<'_> {
             let was = rec.retried.as_deref().unwrap_or_default();
             // Its verdict comes from the final judgement (a re-run is LOW only against
             // the median of its test and rail), so the line is finished after it.
-            self.retried.push((group.at[g], format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
+            self.retried.push((g, format!("re-run {} - {} ({test}, {}): first {was}; then", rec.server.node, rec.client.node, rail.label)));
         }
         prog.not_ok = self.done.iter().filter(|r| r.status() != Status::Ok).count();
         Ok(())
@@ -853,7 +849,7 @@ impl MatrixRun<'_> {
         let cfg = self.cfg;
         self.prog.clear();
         // No pair is LOW without its re-run: pairs the passes or a stop left are named instead.
-        self.notes.extend(rerun::final_verdict(&mut self.done.verdicts(), &cfg.rules, cfg.retry));
+        self.notes.extend(rerun::final_verdict(self.done.verdicts(), &cfg.rules, cfg.retry));
         let done = &self.done;
         std::mem::take(&mut self.retried)
             .into_iter()
@@ -865,9 +861,10 @@ impl MatrixRun<'_> {
     /// on stdout, report.html. Ok(true) when the run is complete and every pair is OK.
     fn report(mut self, retried: &[String]) -> Result<bool, String> {
         let (cfg, done, notes, jsonl, total, stopped) = (self.cfg, &self.done, &self.notes, &self.jsonl, self.total, self.stopped);
-        let index = done.line_index();
-        self.log.rewrite_by(done.len(), |full| index.find(full), |i| done.record(i)).map_err(|e| format!("{}: {e}", jsonl.display()))?;
-        drop(index);
+        // A failure of the cells' file (the disk full) leaves cells unread: no verdict from them.
+        let cells_ok = || done.error().map_err(|e| cells_failed(cfg, &e));
+        cells_ok()?;
+        self.log.rewrite_by(done.len(), |k, full| done.line_cell(k, full), |i| done.record(i)).map_err(|e| format!("{}: {e}", jsonl.display()))?;
         let csv = cfg.out.join("results.csv");
         let file = std::fs::File::create(&csv).map_err(|e| format!("{}: {e}", csv.display()))?;
         results::write_csv(file, (0..done.len()).map(|i| done.record(i))).map_err(|e| format!("{}: {e}", csv.display()))?;
@@ -902,10 +899,17 @@ impl MatrixRun<'_> {
         if stopped {
             println!("stopped by a signal: {} of {total} pairs recorded; --resume runs the rest", done.len());
         }
+        cells_ok()?;
         let complete = !stopped && done.len() >= total;
         // No rail or a node down is never a pass, even with no pair recorded.
         Ok(complete && total > 0 && notes.is_empty() && done.iter().all(|r| r.status() == Status::Ok))
     }
+}
+
+/// The line for a failure of the cells' file ([`Cells::error`]): the run's verdicts are not
+/// to be trusted, and what to do about it.
+fn cells_failed(cfg: &Config, e: &str) -> String {
+    format!("{}: {e} (past {} pairs the run keeps its cells in a file there: free some space or give another --out, then --resume)", cfg.out.display(), cells::SPILL_AFTER)
 }
 
 /// The records the fabric patterns' lines read ([`pattern::step_lines`],

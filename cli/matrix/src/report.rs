@@ -34,108 +34,94 @@ fn fmt_value(v: f64) -> String {
 }
 
 /// The matrices of every test and rail in `records`, for the nodes in `nodes` (their order).
-/// One pass: what is kept per test and rail is its grid (up to [`MAX_MATRIX`] nodes) and the
-/// pairs it lists, not every pair.
 pub fn text<'a, V: View<'a>>(nodes: &[String], records: impl IntoIterator<Item = V>) -> String {
-    let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
-    let mut groups: BTreeMap<(&str, &str), TextGroup<'a, V>> = BTreeMap::new();
+    // Beyond MAX_MATRIX nodes only the pairs not OK are listed, so only they are kept.
+    let listed_only = nodes.len() > MAX_MATRIX;
+    let mut groups: BTreeMap<(&str, &str), Group<V>> = BTreeMap::new();
     for r in records {
-        groups.entry((r.test(), r.rail())).or_insert_with(|| TextGroup::new(nodes.len())).add(r, &index);
+        let g = groups.entry((r.test(), r.rail())).or_default();
+        g.add(r);
+        if !listed_only || r.status() != Status::Ok {
+            g.kept.push(r);
+        }
     }
+    let index: BTreeMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     let mut s = String::new();
     for ((test, rail), g) in groups {
+        let (unit, rs) = (g.unit.unwrap_or(""), g.kept);
         let what = if super::judge::is_lat(test) { "typical latency" } else { "BW average" };
-        let _ = write!(s, "{test} on rail {rail}: {what} [{}], {} of {} pairs OK", g.unit, g.ok, g.total);
+        let _ = write!(s, "{test} on rail {rail}: {what} [{unit}], {} of {} pairs OK", g.ok, g.total);
         if let Some(m) = g.median {
             let _ = write!(s, ", median {}", fmt_value(m));
         }
         s.push_str(" (! = LOW)\n");
-        match g.grid {
-            None => {
-                for r in g.listed {
-                    let _ = writeln!(s, "  {} - {}: {} {}", r.server().node, r.client().node, cell(r), r.reason());
-                }
+        if listed_only {
+            for &r in &rs {
+                let _ = writeln!(s, "  {} - {}: {} {}", r.server().node, r.client().node, cell(r), r.reason());
             }
-            Some(mut grid) => {
-                mirror_missing(&mut grid, String::is_empty);
-                write_grid(&mut s, nodes, &grid);
-                for r in g.listed {
-                    let _ = writeln!(s, "  {} - {}: {}: {}", r.server().node, r.client().node, r.status().name(), r.reason());
-                }
+            s.push('\n');
+            continue;
+        }
+        let n = nodes.len();
+        let mut grid = vec![vec![String::new(); n]; n];
+        for (i, row) in grid.iter_mut().enumerate() {
+            row[i] = ".".into();
+        }
+        for &r in &rs {
+            if let (Some(&i), Some(&j)) = (index.get(r.server().node.as_str()), index.get(r.client().node.as_str())) {
+                grid[i][j] = cell(r);
             }
+        }
+        mirror_missing(&mut grid, String::is_empty);
+        let name_w = nodes.iter().map(|x| x.len()).max().unwrap_or(0);
+        let col_w = grid.iter().flatten().map(String::len).chain(nodes.iter().map(String::len)).max().unwrap_or(1);
+        let _ = write!(s, "  {:name_w$}", "");
+        for x in nodes {
+            let _ = write!(s, " {x:>col_w$}");
+        }
+        s.push('\n');
+        for (x, row) in nodes.iter().zip(&grid) {
+            let _ = write!(s, "  {x:<name_w$}");
+            for c in row {
+                let c = if c.is_empty() { "-" } else { c.as_str() };
+                let _ = write!(s, " {c:>col_w$}");
+            }
+            s.push('\n');
+        }
+        for r in rs.iter().filter(|r| !matches!(r.status(), Status::Ok | Status::Unreachable | Status::Skipped)) {
+            let _ = writeln!(s, "  {} - {}: {}: {}", r.server().node, r.client().node, r.status().name(), r.reason());
         }
         s.push('\n');
     }
     s
 }
 
-/// What [`text`] keeps of one test and rail.
-struct TextGroup<'a, V> {
+/// One test and rail's heading figures for [`text`], and the pairs it shows.
+struct Group<'a, V> {
     total: usize,
     ok: usize,
-    /// The first unit that is not empty.
-    unit: &'a str,
-    /// The first median.
+    /// The first unit given, the first median.
+    unit: Option<&'a str>,
     median: Option<f64>,
-    /// The cells, server by client: up to [`MAX_MATRIX`] nodes; None beyond.
-    grid: Option<Vec<Vec<String>>>,
-    /// The pairs listed under the matrix: beyond [`MAX_MATRIX`] nodes every pair not OK; with
-    /// a grid those that failed (an unreachable or skipped pair says so in its cell).
-    listed: Vec<V>,
+    kept: Vec<V>,
 }
 
-impl<'a, V: View<'a>> TextGroup<'a, V> {
-    fn new(n: usize) -> Self {
-        let grid = (n <= MAX_MATRIX).then(|| {
-            let mut g = vec![vec![String::new(); n]; n];
-            for (i, row) in g.iter_mut().enumerate() {
-                row[i] = ".".into();
-            }
-            g
-        });
-        TextGroup { total: 0, ok: 0, unit: "", median: None, grid, listed: Vec::new() }
+impl<V> Default for Group<'_, V> {
+    fn default() -> Self {
+        Group { total: 0, ok: 0, unit: None, median: None, kept: Vec::new() }
     }
+}
 
-    fn add(&mut self, r: V, index: &BTreeMap<&str, usize>) {
+impl<'a, V: View<'a>> Group<'a, V> {
+    fn add(&mut self, r: V) {
         self.total += 1;
         self.ok += usize::from(r.status() == Status::Ok);
-        if self.unit.is_empty() {
-            self.unit = r.unit();
+        if self.unit.is_none() && !r.unit().is_empty() {
+            self.unit = Some(r.unit());
         }
         if self.median.is_none() {
             self.median = r.median();
         }
-        let Some(grid) = &mut self.grid else {
-            if r.status() != Status::Ok {
-                self.listed.push(r);
-            }
-            return;
-        };
-        if let (Some(&i), Some(&j)) = (index.get(r.server().node.as_str()), index.get(r.client().node.as_str())) {
-            grid[i][j] = cell(r);
-        }
-        if !matches!(r.status(), Status::Ok | Status::Unreachable | Status::Skipped) {
-            self.listed.push(r);
-        }
-    }
-}
-
-/// The grid under its header of node names, right-aligned in columns as wide as the widest.
-fn write_grid(s: &mut String, nodes: &[String], grid: &[Vec<String>]) {
-    let name_w = nodes.iter().map(|x| x.len()).max().unwrap_or(0);
-    let col_w = grid.iter().flatten().map(String::len).chain(nodes.iter().map(String::len)).max().unwrap_or(1);
-    let _ = write!(s, "  {:name_w$}", "");
-    for x in nodes {
-        let _ = write!(s, " {x:>col_w$}");
-    }
-    s.push('\n');
-    for (x, row) in nodes.iter().zip(grid) {
-        let _ = write!(s, "  {x:<name_w$}");
-        for c in row {
-            let c = if c.is_empty() { "-" } else { c.as_str() };
-            let _ = write!(s, " {c:>col_w$}");
-        }
-        s.push('\n');
     }
 }
 

@@ -39,13 +39,17 @@ pub struct Settled {
 
 /// One test and rail's records as [`settle`] works on them: records, or the run's cells.
 pub trait Group {
-    /// The records judged (on a copy: the group stays as it is) that the judgement holds
-    /// against and that have not run twice, each with its index, in the group's order.
+    /// The records judged (the verdicts not written: the group stays as it is) that the
+    /// judgement holds against and that have not run twice, each with its index, in the
+    /// group's order.
     fn suspects(&mut self, rules: &Rules) -> Vec<(usize, Record)>;
     /// Has record `i` been replaced by a re-run?
     fn was_retried(&self, i: usize) -> bool;
     /// Record `i` is replaced by its re-run.
     fn replace(&mut self, i: usize, rec: Record);
+    /// A fresh record from the re-run went into results.jsonl (each does, in the order
+    /// returned): `replaced` says which record it became, None when it was not kept.
+    fn appended(&mut self, _replaced: Option<usize>) {}
 }
 
 impl Group for [Record] {
@@ -97,13 +101,15 @@ pub fn settle<G: Group + ?Sized, K: PartialEq, E>(
         let mut replaced = 0;
         for mut fresh in rerun(&suspects)? {
             let k = key(&fresh);
-            let Some(j) = suspects.iter().position(|s| key(s) == k) else { continue };
-            let (first, i) = (&suspects[j], at[j]);
-            if records.was_retried(i) {
+            let asked = suspects.iter().position(|s| key(s) == k).filter(|&j| !records.was_retried(at[j]));
+            let Some(j) = asked else {
+                records.appended(None);
                 continue;
-            }
+            };
+            let (first, i) = (&suspects[j], at[j]);
             fresh.retried = Some(format!("{}: {}", first.status.name(), first.reason));
             records.replace(i, fresh);
+            records.appended(Some(i));
             done.rerun.push(i);
             replaced += 1;
         }

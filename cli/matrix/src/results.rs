@@ -217,7 +217,7 @@ impl JsonlLog {
         for (i, r) in kept.iter().enumerate() {
             index.entry(r.identity()).or_default().push((r.started_unix, i));
         }
-        let find = |full: &Record| {
+        let find = |_line: usize, full: &Record| {
             let runs = index.get(&full.identity())?;
             runs.iter().find(|(t, _)| same_start(*t, full.started_unix)).map(|&(_, i)| i)
         };
@@ -225,17 +225,25 @@ impl JsonlLog {
     }
 
     /// [`JsonlLog::rewrite`] for `count` kept records held elsewhere: `find` says which kept
-    /// record a line of the file is (the pair, its round and a start within 1 ms: see
-    /// [`same_start`]), `record` gives kept record `i`, slim.
-    pub fn rewrite_by(&mut self, count: usize, find: impl Fn(&Record) -> Option<usize>, record: impl Fn(usize) -> Record) -> std::io::Result<()> {
-        let mut written = vec![false; count];
+    /// record line `k` (from 0, blank and unreadable lines counted) of the file is (the pair,
+    /// its round and a start within 1 ms: see [`same_start`]), `record` gives kept record `i`,
+    /// slim.
+    pub fn rewrite_by(&mut self, count: usize, find: impl Fn(usize, &Record) -> Option<usize>, record: impl Fn(usize) -> Record) -> std::io::Result<()> {
+        // Which kept records have their line written: a bit each.
+        let mut written = vec![0u64; count.div_ceil(64)];
+        let mut first = |i: usize| {
+            let (w, bit) = (i / 64, 1u64 << (i % 64));
+            let was = written[w] & bit != 0;
+            written[w] |= bit;
+            !was
+        };
         let tmp = self.path.with_extension("jsonl.tmp");
         {
             let mut f = BufWriter::new(File::create(&tmp)?);
-            for line in BufReader::new(File::open(&self.path)?).lines() {
+            for (k, line) in BufReader::new(File::open(&self.path)?).lines().enumerate() {
                 let Some(full) = serde_json::from_str::<Value>(&line?).ok().as_ref().and_then(Record::from_json) else { continue };
-                let Some(i) = find(&full) else { continue };
-                if std::mem::replace(&mut written[i], true) {
+                let Some(i) = find(k, &full) else { continue };
+                if !first(i) {
                     continue;
                 }
                 let mut r = record(i);
@@ -243,7 +251,7 @@ impl JsonlLog {
                 writeln!(f, "{}", r.to_json())?;
             }
             // A kept record whose line is not in the file (never, unless it was edited): as kept.
-            for i in (0..count).filter(|&i| !written[i]) {
+            for i in (0..count).filter(|&i| first(i)) {
                 writeln!(f, "{}", record(i).to_json())?;
             }
             f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
@@ -274,19 +282,37 @@ pub fn read_jsonl(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
 /// memory is what `each` keeps, not the file); returns how many lines were not records. A
 /// missing file has none.
 pub fn each_jsonl(path: &Path, mut each: impl FnMut(Record)) -> std::io::Result<usize> {
+    each_jsonl_line(path, |r| r.into_iter().for_each(&mut each)).map(|(bad, _)| bad)
+}
+
+/// [`each_jsonl`] a line at a time: each line's record, or None (blank, or not a record), so
+/// that the caller can tell which line is which. Returns how many non-blank lines were not
+/// records, and whether the file ends inside a line (its last line has no newline: a line
+/// appended to the file joins that one).
+pub fn each_jsonl_line(path: &Path, mut each: impl FnMut(Option<Record>)) -> std::io::Result<(usize, bool)> {
     let file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, false)),
         Err(e) => return Err(e),
     };
-    let mut bad = 0;
-    for line in BufReader::new(file).split(b'\n') {
-        let line = line?;
+    let (mut bad, mut cut) = (0, false);
+    let mut r = BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if r.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        cut = line.last() != Some(&b'\n');
+        if !cut {
+            line.pop();
+        }
         let (recs, b) = parse_jsonl(&String::from_utf8_lossy(&line));
-        recs.into_iter().map(Record::slim).for_each(&mut each);
+        // One line is one record at most (parse_jsonl splits at newlines only).
+        each(recs.into_iter().next().map(Record::slim));
         bad += b;
     }
-    Ok(bad)
+    Ok((bad, cut))
 }
 
 /// The records in a results.jsonl text and how many non-blank lines were not records. The file
@@ -419,9 +445,21 @@ mod tests {
         log.rewrite(&[a2.clone(), b.clone()]).expect("rewrite");
         log.append(&a).expect("after rewrite");
         let (got, _) = read_jsonl(&dir.join("results.jsonl")).expect("read");
-        assert_eq!(got, vec![a2, b, a]);
+        assert_eq!(got, vec![a2, b, a.clone()]);
         std::fs::write(dir.join("results.jsonl"), "{\"test\":1}\nnot json\n").expect("w");
         assert_eq!(read_jsonl(&dir.join("results.jsonl")).expect("read").1, 2);
+        // A line at a time: which line is a record, and whether the file ends inside a line.
+        let one = a.to_json().to_string();
+        let path = dir.join("results.jsonl");
+        for (text, cut) in [(format!("{one}\n\nnot json\n{one}\n{one}"), true), (format!("{one}\r\n"), false)] {
+            std::fs::write(&path, &text).expect("w");
+            let mut seen = Vec::new();
+            let got = each_jsonl_line(&path, |r| seen.push(r.map(|r| r.test))).expect("read");
+            let lines = text.split_terminator('\n').count();
+            assert_eq!((got.1, seen.len()), (cut, lines), "{text}");
+            assert_eq!(seen[0].as_deref(), Some("write_bw"));
+        }
+        assert_eq!(each_jsonl_line(&dir.join("none"), |_| {}).expect("no file"), (0, false));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
