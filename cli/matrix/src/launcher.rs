@@ -308,6 +308,7 @@ fn watch_exit(pid: u32, ringer: Arc<Ringer>) {
     let spawned = std::thread::Builder::new().stack_size(64 * 1024).spawn(move || {
         // A command already reaped by the time this runs makes waitid fail: harmless, its exit
         // is known then.
+        // Relaxed: the ring after it (the bell's mutex) makes it seen by the woken waiter.
         if !super::exec::wait_exit(pid) {
             r.blind.store(true, Ordering::Relaxed);
         }

@@ -403,7 +403,7 @@ mod tests {
     }
 
     /// The client ends at once, the server 0.3 s later: the wait wakes for the two ends (and
-    /// what their output says), not every 20 ms (15 times in 0.3 s).
+    /// what their output says) and a stop slice now and then, not every 20 ms.
     #[test]
     fn a_pair_wait_sleeps_until_a_side_has_news() {
         let sh = |script: &str| Proc::spawn(&["/bin/sh".to_string(), "-c".into(), script.into()]).expect("sh");
@@ -414,8 +414,11 @@ mod tests {
         let took = t.elapsed();
         assert_eq!(ended, Some(false), "both ended in time");
         assert!(took >= Duration::from_millis(280) && took < Duration::from_secs(5), "{took:?}");
+        // News (the ends, the line) and a stop slice now and then; a slow host stretches
+        // the time, so the slices it holds are allowed too. A 20 ms poll woke 15 times.
+        let bound = |took: Duration| 5 + (took.as_millis() / STOP_SLICE.as_millis()) as usize;
         eprintln!("{wakes} wake-ups in {took:?}");
-        assert!(wakes <= 8, "{wakes} wake-ups in {took:?}");
+        assert!(wakes <= bound(took), "{wakes} wake-ups in {took:?}");
         assert_eq!((server.exit, client.exit), (Some(0), Some(0)));
         // A side past its grace: the wait ends at the deadline (here before the grace).
         let mut server = sh("exec sleep 30");
@@ -423,8 +426,9 @@ mod tests {
         let t = Instant::now();
         let (ended, wakes) = wait_sides(&mut server, &mut client, t + Duration::from_millis(500), || false);
         assert_eq!(ended, Some(true));
-        eprintln!("deadline case: {wakes} wake-ups");
-        assert!(t.elapsed() >= Duration::from_millis(490) && wakes <= 8, "{:?}, {wakes} wake-ups", t.elapsed());
+        let took = t.elapsed();
+        eprintln!("deadline case: {wakes} wake-ups in {took:?}");
+        assert!(took >= Duration::from_millis(490) && wakes <= bound(took), "{took:?}, {wakes} wake-ups");
         server.terminate();
         // A stop ends the wait within a slice and terminates both sides (which end as their
         // stdin closes, like matrix-exec).
