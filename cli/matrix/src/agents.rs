@@ -12,12 +12,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::agent::{parse_said, run_line, Said};
-use super::launcher::{sigterm, Launcher, Line, Proc, RemoteSide, SideStarter};
+use super::launcher::{sigterm, Launcher, Line, LineTx, Proc, RemoteSide, SideStarter};
 
 /// How many of an agent's stderr lines are kept to say why it ended.
 const LAST_WORDS: usize = 3;
@@ -35,7 +34,7 @@ struct Conn {
     stdin: Mutex<Option<ChildStdin>>,
     child: Mutex<Child>,
     /// The sides waiting on this agent; `None` once its output ended (no side may join).
-    routes: Mutex<Option<HashMap<u64, Sender<Line>>>>,
+    routes: Mutex<Option<HashMap<u64, LineTx>>>,
     last_words: Arc<Mutex<VecDeque<String>>>,
 }
 
@@ -144,7 +143,7 @@ impl SideStarter for Agents {
     /// Starts `matrix-exec ARGS` on `node` through its agent (started with `l` if need be).
     fn start(&self, l: &Launcher, node: &str, bin: &str, args: &[String]) -> Result<Proc, String> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = channel();
+        let (tx, rx) = super::launcher::lines();
         // Twice at most: an agent found dead as the side joins is started again once.
         for _ in 0..2 {
             let conn = self.conn(l, node, bin)?;

@@ -226,22 +226,27 @@ pub type Events = (Sender<Event>, Receiver<Event>);
 fn watch_exit(child: &Child, tx: Sender<Event>) {
     let pid: libc::id_t = child.id();
     std::thread::spawn(move || {
-        let ev = loop {
-            // SAFETY: waitid(2) on our own child's pid with WNOWAIT: it only waits for the exit
-            // and leaves the child to be reaped by Child::wait, so the pid is not freed (and
-            // cannot be reused) while stop() may still signal it. `info` is ours to fill.
-            let rc = unsafe {
-                let mut info: libc::siginfo_t = std::mem::zeroed();
-                libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT)
-            };
-            match rc {
-                0 => break Event::Exited,
-                _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => continue,
-                _ => break Event::WaitFailed,
-            }
-        };
-        let _ = tx.send(ev);
+        let _ = tx.send(if wait_exit(pid) { Event::Exited } else { Event::WaitFailed });
     });
+}
+
+/// Blocks until our child `pid` has exited, without reaping it (its `Child::wait` or
+/// `try_wait` does that); false when waitid(2) failed (the exit is then to be polled for).
+pub fn wait_exit(pid: libc::id_t) -> bool {
+    loop {
+        // SAFETY: waitid(2) on our own child's pid with WNOWAIT: it only waits for the exit
+        // and leaves the child to be reaped by Child::wait, so the pid is not freed (and
+        // cannot be reused) while its owner may still signal it. `info` is ours to fill.
+        let rc = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        match rc {
+            0 => return true,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => continue,
+            _ => return false,
+        }
+    }
 }
 
 /// Runs `exe TOOL... --out_json --out_json_file DIR/out.json` (the tool is this binary's

@@ -7,7 +7,9 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, SendError, Sender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,10 +188,100 @@ enum Runner {
     Agent(Box<dyn RemoteSide>),
 }
 
+/// What a pair's wait sleeps on: rung by every line and every exit of the sides that ring it
+/// ([`Proc::ring`]), so that a wait wakes on news, not on a clock.
+#[derive(Default)]
+pub struct Bell {
+    /// How many times it has rung (a waiter sleeps while this is what it last saw).
+    rings: Mutex<u64>,
+    rung: Condvar,
+}
+
+impl Bell {
+    pub fn ring(&self) {
+        if let Ok(mut n) = self.rings.lock() {
+            *n = n.wrapping_add(1);
+        }
+        self.rung.notify_all();
+    }
+
+    /// The count to wait from: read it before looking at the sides, and a line or exit that
+    /// comes after the look ends the next [`Bell::wait`] at once.
+    pub fn rings(&self) -> u64 {
+        self.rings.lock().map(|n| *n).unwrap_or(0)
+    }
+
+    /// Sleep until the bell has rung since `seen` was read, or until `until`.
+    pub fn wait(&self, seen: u64, until: Instant) {
+        let Ok(mut n) = self.rings.lock() else { return };
+        while *n == seen {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            match self.rung.wait_timeout(n, left) {
+                Ok((g, _)) => n = g,
+                Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Where a [`Proc`]'s readers and exit watcher ring: the bell of whoever waits on it, once
+/// someone does.
+#[derive(Default)]
+struct Ringer {
+    bell: Mutex<Option<Arc<Bell>>>,
+    /// The command's exit is not watched (the watcher could not start or waitid failed):
+    /// a wait must look for it now and then.
+    blind: AtomicBool,
+}
+
+impl Ringer {
+    fn ring(&self) {
+        if let Ok(g) = self.bell.lock() {
+            if let Some(b) = g.as_ref() {
+                b.ring();
+            }
+        }
+    }
+}
+
+/// The sending half of a [`Proc`]'s lines: a line sent also rings its bell.
+#[derive(Clone)]
+pub struct LineTx {
+    tx: Sender<Line>,
+    ringer: Arc<Ringer>,
+}
+
+impl LineTx {
+    pub fn send(&self, line: Line) -> Result<(), SendError<Line>> {
+        // The line is in the channel before the ring (the bell's mutex orders the two for the
+        // waiter), so a waiter woken by it finds the line.
+        let r = self.tx.send(line);
+        self.ringer.ring();
+        r
+    }
+}
+
+/// The receiving half, for [`Proc::remote_side`].
+pub struct LineRx {
+    rx: Receiver<Line>,
+    ringer: Arc<Ringer>,
+}
+
+/// A channel for a side's lines.
+pub fn lines() -> (LineTx, LineRx) {
+    let (tx, rx) = channel();
+    let ringer = Arc::new(Ringer::default());
+    (LineTx { tx, ringer: ringer.clone() }, LineRx { rx, ringer })
+}
+
 /// A launched command: its output arrives line by line; stdin stays open until [`Proc::close_stdin`].
 pub struct Proc {
     runner: Runner,
     rx: Receiver<Line>,
+    ringer: Arc<Ringer>,
     pub out: Vec<String>,
     pub err: Vec<String>,
     pub exit: Option<i32>,
@@ -198,7 +290,7 @@ pub struct Proc {
 /// Keep at most this many lines per stream (a chatty remote cannot eat our memory).
 const MAX_LINES: usize = 2000;
 
-fn reader<R: Read + Send + 'static>(r: R, tx: std::sync::mpsc::Sender<Line>, err: bool) {
+fn reader<R: Read + Send + 'static>(r: R, tx: LineTx, err: bool) {
     std::thread::spawn(move || {
         for line in BufReader::new(r).lines() {
             let Ok(line) = line else { break };
@@ -209,24 +301,57 @@ fn reader<R: Read + Send + 'static>(r: R, tx: std::sync::mpsc::Sender<Line>, err
     });
 }
 
+/// A thread that rings `ringer` when the local command `pid` exits; if none can watch it, the
+/// ringer is marked blind. (It holds no line sender: the channel still ends with the output.)
+fn watch_exit(pid: u32, ringer: Arc<Ringer>) {
+    let r = ringer.clone();
+    let spawned = std::thread::Builder::new().stack_size(64 * 1024).spawn(move || {
+        // A command already reaped by the time this runs makes waitid fail: harmless, its exit
+        // is known then.
+        // Relaxed: the ring after it (the bell's mutex) makes it seen by the woken waiter.
+        if !super::exec::wait_exit(pid) {
+            r.blind.store(true, Ordering::Relaxed);
+        }
+        r.ring();
+    });
+    if spawned.is_err() {
+        ringer.blind.store(true, Ordering::Relaxed);
+    }
+}
+
 impl Proc {
     pub fn spawn(argv: &[String]) -> std::io::Result<Proc> {
         let (prog, args) = argv.split_first().ok_or_else(|| std::io::Error::other("empty command"))?;
         let mut child = Command::new(prog).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
-        let (tx, rx) = channel();
+        let (tx, LineRx { rx, ringer }) = lines();
         if let Some(o) = child.stdout.take() {
             reader(o, tx.clone(), false);
         }
         if let Some(e) = child.stderr.take() {
             reader(e, tx, true);
         }
+        watch_exit(child.id(), ringer.clone());
         let stdin = child.stdin.take();
-        Ok(Proc { runner: Runner::Local { child, stdin }, rx, out: Vec::new(), err: Vec::new(), exit: None })
+        Ok(Proc { runner: Runner::Local { child, stdin }, rx, ringer, out: Vec::new(), err: Vec::new(), exit: None })
     }
 
     /// A side an agent runs; its lines and its end arrive on `rx`.
-    pub fn remote_side(side: Box<dyn RemoteSide>, rx: Receiver<Line>) -> Proc {
-        Proc { runner: Runner::Agent(side), rx, out: Vec::new(), err: Vec::new(), exit: None }
+    pub fn remote_side(side: Box<dyn RemoteSide>, rx: LineRx) -> Proc {
+        Proc { runner: Runner::Agent(side), rx: rx.rx, ringer: rx.ringer, out: Vec::new(), err: Vec::new(), exit: None }
+    }
+
+    /// From now on every line and the exit of this command ring `bell` (a wait on several
+    /// commands sleeps on one bell). What came before is in the channel: poll after this.
+    pub fn ring(&self, bell: &Arc<Bell>) {
+        if let Ok(mut g) = self.ringer.bell.lock() {
+            *g = Some(bell.clone());
+        }
+    }
+
+    /// Its end rings the bell or is known already (else a wait must poll for it): a side an
+    /// agent runs says its end as a line; a local command has a watcher thread.
+    pub fn exit_rings(&self) -> bool {
+        self.exit.is_some() || !self.ringer.blind.load(Ordering::Relaxed)
     }
 
     fn take(&mut self, l: Line) -> Option<String> {

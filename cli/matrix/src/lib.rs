@@ -754,34 +754,26 @@ impl MatrixRun<'_> {
     /// signal starts nothing new and sets `stopped`.
     fn run_rounds(&mut self, ons: &[TestOnRail]) -> Result<(), String> {
         let (cfg, n) = (self.cfg, self.cfg.hosts.len());
-        // Each pair to run as (rail's place, round, port slot, pair); its job is made when it
-        // starts, so what waits is 40 bytes a pair, not a job's strings.
-        let mut jobs: Vec<(usize, usize, usize, schedule::Pair)> = Vec::new();
-        // The resources a pair holds: its two nodes on its rail (node + n x the rail's place).
-        let mut holds: Vec<[usize; 2]> = Vec::new();
-        for (r, round) in self.rounds.iter().enumerate() {
-            for (j, on) in ons.iter().enumerate() {
-                for (slot, p) in round.iter().enumerate() {
-                    if self.recorded(cells::Phase { test: on.test, rail: &on.rail.label, pattern: results::PAIRS, step: 0 }, &cfg.hosts[p.a], &cfg.hosts[p.b]) {
-                        continue;
-                    }
-                    if on.runs(p) {
-                        jobs.push((j, r, slot, *p));
-                        holds.push([j * n + p.a, j * n + p.b]);
-                    }
-                }
-            }
-        }
-        if jobs.is_empty() {
+        let at_once = if cfg.serial { 1 } else { cfg.max_pairs.unwrap_or(usize::MAX) };
+        // The pairs to run are the rounds' pairs on each rail (rail j's resources are its
+        // nodes + n x j), less those recorded or lacking the rail: the dispatcher keeps them
+        // as bits and hands out (rail, round, slot); a pair's job is made when it starts.
+        let wanted = |at: dispatch::At, p: schedule::Pair| {
+            let on = &ons[at.place];
+            !self.recorded(cells::Phase { test: on.test, rail: &on.rail.label, pattern: results::PAIRS, step: 0 }, &cfg.hosts[p.a], &cfg.hosts[p.b]) && on.runs(&p)
+        };
+        let rounds = &self.rounds;
+        let d = dispatch::Dispatcher::new(rounds, n, ons.len(), at_once, wanted)?;
+        if d.done() {
             return Ok(());
         }
         self.prog.phase = format!("{} {}", ons[0].test, ons.iter().map(|o| o.rail.label.as_str()).collect::<Vec<_>>().join("+"));
         let (bin, l, log, done) = (self.bin, &cfg.launcher, &mut self.log, &mut self.done);
         let prog = std::cell::RefCell::new(&mut self.prog);
         let hooks = dispatch::Hooks {
-            launch: |i: usize| {
-                let (j, r, slot, p) = jobs[i];
-                pair::run(l, bin, &ons[j].job(&p, r, slot)?)
+            launch: |at: dispatch::At| {
+                let p = rounds[at.round][at.slot];
+                pair::run(l, bin, &ons[at.place].job(&p, at.round, at.slot)?)
             },
             each: |_, rec: Record| {
                 prog.borrow_mut().pair(&rec);
@@ -792,8 +784,7 @@ impl MatrixRun<'_> {
             stop: bench_core::signal::requested,
             tick: || prog.borrow_mut().draw(),
         };
-        let at_once = if cfg.serial { 1 } else { cfg.max_pairs.unwrap_or(usize::MAX) };
-        self.stopped |= dispatch::run(holds, n * ons.len(), at_once, hooks)?;
+        self.stopped |= dispatch::run(d, hooks)?;
         Ok(())
     }
 

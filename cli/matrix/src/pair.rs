@@ -2,13 +2,14 @@
 //! A's rail address, both under the pair's deadline; the outcome as a [`Record`].
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use perftest::params::Tool;
 use serde_json::Value;
 
 use super::exec::TAG;
-use super::launcher::{Launcher, Proc};
+use super::launcher::{Bell, Launcher, Proc};
 use super::results::{Record, Side, Status};
 
 #[derive(Clone, Debug)]
@@ -239,27 +240,7 @@ impl PairRun<'_> {
     /// `Some(true)` when a side was still running past either; `None` when a stop signal came
     /// (both sides are terminated).
     fn wait_both(&self, server: &mut Proc, client: &mut Proc) -> Option<bool> {
-        let mut first_end: Option<Instant> = None;
-        let timed_out = loop {
-            let (s, c) = (server.poll(), client.poll());
-            if s && c {
-                break false;
-            }
-            if (s || c) && first_end.is_none() {
-                first_end = Some(Instant::now());
-            }
-            if bench_core::signal::requested() {
-                server.terminate();
-                client.terminate();
-                return None;
-            }
-            let now = Instant::now();
-            if now >= self.hard || first_end.is_some_and(|t| now >= t + SIDE_GRACE) {
-                break true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Some(timed_out)
+        wait_sides(server, client, self.hard, bench_core::signal::requested).0
     }
 
     /// A side still running past the deadline (TIMEOUT) or past the grace (FAIL): both killed.
@@ -311,6 +292,48 @@ impl PairRun<'_> {
         rec.value = if status == Status::Ok { value } else { None };
         rec
     }
+}
+
+/// How often a pair's wait looks at the stop flag while no side has news (a signal handler
+/// can only set a flag; [`bench_core::signal::POLL_SLICE`] is the house's slice for that).
+const STOP_SLICE: Duration = bench_core::signal::POLL_SLICE;
+
+/// [`PairRun::wait_both`]: sleeps on one [`Bell`] that both sides ring with each line and at
+/// their end, so a pair thread wakes for news, the deadline, the grace or the stop slice, not
+/// every few milliseconds (at 512 pairs in flight a 20 ms poll was 25,000 wake-ups a second).
+/// Also returns how many times it woke (for the test).
+fn wait_sides(server: &mut Proc, client: &mut Proc, hard: Instant, stop: impl Fn() -> bool) -> (Option<bool>, usize) {
+    let bell = Arc::new(Bell::default());
+    server.ring(&bell);
+    client.ring(&bell);
+    let mut first_end: Option<Instant> = None;
+    let mut wakes = 0;
+    let timed_out = loop {
+        // Read before looking: news after the look cuts the next sleep short.
+        let seen = bell.rings();
+        let (s, c) = (server.poll(), client.poll());
+        if s && c {
+            break false;
+        }
+        if (s || c) && first_end.is_none() {
+            first_end = Some(Instant::now());
+        }
+        if stop() {
+            server.terminate();
+            client.terminate();
+            return (None, wakes);
+        }
+        let now = Instant::now();
+        let until = first_end.map_or(hard, |t| hard.min(t + SIDE_GRACE));
+        if now >= until {
+            break true;
+        }
+        // An exit nobody watches is looked for as before.
+        let slice = if server.exit_rings() && client.exit_rings() { STOP_SLICE } else { Duration::from_millis(20) };
+        bell.wait(seen, until.min(now + slice));
+        wakes += 1;
+    };
+    (Some(timed_out), wakes)
 }
 
 /// The line that best says what went wrong: the last non-protocol line of stderr, else of stdout.
@@ -377,5 +400,44 @@ mod tests {
         assert!(b.json.is_none());
         let t = report(&["@rpt-matrix timeout after 31 s".to_string(), "@rpt-matrix exit 124".to_string()]);
         assert!(t.timed_out && t.exit == Some(124));
+    }
+
+    /// The client ends at once, the server 0.3 s later: the wait wakes for the two ends (and
+    /// what their output says) and a stop slice now and then, not every 20 ms.
+    #[test]
+    fn a_pair_wait_sleeps_until_a_side_has_news() {
+        let sh = |script: &str| Proc::spawn(&["/bin/sh".to_string(), "-c".into(), script.into()]).expect("sh");
+        let mut server = sh("sleep 0.3; echo done");
+        let mut client = sh("exit 0");
+        let t = Instant::now();
+        let (ended, wakes) = wait_sides(&mut server, &mut client, t + Duration::from_secs(20), || false);
+        let took = t.elapsed();
+        assert_eq!(ended, Some(false), "both ended in time");
+        assert!(took >= Duration::from_millis(280) && took < Duration::from_secs(5), "{took:?}");
+        // News (the ends, the line) and a stop slice now and then; a slow host stretches
+        // the time, so the slices it holds are allowed too. A 20 ms poll woke 15 times.
+        let bound = |took: Duration| 5 + (took.as_millis() / STOP_SLICE.as_millis()) as usize;
+        eprintln!("{wakes} wake-ups in {took:?}");
+        assert!(wakes <= bound(took), "{wakes} wake-ups in {took:?}");
+        assert_eq!((server.exit, client.exit), (Some(0), Some(0)));
+        // A side past its grace: the wait ends at the deadline (here before the grace).
+        let mut server = sh("exec sleep 30");
+        let mut client = sh("exit 3");
+        let t = Instant::now();
+        let (ended, wakes) = wait_sides(&mut server, &mut client, t + Duration::from_millis(500), || false);
+        assert_eq!(ended, Some(true));
+        let took = t.elapsed();
+        eprintln!("deadline case: {wakes} wake-ups in {took:?}");
+        assert!(took >= Duration::from_millis(490) && wakes <= bound(took), "{took:?}, {wakes} wake-ups");
+        server.terminate();
+        // A stop ends the wait within a slice and terminates both sides (which end as their
+        // stdin closes, like matrix-exec).
+        let mut server = sh("exec cat >/dev/null");
+        let mut client = sh("exec cat >/dev/null");
+        let t = Instant::now();
+        let (ended, _) = wait_sides(&mut server, &mut client, t + Duration::from_secs(20), || t.elapsed() > Duration::from_millis(100));
+        assert_eq!(ended, None);
+        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+        assert!(server.exit.is_some() && client.exit.is_some());
     }
 }
