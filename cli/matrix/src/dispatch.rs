@@ -16,19 +16,20 @@
 //! with threads.
 //!
 //! Memory: the pairs are not listed. A pair is its rail's place, its round and its slot in the
-//! round ([`At`]); the rounds (`rounds[round][slot]`, the caller's, shared by every test and
-//! rail) say who meets whom. Per resource the dispatcher keeps one bit per pair of its node
-//! (set while that pair is to run), so a pending pair costs **2 bits** (one per end), plus a
-//! row's padding to 64 bits. What does not grow with the rails: a table of each node's pairs in
-//! round order (round and slot, 8 bytes a pair end: 16 bytes a node pair, O(n²) over the
-//! nodes only), to find a bit's partner and the partner's bit. Per resource: its count of
-//! pending pairs, the pair it runs and its mean time (24 bytes). At 1,024 nodes and 8 rails
-//! run together that is about 1 MB of bits and 8 MB of table where a list of pairs took 380 MB.
+//! round ([`At`]); the rounds say who meets whom. Per resource the dispatcher keeps one bit per
+//! pair of its node (set while that pair is to run), so a pending pair costs **2 bits** (one
+//! per end), plus a row's padding to 64 bits. To find a bit's pair, its partner and the
+//! partner's bit, the run's rounds are worked out from the circle method when asked
+//! ([`Dispatcher::worked`], `schedule::Rounds`: nothing stored); a caller's own table of rounds
+//! ([`Dispatcher::new`], the tests') gets a table of each node's pairs in round order ([`Ends`],
+//! 16 bytes a node pair). Per resource: its count of pending pairs, the pair it runs and its
+//! mean time (24 bytes). At 1,024 nodes and 8 rails run together that is 1.25 MB in all, where
+//! a list of pairs took 306 MB.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::schedule::Pair;
+use crate::schedule::{Pair, Rounds};
 
 /// A pair as the dispatcher hands it out: its rail's place in the dispatch (its resources
 /// are its two nodes + place × nodes), its round, and its slot in the round.
@@ -110,6 +111,64 @@ impl Ends {
     }
 }
 
+/// Who meets whom: the caller's table of rounds with [`Ends`] built from it, or the circle
+/// method's rounds worked out when asked ([`Rounds`]: nothing stored, whatever the size).
+enum Sched<'a> {
+    Table { rounds: &'a [Vec<Pair>], ends: Ends },
+    Worked(Rounds),
+}
+
+impl Sched<'_> {
+    fn rounds(&self) -> usize {
+        match self {
+            Sched::Table { rounds, .. } => rounds.len(),
+            Sched::Worked(w) => w.len(),
+        }
+    }
+
+    fn width(&self, r: usize) -> usize {
+        match self {
+            Sched::Table { rounds, .. } => rounds.get(r).map_or(0, Vec::len),
+            Sched::Worked(w) => w.width(r),
+        }
+    }
+
+    /// Pair `s` of round `r`, if there is one.
+    fn pair(&self, r: usize, s: usize) -> Option<Pair> {
+        match self {
+            Sched::Table { rounds, .. } => rounds.get(r).and_then(|ps| ps.get(s)).copied(),
+            Sched::Worked(w) => (s < w.width(r)).then(|| w.pair(r, s)),
+        }
+    }
+
+    /// How many pairs node `x` is in.
+    fn ends(&self, x: usize) -> usize {
+        match self {
+            Sched::Table { ends, .. } => ends.of(x).len(),
+            Sched::Worked(w) => w.ends(x),
+        }
+    }
+
+    /// Node `x`'s `k`-th pair, as (round, slot).
+    fn end(&self, x: usize, k: usize) -> (usize, usize) {
+        match self {
+            Sched::Table { ends, .. } => {
+                let (r, s) = ends.of(x)[k];
+                (r as usize, s as usize)
+            }
+            Sched::Worked(w) => w.end(x, k),
+        }
+    }
+
+    /// Which of node `x`'s pairs pair `slot` of round `round` is (`x` is one of its nodes).
+    fn index(&self, x: usize, round: usize, slot: usize) -> Option<usize> {
+        match self {
+            Sched::Table { ends, .. } => ends.index(x, round, slot),
+            Sched::Worked(w) => Some(w.end_index(x, round)),
+        }
+    }
+}
+
 /// The set bits of a word, lowest first.
 struct Bits(u64);
 
@@ -127,8 +186,7 @@ impl Iterator for Bits {
 
 /// Which pairs may start, as resources free up.
 pub struct Dispatcher<'a> {
-    rounds: &'a [Vec<Pair>],
-    ends: Ends,
+    sched: Sched<'a>,
     nodes: usize,
     /// Per resource (node + place × nodes) a row of bits: bit k set while its node's k-th pair
     /// ([`Ends`]) on its rail is still to start. Round order is bit order.
@@ -162,17 +220,41 @@ impl<'a> Dispatcher<'a> {
         nodes: usize,
         places: usize,
         max_in_flight: usize,
-        mut wanted: impl FnMut(At, Pair) -> bool,
+        wanted: impl FnMut(At, Pair) -> bool,
     ) -> Result<Dispatcher<'a>, String> {
         let ends = Ends::new(rounds, nodes)?;
+        Ok(Dispatcher::with(Sched::Table { rounds, ends }, nodes, places, max_in_flight, wanted))
+    }
+
+    /// As [`Dispatcher::new`], over the circle method's rounds of `nodes` nodes worked out
+    /// when asked: no table of pairs at all.
+    pub fn worked(
+        rounds: Rounds,
+        nodes: usize,
+        places: usize,
+        max_in_flight: usize,
+        wanted: impl FnMut(At, Pair) -> bool,
+    ) -> Result<Dispatcher<'a>, String> {
+        if rounds.nodes() != nodes {
+            return Err(format!("the rounds are of {} nodes, not {nodes}", rounds.nodes()));
+        }
+        Ok(Dispatcher::with(Sched::Worked(rounds), nodes, places, max_in_flight, wanted))
+    }
+
+    fn with(
+        sched: Sched<'a>,
+        nodes: usize,
+        places: usize,
+        max_in_flight: usize,
+        mut wanted: impl FnMut(At, Pair) -> bool,
+    ) -> Dispatcher<'a> {
         let mut row_start = Vec::with_capacity(nodes + 1);
         row_start.push(0);
         for x in 0..nodes {
-            row_start.push(row_start[x] + ends.of(x).len().div_ceil(64));
+            row_start.push(row_start[x] + sched.ends(x).div_ceil(64));
         }
         let resources = nodes * places;
         let mut d = Dispatcher {
-            rounds,
             nodes,
             pending: vec![0; row_start[nodes] * places],
             row_start,
@@ -184,27 +266,29 @@ impl<'a> Dispatcher<'a> {
             left: 0,
             freed: Vec::new(),
             rescan: true,
-            ends,
+            sched,
         };
         // Each node's bit for the round now looked at: its pairs so far.
         let mut bit = vec![0usize; nodes];
-        for (round, ps) in rounds.iter().enumerate() {
+        for round in 0..d.sched.rounds() {
+            let width = d.sched.width(round);
             for place in 0..places {
-                for (slot, p) in ps.iter().enumerate() {
-                    if wanted(At { place, round, slot }, *p) {
+                for slot in 0..width {
+                    let Some(p) = d.sched.pair(round, slot) else { continue };
+                    if wanted(At { place, round, slot }, p) {
                         d.set_pending(place * nodes + p.a, bit[p.a], true);
                         d.set_pending(place * nodes + p.b, bit[p.b], true);
                         d.left += 1;
                     }
                 }
             }
-            // A node is in at most one pair of a round (Ends::new).
-            for p in ps {
+            // A node is in at most one pair of a round (Ends::new; the circle method).
+            for p in (0..width).filter_map(|slot| d.sched.pair(round, slot)) {
                 bit[p.a] += 1;
                 bit[p.b] += 1;
             }
         }
-        Ok(d)
+        d
     }
 
     /// Resource `res`'s row of bits in `pending`.
@@ -237,9 +321,9 @@ impl<'a> Dispatcher<'a> {
 
     /// The pair of `node`'s bit `bit`.
     fn pair_of(&self, node: usize, bit: usize) -> (usize, usize, Pair) {
-        let (r, s) = self.ends.of(node)[bit];
-        let (r, s) = (r as usize, s as usize);
-        (r, s, self.rounds[r][s])
+        let (r, s) = self.sched.end(node, bit);
+        let p = self.sched.pair(r, s).expect("a node's pairs are pairs of the rounds");
+        (r, s, p)
     }
 
     /// The work a resource has left: its pending pairs times its mean pair time so far (1 s
@@ -258,7 +342,7 @@ impl<'a> Dispatcher<'a> {
             let b = if x == node {
                 Some(bit)
             } else {
-                self.ends.index(x, round, slot)
+                self.sched.index(x, round, slot)
             };
             // Every pair is in both of its nodes' tables (Ends::new).
             let Some(b) = b else { continue };
@@ -325,17 +409,12 @@ impl<'a> Dispatcher<'a> {
     /// Pair `at` ended after `secs`: its resources are free again. A pair not running is
     /// ignored.
     pub fn finished(&mut self, at: At, secs: f64) {
-        let Some(p) = self
-            .rounds
-            .get(at.round)
-            .and_then(|r| r.get(at.slot))
-            .copied()
-        else {
+        let Some(p) = self.sched.pair(at.round, at.slot) else {
             return;
         };
         let base = at.place * self.nodes;
         let running = |x: usize| {
-            let b = self.ends.index(x, at.round, at.slot)?;
+            let b = self.sched.index(x, at.round, at.slot)?;
             (self.running.get(base + x) == Some(&(b as u32))).then_some(())
         };
         if running(p.a).and(running(p.b)).is_none() {
@@ -372,9 +451,11 @@ impl<'a> Dispatcher<'a> {
         fn bytes<T>(_: &[T], capacity: usize) -> usize {
             capacity * std::mem::size_of::<T>()
         }
-        bytes(&self.ends.start, self.ends.start.capacity())
-            + bytes(&self.ends.at, self.ends.at.capacity())
-            + bytes(&self.pending, self.pending.capacity())
+        let ends = match &self.sched {
+            Sched::Table { ends, .. } => bytes(&ends.start, ends.start.capacity()) + bytes(&ends.at, ends.at.capacity()),
+            Sched::Worked(_) => 0,
+        };
+        ends + bytes(&self.pending, self.pending.capacity())
             + bytes(&self.row_start, self.row_start.capacity())
             + bytes(&self.left_of, self.left_of.capacity())
             + bytes(&self.running, self.running.capacity())
@@ -993,6 +1074,33 @@ mod tests {
         }
     }
 
+    /// The rounds worked out ([`Dispatcher::worked`]) start the same pairs at the same moments
+    /// as their table, for even and odd n, serial, both directions, caps and skipped pairs.
+    #[test]
+    fn worked_rounds_dispatch_as_their_table() {
+        for n in [2, 3, 4, 5, 8, 13, 32, 33] {
+            for (serial, both) in [(false, false), (false, true), (true, false), (true, true)] {
+                for max in [usize::MAX, 1, 3] {
+                    let table = schedule_rounds(n, serial, both);
+                    let worked = Rounds::new(n, serial, both);
+                    let hash = |at: At| (at.place * 31 + at.round * 7 + at.slot * 3) % 11;
+                    let secs = |at: At| 0.5 + hash(at) as f64 * 0.2;
+                    let wanted = |at: At, _: Pair| hash(at) != 4;
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    let d = Dispatcher::new(&table, n, 2, max, wanted).expect("table");
+                    let wall_table = simulate(d, secs, |s| a.push(s.to_vec()));
+                    let d = Dispatcher::worked(worked, n, 2, max, wanted).expect("worked");
+                    let wall_worked = simulate(d, secs, |s| b.push(s.to_vec()));
+                    let case = format!("n={n} serial={serial} both={both} max={max}");
+                    assert_eq!(a, b, "{case}");
+                    assert_eq!(wall_table, wall_worked, "{case}");
+                    assert!(!a.concat().is_empty() || n < 2, "{case}: nothing ran");
+                }
+            }
+        }
+        assert!(Dispatcher::worked(Rounds::new(5, false, false), 6, 1, 1, |_, _| true).is_err());
+    }
+
     /// Issue #35's measure: the dispatcher's heap at 1,024 nodes and 8 rails run together, the
     /// list way (as run_rounds and the old dispatcher built it) against the bitsets.
     #[test]
@@ -1003,6 +1111,9 @@ mod tests {
         let d = Dispatcher::new(&rounds, n, places, usize::MAX, |_, _| true).expect("dispatcher");
         let pairs = d.left;
         let new = d.heap_bytes();
+        let worked = Dispatcher::worked(Rounds::new(n, false, false), n, places, usize::MAX, |_, _| true)
+            .expect("worked")
+            .heap_bytes();
         // The old way: run_rounds' jobs (40 bytes) and holds, then the dispatcher's lists.
         let mut jobs: Vec<(usize, usize, usize, Pair)> = Vec::new();
         let mut holds: Vec<[usize; 2]> = Vec::new();
@@ -1024,10 +1135,12 @@ mod tests {
             + old.started.capacity()
             + n * places * (1 + 16);
         eprintln!(
-            "{pairs} pairs: lists {old_bytes} B ({:.1} B a pair), bitsets {new} B ({:.2} B a pair)",
+            "{pairs} pairs: lists {old_bytes} B ({:.1} B a pair), bitsets {new} B ({:.2} B a pair), worked rounds {worked} B ({:.2} B a pair)",
             old_bytes as f64 / pairs as f64,
-            new as f64 / pairs as f64
+            new as f64 / pairs as f64,
+            worked as f64 / pairs as f64
         );
         assert!(new * 20 < old_bytes, "{new} against {old_bytes}");
+        assert!(worked < new, "{worked} against {new}");
     }
 }

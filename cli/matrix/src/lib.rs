@@ -341,8 +341,8 @@ fn rail_key(rail: &str, pattern: &str, step: usize) -> String {
 }
 
 /// The rounds of one test and rail (schedule::rounds).
-fn all_rounds(cfg: &Config) -> Vec<Vec<schedule::Pair>> {
-    schedule::rounds(cfg.hosts.len(), cfg.serial, cfg.both_directions)
+fn all_rounds(cfg: &Config) -> schedule::Rounds {
+    schedule::Rounds::new(cfg.hosts.len(), cfg.serial, cfg.both_directions)
 }
 
 /// Re-run rounds for suspect pairs: each pair in the first round where neither node is busy
@@ -602,7 +602,8 @@ struct MatrixRun<'a> {
     /// The pairs recorded before this invocation (`--resume`): not run again.
     have: Recorded,
     notes: Vec<String>,
-    rounds: Vec<Vec<schedule::Pair>>,
+    /// Worked out when asked: at 1,024 nodes a table would be half a million pairs.
+    rounds: schedule::Rounds,
     total: usize,
     prog: Progress,
     /// Each re-run pair (its index in `done`) and the start of its line, which the final
@@ -642,7 +643,7 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
         return Ok(preflight_report(cfg, &rails, &notes));
     }
     let rounds = all_rounds(cfg);
-    let per_rail: usize = rounds.iter().map(Vec::len).sum();
+    let per_rail: usize = rounds.pairs();
     let per_test: usize = cfg
         .patterns
         .iter()
@@ -666,7 +667,7 @@ fn run_shared(cfg: &Config, bin: &str, pushed: Option<&push::Pushed>) -> Result<
         drawn: false,
     };
     let mut run = MatrixRun { cfg, bin, t_start, jsonl, log, done, have, notes, rounds, total, prog, retried: Vec::new(), stopped: false, loads: Vec::new() };
-    let widest = run.rounds.iter().map(Vec::len).max().unwrap_or(0);
+    let widest = run.rounds.width(0);
     if cfg.rails_parallel && usize::from(cfg.port_base) + rails.len() * widest > usize::from(u16::MAX) {
         return Err(format!("--port-base {}: {} rails of {widest} pairs at once do not fit below 65536", cfg.port_base, rails.len()));
     }
@@ -732,13 +733,13 @@ impl MatrixRun<'_> {
     fn record_not_run(&mut self, on: &TestOnRail) -> Result<(), String> {
         let (cfg, test, rail, t) = (self.cfg, on.test, on.rail, on.t);
         let mut recs = Vec::new();
-        for (r, round) in self.rounds.iter().enumerate() {
-            for p in round {
+        for r in 0..self.rounds.len() {
+            for p in self.rounds.round(r) {
                 let (a, b) = (&cfg.hosts[p.a], &cfg.hosts[p.b]);
                 if self.recorded(cells::Phase { test, rail: &rail.label, pattern: results::PAIRS, step: 0 }, a, b) {
                     continue;
                 }
-                if let Some((status, reason)) = not_run_why(rail, p, &cfg.hosts) {
+                if let Some((status, reason)) = not_run_why(rail, &p, &cfg.hosts) {
                     let mut rec = not_run(test, &rail.label, a, b, &t.unit);
                     (rec.status, rec.reason, rec.round, rec.options) = (status, reason, r, cfg.options.clone());
                     recs.push(rec);
@@ -762,8 +763,8 @@ impl MatrixRun<'_> {
             let on = &ons[at.place];
             !self.recorded(cells::Phase { test: on.test, rail: &on.rail.label, pattern: results::PAIRS, step: 0 }, &cfg.hosts[p.a], &cfg.hosts[p.b]) && on.runs(&p)
         };
-        let rounds = &self.rounds;
-        let d = dispatch::Dispatcher::new(rounds, n, ons.len(), at_once, wanted)?;
+        let rounds = self.rounds;
+        let d = dispatch::Dispatcher::worked(rounds, n, ons.len(), at_once, wanted)?;
         if d.done() {
             return Ok(());
         }
@@ -772,7 +773,7 @@ impl MatrixRun<'_> {
         let prog = std::cell::RefCell::new(&mut self.prog);
         let hooks = dispatch::Hooks {
             launch: |at: dispatch::At| {
-                let p = rounds[at.round][at.slot];
+                let p = rounds.pair(at.round, at.slot);
                 pair::run(l, bin, &ons[at.place].job(&p, at.round, at.slot)?)
             },
             each: |_, rec: Record| {
@@ -931,7 +932,8 @@ mod tests {
     #[test]
     fn both_directions_runs_every_ordered_pair_once() {
         let c = cfg(&["--both-directions"]);
-        let rounds = all_rounds(&c);
+        let worked = all_rounds(&c);
+        let rounds: Vec<Vec<schedule::Pair>> = (0..worked.len()).map(|r| worked.round(r).collect()).collect();
         assert_eq!(rounds.len(), 10, "5 rounds each way for 5 nodes");
         let mut seen: Vec<(usize, usize)> = rounds.iter().flatten().map(|p| (p.a, p.b)).collect();
         seen.sort_unstable();
@@ -947,7 +949,7 @@ mod tests {
         assert_ne!(pair_key(&c, "t", "r", "n1", "n2"), pair_key(&c, "t", "r", "n2", "n1"));
         let c1 = cfg(&[]);
         assert_eq!(pair_key(&c1, "t", "r", "n1", "n2"), pair_key(&c1, "t", "r", "n2", "n1"));
-        assert_eq!(all_rounds(&c1).iter().map(Vec::len).sum::<usize>(), 10);
+        assert_eq!(all_rounds(&c1).pairs(), 10);
     }
 
     #[test]

@@ -62,6 +62,166 @@ pub fn rounds(n: usize, serial: bool, both_directions: bool) -> Vec<Vec<Pair>> {
     rounds
 }
 
+/// The rounds of [`rounds`] without a table: pair `slot` of round `r`, and a node's k-th pair,
+/// are worked out from the circle method's rotation when asked for, so that the schedule of
+/// 1,024 nodes costs a few words, not half a million pairs and their index by node. Equal to
+/// [`rounds`] pair for pair (a unit test holds it to that for every n to 300 and some beyond).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rounds {
+    n: usize,
+    serial: bool,
+    both_directions: bool,
+}
+
+impl Rounds {
+    pub fn new(n: usize, serial: bool, both_directions: bool) -> Rounds {
+        Rounds { n, serial, both_directions }
+    }
+
+    /// The nodes the rounds are of.
+    pub fn nodes(&self) -> usize {
+        self.n
+    }
+
+    /// The circle method's rounds and pairs a round (`n` - 1 or `n` rounds of `n` / 2).
+    fn circle(&self) -> (usize, usize) {
+        if self.n < 2 {
+            (0, 0)
+        } else {
+            (self.n + self.n % 2 - 1, self.n / 2)
+        }
+    }
+
+    /// Rounds one way.
+    fn one_way(&self) -> usize {
+        let (rounds, width) = self.circle();
+        if self.serial {
+            rounds * width
+        } else {
+            rounds
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.one_way() * if self.both_directions { 2 } else { 1 }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pairs of round `r` (0 past the last round).
+    pub fn width(&self, r: usize) -> usize {
+        match (r < self.len(), self.serial) {
+            (false, _) => 0,
+            (true, true) => 1,
+            (true, false) => self.circle().1,
+        }
+    }
+
+    /// Pair `slot` of round `r`; both below [`Rounds::len`] and [`Rounds::width`].
+    pub fn pair(&self, r: usize, slot: usize) -> Pair {
+        let one_way = self.one_way();
+        let (r, back) = if r >= one_way { (r - one_way, true) } else { (r, false) };
+        let (r, slot) = if self.serial {
+            let w = self.circle().1;
+            (r / w, r % w)
+        } else {
+            (r, slot)
+        };
+        let p = circle_pair(self.n, r, slot);
+        if back {
+            Pair { a: p.b, b: p.a }
+        } else {
+            p
+        }
+    }
+
+    /// The pairs of round `r`, in slot order.
+    pub fn round(&self, r: usize) -> impl Iterator<Item = Pair> + '_ {
+        (0..self.width(r)).map(move |s| self.pair(r, s))
+    }
+
+    /// Every pair of every round.
+    pub fn pairs(&self) -> usize {
+        self.len() * self.width(0)
+    }
+
+    /// How many pairs node `x` is in (each other node once, twice with both directions).
+    pub fn ends(&self, x: usize) -> usize {
+        if x >= self.n || self.n < 2 {
+            return 0;
+        }
+        (self.n - 1) * if self.both_directions { 2 } else { 1 }
+    }
+
+    /// Node `x`'s `k`-th pair in round order, as (round, slot); `k` below [`Rounds::ends`].
+    pub fn end(&self, x: usize, k: usize) -> (usize, usize) {
+        let per_way = self.n - 1;
+        let (k, base) = if k >= per_way { (k - per_way, self.one_way()) } else { (k, 0) };
+        // The circle round of x's k-th pair: x sits out its bye round when n is odd.
+        let r = if self.n % 2 == 1 && k >= self.bye_round(x) { k + 1 } else { k };
+        let slot = circle_slot(self.n, r, x);
+        if self.serial {
+            (base + r * self.circle().1 + slot, 0)
+        } else {
+            (base + r, slot)
+        }
+    }
+
+    /// Which of node `x`'s pairs (its k for [`Rounds::end`]) its pair in round `r` is; `x`
+    /// is to play in that round.
+    pub fn end_index(&self, x: usize, r: usize) -> usize {
+        let one_way = self.one_way();
+        let (r, before) = if r >= one_way { (r - one_way, self.n - 1) } else { (r, 0) };
+        let r = if self.serial { r / self.circle().1 } else { r };
+        before + if self.n % 2 == 1 && r > self.bye_round(x) { r - 1 } else { r }
+    }
+
+    /// The circle round in which node `x` meets the bye (n odd): position 1 + (x - 1 + r) mod
+    /// n meets the bye's 1 + (r - 1) mod n when the two add up to n, that is 2r ≡ n - x.
+    fn bye_round(&self, x: usize) -> usize {
+        let len = self.n; // n odd: the circle has n + 1 places, n rounds
+        ((len - x % len) % len * len.div_ceil(2)) % len
+    }
+}
+
+/// The slot of node `x` in round `r` of [`circle_rounds`]`(n)` (x plays in that round).
+fn circle_slot(n: usize, r: usize, x: usize) -> usize {
+    let m = n + n % 2;
+    let len = m - 1;
+    let k = if x == 0 { 0 } else { 1 + (x - 1 + r) % len };
+    let i = k.min(m - 1 - k);
+    if n % 2 == 1 && i > bye_meeting(m, r) {
+        i - 1
+    } else {
+        i
+    }
+}
+
+/// The meeting (position i against m - 1 - i) that holds the bye in round `r` of `m` places.
+fn bye_meeting(m: usize, r: usize) -> usize {
+    let at = 1 + (r + m - 2) % (m - 1);
+    at.min(m - 1 - at)
+}
+
+/// Pair `slot` of round `r` of [`circle_rounds`]`(n)`, worked out. Position k of round r holds
+/// node `1 + (k - 1 - r) mod (m - 1)` (position 0 holds node 0; node m - 1 is the bye when n
+/// is odd, m = n rounded up to even); slot s is the s-th meeting i (position i against
+/// m - 1 - i) that is not the bye's.
+fn circle_pair(n: usize, r: usize, slot: usize) -> Pair {
+    let m = n + n % 2;
+    let len = m - 1;
+    let pos = |k: usize| if k == 0 { 0 } else { 1 + (k - 1 + len - r % len) % len };
+    let i = if n % 2 == 1 && slot >= bye_meeting(m, r) { slot + 1 } else { slot };
+    let (x, y) = (pos(i), pos(m - 1 - i));
+    if (r + i).is_multiple_of(2) {
+        Pair { a: x, b: y }
+    } else {
+        Pair { a: y, b: x }
+    }
+}
+
 /// The slowest a healthy link may be and still count as working, for the deadlines.
 #[derive(Clone, Copy, Debug)]
 pub struct Floors {
@@ -138,6 +298,40 @@ mod tests {
     fn circle_method_for_every_n_up_to_1024() {
         for n in 0..=1024 {
             check(n, &circle_rounds(n));
+        }
+    }
+
+    #[test]
+    fn worked_out_rounds_equal_the_table() {
+        let sizes = (0..=300).chain([511, 512, 1023, 1024]);
+        for n in sizes {
+            for (serial, both) in [(false, false), (true, false), (false, true), (true, true)] {
+                if serial && n > 120 {
+                    continue; // n²/2 rounds of one pair: the small sizes say it
+                }
+                let table = rounds(n, serial, both);
+                let worked = Rounds::new(n, serial, both);
+                assert_eq!(worked.len(), table.len(), "n={n} serial={serial} both={both}");
+                // Each node's pairs in round order, from the table.
+                let mut ends: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+                for (r, round) in table.iter().enumerate() {
+                    assert_eq!(worked.width(r), round.len(), "n={n} round {r}");
+                    assert!(worked.round(r).eq(round.iter().copied()), "n={n} serial={serial} both={both} round {r}");
+                    for (s, p) in round.iter().enumerate() {
+                        ends[p.a].push((r, s));
+                        ends[p.b].push((r, s));
+                    }
+                }
+                assert_eq!(worked.width(table.len()), 0);
+                assert_eq!(worked.pairs(), table.iter().map(Vec::len).sum::<usize>());
+                for (x, e) in ends.iter().enumerate() {
+                    assert_eq!(worked.ends(x), e.len(), "n={n} node {x}");
+                    for (k, &(r, s)) in e.iter().enumerate() {
+                        assert_eq!(worked.end(x, k), (r, s), "n={n} serial={serial} both={both} node {x} pair {k}");
+                        assert_eq!(worked.end_index(x, r), k, "n={n} serial={serial} both={both} node {x} ({r}, {s})");
+                    }
+                }
+            }
         }
     }
 
