@@ -9,7 +9,7 @@
 # completes), n3's pairs LOW (or FAIL: a slow path can end in a completion error; each re-run
 # once, not OK again) and n3 named, every other pair OK, no tool or node agent left running
 # after the stop; the rounds as the scheduler makes them (no node twice in a round); `down`
-# leaves no namespace, link, rdma device, sshd or hosts line. About 5.5 minutes of the VM: a
+# leaves no namespace, link, rdma device, sshd or hosts line. About 6.5 minutes of the VM: a
 # pair costs about 1 s of its two TCG vCPUs through the node agents (the agents run the sides in
 # threads; twice that and more with an ssh session per side), and n3's re-runs are one after
 # another. Then a 7-node matrix on the same boot: an odd count, a bye in every round, every
